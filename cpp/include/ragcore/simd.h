@@ -1,0 +1,60 @@
+// Dense kernels and their run-time dispatch.
+//
+// Each SIMD level (scalar, AVX2+FMA+F16C, AVX-512) fills one DenseKernels table,
+// compiled in its own file with its own target flags. The scalar table always
+// exists and is what tests compare the others with.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ragcore {
+
+enum class SimdLevel : int { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+enum class Storage : int { F32 = 0, F16 = 1, BF16 = 2 };
+constexpr int kNumStorage = 3;
+
+constexpr size_t storage_bytes(Storage s) { return s == Storage::F32 ? 4 : 2; }
+
+struct DenseKernels {
+  SimdLevel level;
+  const char* name;
+  // Micro-kernel shape: kMr corpus rows (broadcast) x kNr queries (vector lanes).
+  size_t mr;
+  size_t nr;
+
+  // out[j] = <q, x_j> for j < n_rows, x_j = row j of x (row stride ldx elements).
+  // Every row is reduced by the same instruction sequence, so equal rows give
+  // bit-equal scores wherever they sit.
+  void (*dot_rows[kNumStorage])(const float* q, const void* x, size_t ldx, size_t n_rows,
+                                size_t d, float* out);
+
+  // dst (n_rows x d, row stride d) = float32 of the stored rows of x.
+  void (*to_f32[kNumStorage])(const void* x, size_t ldx, size_t n_rows, size_t d, float* dst);
+
+  // c[r*ldc + l] (+)= sum_{p<kc} x[r*ldx + p] * qp[p*nr + l] for r < rows (rows <= mr),
+  // l < nr. qp is a packed panel of nr queries. Each c element is one FMA chain
+  // over p in order, whatever `rows` is.
+  void (*micro)(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows, float* c,
+                size_t ldc, bool accumulate);
+
+  // Writes to idx the positions i < n with s[i] >= thr[i]; returns their count.
+  size_t (*at_least)(const float* s, const float* thr, size_t n, uint32_t* idx);
+};
+
+// Kernels of one level; throws std::invalid_argument if this CPU or build lacks it.
+const DenseKernels& dense_kernels(SimdLevel level);
+// The widest level this CPU and build support.
+SimdLevel best_simd_level();
+bool simd_level_available(SimdLevel level);
+
+// Scalar helpers shared by the levels for tails.
+float half_to_float(uint16_t h);
+inline float bf16_to_float(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace ragcore

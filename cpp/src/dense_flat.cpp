@@ -1,0 +1,298 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ragcore/dense.h"
+#include "ragcore/parallel.h"
+#include "ragcore/topk.h"
+
+namespace ragcore {
+namespace {
+
+// Measured crossover (bench/crossover.py): below this batch the scan path wins.
+constexpr size_t kBlockedFromBatchSimd = 8;
+constexpr size_t kBlockedFromBatchScalar = 4;
+// Scan path: corpus rows per block, sized so a block stays in L1 across queries.
+constexpr size_t kScanBlockBytes = 32 * 1024;
+// Blocked path: corpus rows per tile, queries per block and dimensions per
+// k-block, sized so a query panel (kc x nr) stays in L1 and the corpus tile
+// (nc x kc), the query block and the score tile fit in a 1 MiB L2.
+constexpr size_t kTileRows = 240;
+constexpr size_t kTileQueries = 256;
+constexpr size_t kTileDepth = 256;
+// Below this many multiply-adds a call runs on one thread: spawning costs more.
+constexpr double kMinWorkPerThread = 4e6;
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+class FlatSearch {
+ public:
+  explicit FlatSearch(const FlatSearchArgs& a)
+      : a_(a),
+        kern_(dense_kernels(a.simd_level < 0 ? best_simd_level()
+                                             : static_cast<SimdLevel>(a.simd_level))),
+        kk_(std::min(a.k, a.n)) {}
+
+  void run() {
+    pad_output_tail();
+    if (kk_ == 0 || a_.nq == 0) return;  // empty corpus: all padding
+    blocked_ = a_.path == DensePath::Blocked ||
+               (a_.path == DensePath::Auto && a_.nq >= blocked_path_min_batch(kern_.level));
+    if (a_.metric == Metric::L2) compute_query_norms();
+    if (blocked_) pack_queries();
+
+    int threads = resolve_threads(a_.n_threads);
+    double work = static_cast<double>(a_.n) * a_.nq * a_.d;
+    threads = static_cast<int>(std::max(1.0, std::min<double>(threads, work / kMinWorkPerThread)));
+
+    const size_t rows_per_tile = corpus_tile_rows();
+    if (threads > 1 && a_.n >= static_cast<size_t>(threads) * 2 * rows_per_tile) {
+      search_split_corpus(threads, rows_per_tile);
+    } else {
+      search_split_queries(threads);
+    }
+  }
+
+ private:
+  // ---- setup -------------------------------------------------------------
+
+  void pad_output_tail() {
+    for (size_t i = 0; i < a_.nq; ++i)
+      for (size_t c = kk_; c < a_.k; ++c) {
+        a_.out_scores[i * a_.k + c] = -std::numeric_limits<float>::infinity();
+        a_.out_ids[i * a_.k + c] = kPaddingId;
+      }
+  }
+
+  void compute_query_norms() {
+    qnorms_.resize(a_.nq);
+    for (size_t i = 0; i < a_.nq; ++i) {
+      const float* q = a_.queries + i * a_.query_stride;
+      float s = 0.0f;
+      for (size_t p = 0; p < a_.d; ++p) s += q[p] * q[p];
+      qnorms_[i] = s;
+    }
+  }
+
+  // Panels of nr queries, laid out [panel][dimension][lane], zero-padded lanes.
+  void pack_queries() {
+    const size_t nr = kern_.nr;
+    const size_t panels = ceil_div(a_.nq, nr);
+    qpacked_.assign(panels * a_.d * nr, 0.0f);
+    for (size_t i = 0; i < a_.nq; ++i) {
+      const float* q = a_.queries + i * a_.query_stride;
+      float* dst = qpacked_.data() + (i / nr) * a_.d * nr + (i % nr);
+      for (size_t p = 0; p < a_.d; ++p) dst[p * nr] = q[p];
+    }
+  }
+
+  size_t corpus_tile_rows() const {
+    if (a_.tile_rows) return a_.tile_rows;
+    if (blocked_) return kTileRows;
+    size_t row_bytes = a_.d * storage_bytes(a_.storage);
+    return std::max<size_t>(16, kScanBlockBytes / std::max<size_t>(row_bytes, 1));
+  }
+
+  int64_t id_of(size_t row) const {
+    return a_.ids ? a_.ids[row] : static_cast<int64_t>(row);
+  }
+
+  // ---- work split --------------------------------------------------------
+
+  // Each worker keeps heaps for every query over its share of the corpus; the
+  // heaps are merged at the end. Worker 0 writes straight into the output.
+  void search_split_corpus(int threads, size_t rows_per_tile) {
+    const size_t tasks_wanted = static_cast<size_t>(threads) * 4;
+    const size_t rows_per_task =
+        ceil_div(ceil_div(a_.n, tasks_wanted), rows_per_tile) * rows_per_tile;
+    const size_t n_tasks = ceil_div(a_.n, rows_per_task);
+
+    std::vector<std::vector<float>> w_scores(threads);
+    std::vector<std::vector<int64_t>> w_ids(threads);
+    for (int w = 1; w < threads; ++w) {
+      w_scores[w].resize(a_.nq * kk_);
+      w_ids[w].resize(a_.nq * kk_);
+    }
+    auto heap_of = [&](int w, size_t i) {
+      return w == 0 ? TopKHeap(a_.out_scores + i * a_.k, a_.out_ids + i * a_.k, kk_)
+                    : TopKHeap(w_scores[w].data() + i * kk_, w_ids[w].data() + i * kk_, kk_);
+    };
+    for (int w = 0; w < threads; ++w)
+      for (size_t i = 0; i < a_.nq; ++i) heap_of(w, i).reset();
+
+    parallel_for(n_tasks, threads, [&](size_t task, int worker) {
+      size_t j0 = task * rows_per_task, j1 = std::min(a_.n, j0 + rows_per_task);
+      search_range(0, a_.nq, j0, j1, [&](size_t i) { return heap_of(worker, i); });
+    });
+
+    for (size_t i = 0; i < a_.nq; ++i) {
+      TopKHeap out = heap_of(0, i);
+      for (int w = 1; w < threads; ++w)
+        for (size_t c = 0; c < kk_; ++c)
+          out.push(w_scores[w][i * kk_ + c], w_ids[w][i * kk_ + c]);
+      out.finish();
+    }
+  }
+
+  // Each task owns a block of queries and scans the whole corpus for them.
+  void search_split_queries(int threads) {
+    auto heap_of = [&](size_t i) {
+      return TopKHeap(a_.out_scores + i * a_.k, a_.out_ids + i * a_.k, kk_);
+    };
+    for (size_t i = 0; i < a_.nq; ++i) heap_of(i).reset();
+    // Blocked tasks start on a panel boundary; scan tasks take any block.
+    const size_t unit = blocked_ ? kern_.nr : 1;
+    size_t per_task = ceil_div(ceil_div(a_.nq, static_cast<size_t>(threads)), unit) * unit;
+    if (blocked_) per_task = std::min(per_task, query_block());
+    const size_t n_tasks = ceil_div(a_.nq, per_task);
+    parallel_for(n_tasks, threads, [&](size_t task, int) {
+      size_t q0 = task * per_task, q1 = std::min(a_.nq, q0 + per_task);
+      search_range(q0, q1, 0, a_.n, heap_of);
+    });
+    for (size_t i = 0; i < a_.nq; ++i) heap_of(i).finish();
+  }
+
+  template <class HeapOf>
+  void search_range(size_t q0, size_t q1, size_t j0, size_t j1, HeapOf&& heap_of) {
+    if (blocked_) {
+      blocked_range(q0, q1, j0, j1, heap_of);
+    } else {
+      scan_range(q0, q1, j0, j1, heap_of);
+    }
+  }
+
+  size_t query_block() const { return ceil_div(kTileQueries, kern_.nr) * kern_.nr; }
+
+  const void* corpus_row(size_t j) const {
+    return static_cast<const unsigned char*>(a_.corpus) +
+           j * a_.corpus_stride * storage_bytes(a_.storage);
+  }
+
+  // Turns inner products into the metric's score.
+  float finish_score(float dot, size_t i, size_t j) const {
+    return a_.metric == Metric::L2 ? 2.0f * dot - a_.sq_norms[j] - qnorms_[i] : dot;
+  }
+
+  // ---- scan path ---------------------------------------------------------
+
+  template <class HeapOf>
+  void scan_range(size_t q0, size_t q1, size_t j0, size_t j1, HeapOf&& heap_of) {
+    const size_t block = corpus_tile_rows();
+    std::vector<float> scores(block);
+    auto dot_rows = kern_.dot_rows[static_cast<int>(a_.storage)];
+    for (size_t jb = j0; jb < j1; jb += block) {
+      const size_t rows = std::min(block, j1 - jb);
+      for (size_t i = q0; i < q1; ++i) {
+        dot_rows(a_.queries + i * a_.query_stride, corpus_row(jb), a_.corpus_stride, rows, a_.d,
+                 scores.data());
+        TopKHeap heap = heap_of(i);
+        float threshold = heap.threshold();
+        for (size_t r = 0; r < rows; ++r) {
+          float s = finish_score(scores[r], i, jb + r);
+          if (s < threshold) continue;  // rejects most rows with one compare
+          heap.push(s, id_of(jb + r));
+          threshold = heap.threshold();
+        }
+      }
+    }
+  }
+
+  // ---- blocked path ------------------------------------------------------
+
+  template <class HeapOf>
+  void blocked_range(size_t q0, size_t q1, size_t j0, size_t j1, HeapOf&& heap_of) {
+    const size_t nr = kern_.nr, mr = kern_.mr, d = a_.d;
+    const size_t tile_rows = corpus_tile_rows();
+    const size_t depth = a_.tile_depth ? a_.tile_depth : kTileDepth;
+    const size_t qblock = query_block();
+    const size_t ld_tile = qblock;  // score tile: [corpus row][query lane]
+
+    std::vector<float> tile(tile_rows * ld_tile);
+    std::vector<float> converted(a_.storage == Storage::F32 ? 0 : tile_rows * d);
+    std::vector<float> thresholds(qblock);
+    std::vector<uint32_t> hits(qblock);
+
+    for (size_t jc = j0; jc < j1; jc += tile_rows) {
+      const size_t nc = std::min(tile_rows, j1 - jc);
+      const float* x;
+      size_t ldx;
+      if (a_.storage == Storage::F32) {
+        x = static_cast<const float*>(corpus_row(jc));
+        ldx = a_.corpus_stride;
+      } else {  // converted once per tile, reused by every query of the batch
+        kern_.to_f32[static_cast<int>(a_.storage)](corpus_row(jc), a_.corpus_stride, nc, d,
+                                                    converted.data());
+        x = converted.data();
+        ldx = d;
+      }
+      for (size_t qb = q0; qb < q1; qb += qblock) {
+        const size_t nqb = std::min(qblock, q1 - qb);
+        const size_t panels = ceil_div(nqb, nr);
+        for (size_t pc = 0; pc < d; pc += depth) {
+          const size_t kc = std::min(depth, d - pc);
+          for (size_t pan = 0; pan < panels; ++pan) {
+            const float* qp = qpacked_.data() + (qb / nr + pan) * d * nr + pc * nr;
+            for (size_t jr = 0; jr < nc; jr += mr)
+              kern_.micro(kc, qp, x + jr * ldx + pc, ldx, std::min(mr, nc - jr),
+                          tile.data() + jr * ld_tile + pan * nr, ld_tile, pc > 0);
+          }
+        }
+        select_from_tile(tile.data(), ld_tile, nc, jc, qb, nqb, thresholds.data(), hits.data(),
+                         heap_of);
+      }
+    }
+  }
+
+  template <class HeapOf>
+  void select_from_tile(float* tile, size_t ld_tile, size_t nc, size_t jc, size_t qb, size_t nqb,
+                        float* thresholds, uint32_t* hits, HeapOf&& heap_of) {
+    for (size_t l = 0; l < nqb; ++l) thresholds[l] = heap_of(qb + l).threshold();
+    for (size_t r = 0; r < nc; ++r) {
+      float* row = tile + r * ld_tile;
+      if (a_.metric == Metric::L2)
+        for (size_t l = 0; l < nqb; ++l) row[l] = finish_score(row[l], qb + l, jc + r);
+      const size_t count = kern_.at_least(row, thresholds, nqb, hits);
+      for (size_t h = 0; h < count; ++h) {
+        const size_t l = hits[h];
+        TopKHeap heap = heap_of(qb + l);
+        heap.push(row[l], id_of(jc + r));
+        thresholds[l] = heap.threshold();
+      }
+    }
+  }
+
+  const FlatSearchArgs& a_;
+  const DenseKernels& kern_;
+  const size_t kk_;  // slots filled by real rows: min(k, n)
+  bool blocked_ = false;
+  std::vector<float> qnorms_;
+  std::vector<float> qpacked_;
+};
+
+void check_args(const FlatSearchArgs& a) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("flat_search: " + what); };
+  if (a.k == 0) fail("k must be >= 1");
+  if (a.d == 0) fail("d must be >= 1");
+  if (a.n > 0 && !a.corpus) fail("corpus is null");
+  if (a.nq > 0 && !a.queries) fail("queries is null");
+  if (a.corpus_stride < a.d) fail("corpus_stride must be >= d");
+  if (a.query_stride < a.d) fail("query_stride must be >= d");
+  if (a.metric == Metric::L2 && a.n > 0 && !a.sq_norms) fail("L2 needs sq_norms");
+  if (a.nq > 0 && (!a.out_scores || !a.out_ids)) fail("outputs are null");
+}
+
+}  // namespace
+
+size_t blocked_path_min_batch(SimdLevel level) {
+  return level == SimdLevel::Scalar ? kBlockedFromBatchScalar : kBlockedFromBatchSimd;
+}
+
+void flat_search(const FlatSearchArgs& args) {
+  check_args(args);
+  FlatSearch(args).run();
+}
+
+}  // namespace ragcore

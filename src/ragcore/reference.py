@@ -1,0 +1,63 @@
+"""Plain numpy reference implementations, written for clarity, not speed.
+
+Tests compare every native function with these. Scores follow the library's
+convention: higher is better; for "l2" the score is minus the squared
+Euclidean distance. Ordering: score descending, then id ascending.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._storage import to_float32, to_storage
+from .hits import PADDING_ID, Hits
+
+METRICS = ("ip", "cosine", "l2")
+
+
+def round_to_storage(x: np.ndarray, dtype: str) -> np.ndarray:
+    """The float32 values that x becomes once stored as dtype."""
+    return to_float32(to_storage(np.asarray(x, dtype=np.float32), dtype, "x"), dtype)
+
+
+def normalize_rows(x: np.ndarray) -> np.ndarray:
+    """Rows divided by their Euclidean norm, in float64."""
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def dense_scores(corpus: np.ndarray, queries: np.ndarray, metric: str = "ip") -> np.ndarray:
+    """float64 [nq, n] scores of every query against every corpus row."""
+    corpus = np.asarray(corpus, dtype=np.float64)
+    queries = np.asarray(queries, dtype=np.float64)
+    if metric == "ip":
+        return queries @ corpus.T
+    if metric == "cosine":
+        return normalize_rows(queries) @ normalize_rows(corpus).T
+    if metric == "l2":
+        diff = queries[:, None, :] - corpus[None, :, :]
+        return -np.einsum("qnd,qnd->qn", diff, diff)
+    raise ValueError(f"unknown metric {metric!r}; expected one of {METRICS}")
+
+
+def topk(scores: np.ndarray, ids: np.ndarray, k: int) -> Hits:
+    """Best k of each row of scores: score descending, ties by id ascending, padded."""
+    scores = np.asarray(scores, dtype=np.float64)
+    ids = np.asarray(ids, dtype=np.int64)
+    nq, n = scores.shape
+    out_scores = np.full((nq, k), -np.inf, dtype=np.float32)
+    out_ids = np.full((nq, k), PADDING_ID, dtype=np.int64)
+    kept = min(k, n)
+    for row in range(nq):
+        order = np.lexsort((ids, -scores[row]))[:kept]
+        out_scores[row, :kept] = scores[row, order]
+        out_ids[row, :kept] = ids[order]
+    return Hits(out_scores, out_ids)
+
+
+def flat_search(corpus, queries, k: int, metric: str = "ip", ids=None) -> Hits:
+    """Exact top-k by brute force."""
+    corpus = np.asarray(corpus)
+    if ids is None:
+        ids = np.arange(len(corpus), dtype=np.int64)
+    return topk(dense_scores(corpus, np.atleast_2d(queries), metric), ids, k)

@@ -1,0 +1,32 @@
+# make demo: build and run the main job on bundled defaults.
+# make test: build and run the test suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test install install-bench bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# Builds the C++ extension (incrementally, in build/) and installs the package.
+install: $(BIN)/python
+	$(BIN)/python -m pip install -q ".[test]"
+
+demo: install
+	$(BIN)/python -m ragcore demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+install-bench: install
+	$(BIN)/python -m pip install -q ".[bench]"
+
+# Dense benchmark against FAISS and numpy (writes bench/results/, see BENCHMARKS.md).
+bench: install-bench
+	$(BIN)/python bench/hw.py
+	$(BIN)/python bench/dense.py
+
+clean:
+	rm -rf build $(VENV) .pytest_cache .hypothesis

@@ -24,7 +24,7 @@ constexpr size_t kTileRows = 240;
 constexpr size_t kTileQueries = 256;
 constexpr size_t kTileDepth = 256;
 // Below this many multiply-adds a call runs on one thread: spawning costs more.
-constexpr double kMinWorkPerThread = 4e6;
+constexpr double kMinWorkPerThread = 1e6;
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstring>
+#include <utility>
 
 #include "ragcore/simd.h"
 

@@ -41,6 +41,8 @@ class FlatSearch {
     if (kk_ == 0 || a_.nq == 0) return;  // empty corpus: all padding
     blocked_ = a_.path == DensePath::Blocked ||
                (a_.path == DensePath::Auto && a_.nq >= blocked_path_min_batch(kern_.level));
+    // A batch that fits one narrow panel would leave half of a wide panel's lanes idle.
+    micro_ = a_.nq <= kern_.narrow.nr ? kern_.narrow : kern_.wide;
     if (a_.metric == Metric::L2) compute_query_norms();
     if (blocked_) pack_queries();
 
@@ -79,7 +81,7 @@ class FlatSearch {
 
   // Panels of nr queries, laid out [panel][dimension][lane], zero-padded lanes.
   void pack_queries() {
-    const size_t nr = kern_.nr;
+    const size_t nr = micro_.nr;
     const size_t panels = ceil_div(a_.nq, nr);
     qpacked_.assign(panels * a_.d * nr, 0.0f);
     for (size_t i = 0; i < a_.nq; ++i) {
@@ -144,7 +146,7 @@ class FlatSearch {
     };
     for (size_t i = 0; i < a_.nq; ++i) heap_of(i).reset();
     // Blocked tasks start on a panel boundary; scan tasks take any block.
-    const size_t unit = blocked_ ? kern_.nr : 1;
+    const size_t unit = blocked_ ? micro_.nr : 1;
     size_t per_task = ceil_div(ceil_div(a_.nq, static_cast<size_t>(threads)), unit) * unit;
     if (blocked_) per_task = std::min(per_task, query_block());
     const size_t n_tasks = ceil_div(a_.nq, per_task);
@@ -164,7 +166,7 @@ class FlatSearch {
     }
   }
 
-  size_t query_block() const { return ceil_div(kTileQueries, kern_.nr) * kern_.nr; }
+  size_t query_block() const { return ceil_div(kTileQueries, micro_.nr) * micro_.nr; }
 
   const void* corpus_row(size_t j) const {
     return static_cast<const unsigned char*>(a_.corpus) +
@@ -204,7 +206,7 @@ class FlatSearch {
 
   template <class HeapOf>
   void blocked_range(size_t q0, size_t q1, size_t j0, size_t j1, HeapOf&& heap_of) {
-    const size_t nr = kern_.nr, mr = kern_.mr, d = a_.d;
+    const size_t nr = micro_.nr, mr = micro_.mr, d = a_.d;
     const size_t tile_rows = corpus_tile_rows();
     const size_t depth = a_.tile_depth ? a_.tile_depth : kTileDepth;
     const size_t qblock = query_block();
@@ -236,7 +238,7 @@ class FlatSearch {
           for (size_t pan = 0; pan < panels; ++pan) {
             const float* qp = qpacked_.data() + (qb / nr + pan) * d * nr + pc * nr;
             for (size_t jr = 0; jr < nc; jr += mr)
-              kern_.micro(kc, qp, x + jr * ldx + pc, ldx, std::min(mr, nc - jr),
+              micro_.fn(kc, qp, x + jr * ldx + pc, ldx, std::min(mr, nc - jr),
                           tile.data() + jr * ld_tile + pan * nr, ld_tile, pc > 0);
           }
         }
@@ -268,6 +270,7 @@ class FlatSearch {
   const DenseKernels& kern_;
   const size_t kk_;  // slots filled by real rows: min(k, n)
   bool blocked_ = false;
+  MicroKernel micro_{};
   std::vector<float> qnorms_;
   std::vector<float> qpacked_;
 };

@@ -12,7 +12,8 @@ namespace {
 struct Avx512 {
   using Reg = __m512;
   static constexpr size_t kWidth = 16;
-  // 12 rows x 32 queries: 24 accumulators + 2 query registers + 1 broadcast of 32.
+  // Wide: 12 rows x 32 queries (24 accumulators + 2 query registers + 1 broadcast).
+  // Narrow: 24 rows x 16 queries (24 + 1 + 1), of the 32 registers.
   static constexpr size_t kMr = 12;
 
   static Reg zero() { return _mm512_setzero_ps(); }

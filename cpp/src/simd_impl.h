@@ -91,48 +91,51 @@ void to_f32(const void* x, size_t ldx, size_t n_rows, size_t d, float* dst) {
   }
 }
 
-// rows x (2 registers of queries) block: each c element is one FMA chain over p.
-template <class V, size_t Rows>
+// Rows x (Regs registers of queries) block: each c element is one FMA chain over p.
+template <class V, size_t Regs, size_t Rows>
 void micro_fixed(size_t kc, const float* qp, const float* x, size_t ldx, float* c, size_t ldc,
                  bool accumulate) {
   using Reg = typename V::Reg;
   constexpr size_t W = V::kWidth;
-  constexpr size_t Nr = 2 * W;
-  Reg c0[Rows], c1[Rows];
-#pragma GCC unroll 16
-  for (size_t r = 0; r < Rows; ++r) {
-    c0[r] = accumulate ? V::loadu(c + r * ldc) : V::zero();
-    c1[r] = accumulate ? V::loadu(c + r * ldc + W) : V::zero();
-  }
+  constexpr size_t Nr = Regs * W;
+  Reg acc[Rows][Regs];
+#pragma GCC unroll 32
+  for (size_t r = 0; r < Rows; ++r)
+#pragma GCC unroll 2
+    for (size_t g = 0; g < Regs; ++g)
+      acc[r][g] = accumulate ? V::loadu(c + r * ldc + g * W) : V::zero();
   for (size_t p = 0; p < kc; ++p) {
-    const Reg q0 = V::load(qp + p * Nr);
-    const Reg q1 = V::load(qp + p * Nr + W);
-#pragma GCC unroll 16
+    Reg q[Regs];
+#pragma GCC unroll 2
+    for (size_t g = 0; g < Regs; ++g) q[g] = V::load(qp + p * Nr + g * W);
+#pragma GCC unroll 32
     for (size_t r = 0; r < Rows; ++r) {
       const Reg xb = V::broadcast(x + r * ldx + p);
-      c0[r] = V::fma(xb, q0, c0[r]);
-      c1[r] = V::fma(xb, q1, c1[r]);
+#pragma GCC unroll 2
+      for (size_t g = 0; g < Regs; ++g) acc[r][g] = V::fma(xb, q[g], acc[r][g]);
     }
   }
-#pragma GCC unroll 16
-  for (size_t r = 0; r < Rows; ++r) {
-    V::storeu(c + r * ldc, c0[r]);
-    V::storeu(c + r * ldc + W, c1[r]);
-  }
+#pragma GCC unroll 32
+  for (size_t r = 0; r < Rows; ++r)
+#pragma GCC unroll 2
+    for (size_t g = 0; g < Regs; ++g) V::storeu(c + r * ldc + g * W, acc[r][g]);
 }
 
-template <class V, size_t... R>
+template <class V, size_t Regs, size_t... R>
 void micro_dispatch(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows, float* c,
                     size_t ldc, bool accumulate, std::index_sequence<R...>) {
-  using Fn = void (*)(size_t, const float*, const float*, size_t, float*, size_t, bool);
-  static constexpr Fn table[] = {micro_fixed<V, R + 1>...};
-  table[rows - 1](kc, qp, x, ldx, c, ldc, accumulate);
+  static constexpr MicroKernelFn table[] = {[](size_t kc_, const float* qp_, const float* x_,
+                                               size_t ldx_, size_t, float* c_, size_t ldc_,
+                                               bool acc_) {
+    micro_fixed<V, Regs, R + 1>(kc_, qp_, x_, ldx_, c_, ldc_, acc_);
+  }...};
+  table[rows - 1](kc, qp, x, ldx, rows, c, ldc, accumulate);
 }
 
-template <class V>
+template <class V, size_t Regs, size_t Mr>
 void micro(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows, float* c,
            size_t ldc, bool accumulate) {
-  micro_dispatch<V>(kc, qp, x, ldx, rows, c, ldc, accumulate, std::make_index_sequence<V::kMr>{});
+  micro_dispatch<V, Regs>(kc, qp, x, ldx, rows, c, ldc, accumulate, std::make_index_sequence<Mr>{});
 }
 
 template <class V>
@@ -157,11 +160,10 @@ DenseKernels make_kernels(SimdLevel level, const char* name) {
   return DenseKernels{
       level,
       name,
-      V::kMr,
-      2 * V::kWidth,
       {dot_rows<V, Storage::F32>, dot_rows<V, Storage::F16>, dot_rows<V, Storage::BF16>},
       {to_f32<V, Storage::F32>, to_f32<V, Storage::F16>, to_f32<V, Storage::BF16>},
-      micro<V>,
+      MicroKernel{V::kMr, 2 * V::kWidth, micro<V, 2, V::kMr>},
+      MicroKernel{2 * V::kMr, V::kWidth, micro<V, 1, 2 * V::kMr>},
       at_least<V>,
   };
 }

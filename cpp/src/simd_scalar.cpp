@@ -91,11 +91,10 @@ size_t at_least(const float* s, const float* thr, size_t n, uint32_t* idx) {
 extern const DenseKernels kScalarKernels = {
     SimdLevel::Scalar,
     "scalar",
-    kMr,
-    kNr,
     {dot_rows<Storage::F32>, dot_rows<Storage::F16>, dot_rows<Storage::BF16>},
     {to_f32<Storage::F32>, to_f32<Storage::F16>, to_f32<Storage::BF16>},
-    micro,
+    MicroKernel{kMr, kNr, micro},
+    MicroKernel{kMr, kNr, micro},  // no narrower shape: the scalar kernel has no lanes to waste
     at_least,
 };
 

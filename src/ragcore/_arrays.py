@@ -24,13 +24,17 @@ def to_numpy(x, name: str) -> np.ndarray:
         except (RuntimeError, TypeError, ValueError, BufferError) as err:
             raise TypeError(
                 f"{name}: could not read this {type(x).__name__} through DLPack ({err}); "
-                "pass a float32 CPU array, e.g. tensor.detach().cpu().numpy()"
+                "pass a float32 CPU array, e.g. tensor.detach().cpu().float().numpy()"
             ) from None
     if isinstance(x, (list, tuple)):
+        # A list is always converted; only its element type is checked.
         try:
-            return np.asarray(x, dtype=np.float32)
+            arr = np.asarray(x)
         except (TypeError, ValueError) as err:
             raise TypeError(f"{name}: expected numbers, could not convert ({err})") from None
+        if arr.dtype.kind not in "fiu":
+            raise TypeError(f"{name}: expected numbers, got list elements of dtype {arr.dtype}")
+        return _float32_or_refuse(arr, name) if arr.dtype.kind == "f" else arr.astype(np.float32)
     raise TypeError(
         f"{name} must be a numpy array, a torch tensor or another DLPack array, "
         f"got {type(x).__name__}"
@@ -63,7 +67,7 @@ def as_float_matrix(x, name: str, dim: int | None = None) -> np.ndarray:
             CopyWarning,
             stacklevel=3,
         )
-        arr = arr.astype(np.float32)
+        arr = _float32_or_refuse(arr, name)
     if not _rows_contiguous(arr):
         warnings.warn(
             f"{name}: elements within a row are not contiguous; copying "
@@ -76,7 +80,19 @@ def as_float_matrix(x, name: str, dim: int | None = None) -> np.ndarray:
     return arr
 
 
+def _float32_or_refuse(arr: np.ndarray, name: str) -> np.ndarray:
+    """float32 copy of a float array; finite values beyond float32's range are refused."""
+    _check_finite(arr, name)
+    too_big = np.abs(arr) > np.finfo(np.float32).max
+    if too_big.any():
+        row = int(np.argwhere(too_big)[0, 0]) if arr.ndim > 1 else 0
+        raise ValueError(f"{name} has values beyond the float32 range (|x| > 3.4e38), first in row {row}")
+    return arr.astype(np.float32)
+
+
 def _rows_contiguous(arr: np.ndarray) -> bool:
+    if arr.shape[0] == 0:
+        return True
     item = arr.itemsize
     if arr.shape[1] > 1 and arr.strides[1] != item:
         return False
@@ -88,12 +104,14 @@ def _rows_contiguous(arr: np.ndarray) -> bool:
 def _check_finite(arr: np.ndarray, name: str) -> None:
     finite = np.isfinite(arr)
     if not finite.all():
-        row = int(np.argwhere(~finite)[0, 0])
+        row = int(np.argwhere(~finite)[0, 0]) if arr.ndim > 1 else 0
         raise ValueError(f"{name} contains NaN or infinity (first in row {row})")
 
 
 def as_id_array(ids, name: str, count: int) -> np.ndarray:
-    """ids as a 1-D int64 array of `count` non-negative values."""
+    """ids as a 1-D int64 array of `count` non-negative values (a scalar is one id)."""
+    if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
+        ids = [ids]
     arr = to_numpy(ids, name) if not isinstance(ids, (list, tuple)) else np.asarray(ids)
     if arr.ndim != 1 or arr.shape[0] != count:
         raise ValueError(f"{name} must be a 1-D array of {count} ids, got shape {arr.shape}")

@@ -57,7 +57,7 @@ def write_index(path, kind: str, params: dict, arrays: dict) -> None:
         with os.fdopen(fd, "wb") as f:
             crc = _write(f, head, 0)
             for spec, arr in zip(specs, arrays.values()):
-                data = memoryview(np.ascontiguousarray(arr)).cast("B")
+                data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
                 crc = _write(f, data, crc)
                 pad = _aligned(spec["offset"] + spec["nbytes"]) - spec["offset"] - spec["nbytes"]
                 crc = _write(f, b"\x00" * pad, crc)

@@ -130,7 +130,8 @@ class FlatIndex:
             capacity = max(end, 2 * len(self._vectors), 16)
             self._vectors = _grown(self._vectors, self._n, capacity)
             self._ids = _grown(self._ids, self._n, capacity)
-            self._sq_norms = _grown(self._sq_norms, self._n, capacity)
+            if self._metric == "l2":
+                self._sq_norms = _grown(self._sq_norms, self._n, capacity)
         # Rows below self._n are never written here, so a search running on an
         # older snapshot keeps reading consistent data.
         self._vectors[self._n : end] = stored
@@ -146,6 +147,8 @@ class FlatIndex:
 
     def remove(self, ids) -> None:
         """Removes the vectors with these ids; unknown ids are an error (nothing is removed)."""
+        if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
+            ids = [ids]
         arr = to_numpy(ids, "ids") if not isinstance(ids, (list, tuple)) else np.asarray(ids)
         arr = np.atleast_1d(arr)
         if arr.size and arr.dtype.kind not in "iu":
@@ -217,14 +220,21 @@ class FlatIndex:
             n = len(ids)
             if vectors.shape != (n, index.dim) or vectors.dtype != NUMPY_DTYPE[index.dtype]:
                 raise ValueError("vectors do not match the parameters")
+            if ids.dtype != np.int64 or ids.ndim != 1:
+                raise ValueError("ids must be 1-D int64")
+            sorted_ids = np.sort(ids)
+            if n and (sorted_ids[0] < 0 or (sorted_ids[1:] == sorted_ids[:-1]).any()):
+                raise ValueError("ids must be unique and non-negative")
             sq_norms = arrays.get("sq_norms", np.empty(0, dtype=np.float32))
-            if index.metric == "l2" and sq_norms.shape != (n,):
-                raise ValueError("sq_norms missing")
+            if index.metric == "l2" and (sq_norms.shape != (n,) or sq_norms.dtype != np.float32):
+                raise ValueError("sq_norms must be float32, one per vector")
+            if not np.isfinite(to_float32(vectors, index.dtype)).all():
+                raise ValueError("vectors contain NaN or infinity")
         except (KeyError, ValueError, TypeError) as err:
             raise IndexFileError(f"{path}: inconsistent index contents ({err})") from None
         index._vectors, index._ids, index._sq_norms = vectors, ids, sq_norms
         index._n = n
-        index._sorted_ids = np.sort(ids)
+        index._sorted_ids = sorted_ids
         index._next_id = int(params.get("next_id", 0))
         return index
 

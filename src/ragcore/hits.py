@@ -46,10 +46,12 @@ class Hits:
         return self.nq
 
     def __getitem__(self, rows) -> Hits:
-        """The hits of a subset of queries (an int keeps the 2-D shape)."""
+        """The hits of a subset of queries, as copies (an int keeps the 2-D shape)."""
         if isinstance(rows, (int, np.integer)):
+            if not -self.nq <= rows < self.nq:
+                raise IndexError(f"query {rows} out of range for {self.nq} queries")
             rows = slice(rows, rows + 1) if rows != -1 else slice(-1, None)
-        return Hits(np.ascontiguousarray(self.scores[rows]), np.ascontiguousarray(self.ids[rows]))
+        return Hits(np.array(self.scores[rows]), np.array(self.ids[rows]))
 
     def to_lists(self) -> list[list[tuple[int, float]]]:
         """Per query, the (id, score) pairs without padding."""

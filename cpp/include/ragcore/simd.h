@@ -16,12 +16,22 @@ constexpr int kNumStorage = 3;
 
 constexpr size_t storage_bytes(Storage s) { return s == Storage::F32 ? 4 : 2; }
 
+// c[r*ldc + l] (+)= sum_{p<kc} x[r*ldx + p] * qp[p*nr + l] for r < rows (rows <= mr),
+// l < nr. qp is a packed panel of nr queries. Each c element is one FMA chain
+// over p in order, whatever `rows` is.
+using MicroKernelFn = void (*)(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows,
+                               float* c, size_t ldc, bool accumulate);
+
+// A micro-kernel and its shape: mr corpus rows (broadcast) x nr queries (lanes).
+struct MicroKernel {
+  size_t mr;
+  size_t nr;
+  MicroKernelFn fn;
+};
+
 struct DenseKernels {
   SimdLevel level;
   const char* name;
-  // Micro-kernel shape: kMr corpus rows (broadcast) x kNr queries (vector lanes).
-  size_t mr;
-  size_t nr;
 
   // out[j] = <q, x_j> for j < n_rows, x_j = row j of x (row stride ldx elements).
   // Every row is reduced by the same instruction sequence, so equal rows give
@@ -32,11 +42,10 @@ struct DenseKernels {
   // dst (n_rows x d, row stride d) = float32 of the stored rows of x.
   void (*to_f32[kNumStorage])(const void* x, size_t ldx, size_t n_rows, size_t d, float* dst);
 
-  // c[r*ldc + l] (+)= sum_{p<kc} x[r*ldx + p] * qp[p*nr + l] for r < rows (rows <= mr),
-  // l < nr. qp is a packed panel of nr queries. Each c element is one FMA chain
-  // over p in order, whatever `rows` is.
-  void (*micro)(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows, float* c,
-                size_t ldc, bool accumulate);
+  // Two shapes: `wide` (two registers of queries) for large batches, `narrow`
+  // (one register, twice the rows) so small batches do not pad half the lanes.
+  MicroKernel wide;
+  MicroKernel narrow;
 
   // Writes to idx the positions i < n with s[i] >= thr[i]; returns their count.
   size_t (*at_least)(const float* s, const float* thr, size_t n, uint32_t* idx);

@@ -37,8 +37,11 @@ class FlatSearch {
         kk_(std::min(a.k, a.n)) {}
 
   void run() {
-    pad_output_tail();
-    if (kk_ == 0 || a_.nq == 0) return;  // empty corpus: all padding
+    if (kk_ == 0 || a_.nq == 0) {  // empty corpus: all padding
+      TopKBatch none(a_.nq, 1);
+      for (size_t i = 0; i < a_.nq; ++i) none.finish(i, out_scores(i), out_ids(i), a_.k);
+      return;
+    }
     blocked_ = a_.path == DensePath::Blocked ||
                (a_.path == DensePath::Auto && a_.nq >= blocked_path_min_batch(kern_.level));
     // A batch that fits one narrow panel would leave half of a wide panel's lanes idle.
@@ -59,15 +62,10 @@ class FlatSearch {
   }
 
  private:
-  // ---- setup -------------------------------------------------------------
+  float* out_scores(size_t i) const { return a_.out_scores + i * a_.k; }
+  int64_t* out_ids(size_t i) const { return a_.out_ids + i * a_.k; }
 
-  void pad_output_tail() {
-    for (size_t i = 0; i < a_.nq; ++i)
-      for (size_t c = kk_; c < a_.k; ++c) {
-        a_.out_scores[i * a_.k + c] = -std::numeric_limits<float>::infinity();
-        a_.out_ids[i * a_.k + c] = kPaddingId;
-      }
-  }
+  // ---- setup -------------------------------------------------------------
 
   void compute_query_norms() {
     qnorms_.resize(a_.nq);
@@ -104,47 +102,31 @@ class FlatSearch {
 
   // ---- work split --------------------------------------------------------
 
-  // Each worker keeps heaps for every query over its share of the corpus; the
-  // heaps are merged at the end. Worker 0 writes straight into the output.
+  // Each worker keeps candidates for every query over its share of the corpus;
+  // they are merged at the end (the order does not matter: ranking is total).
   void search_split_corpus(int threads, size_t rows_per_tile) {
     const size_t tasks_wanted = static_cast<size_t>(threads) * 4;
     const size_t rows_per_task =
         ceil_div(ceil_div(a_.n, tasks_wanted), rows_per_tile) * rows_per_tile;
     const size_t n_tasks = ceil_div(a_.n, rows_per_task);
-
-    std::vector<std::vector<float>> w_scores(threads);
-    std::vector<std::vector<int64_t>> w_ids(threads);
-    for (int w = 1; w < threads; ++w) {
-      w_scores[w].resize(a_.nq * kk_);
-      w_ids[w].resize(a_.nq * kk_);
-    }
-    auto heap_of = [&](int w, size_t i) {
-      return w == 0 ? TopKHeap(a_.out_scores + i * a_.k, a_.out_ids + i * a_.k, kk_)
-                    : TopKHeap(w_scores[w].data() + i * kk_, w_ids[w].data() + i * kk_, kk_);
-    };
-    for (int w = 0; w < threads; ++w)
-      for (size_t i = 0; i < a_.nq; ++i) heap_of(w, i).reset();
+    std::vector<TopKBatch> per_worker;
+    per_worker.reserve(threads);
+    for (int w = 0; w < threads; ++w) per_worker.emplace_back(a_.nq, kk_);
 
     parallel_for(n_tasks, threads, [&](size_t task, int worker) {
       size_t j0 = task * rows_per_task, j1 = std::min(a_.n, j0 + rows_per_task);
-      search_range(0, a_.nq, j0, j1, [&](size_t i) { return heap_of(worker, i); });
+      search_range(0, a_.nq, j0, j1, per_worker[worker]);
     });
 
+    TopKBatch& merged = per_worker[0];
     for (size_t i = 0; i < a_.nq; ++i) {
-      TopKHeap out = heap_of(0, i);
-      for (int w = 1; w < threads; ++w)
-        for (size_t c = 0; c < kk_; ++c)
-          out.push(w_scores[w][i * kk_ + c], w_ids[w][i * kk_ + c]);
-      out.finish();
+      for (int w = 1; w < threads; ++w) merged.merge_from(per_worker[w], i, i);
+      merged.finish(i, out_scores(i), out_ids(i), a_.k);
     }
   }
 
   // Each task owns a block of queries and scans the whole corpus for them.
   void search_split_queries(int threads) {
-    auto heap_of = [&](size_t i) {
-      return TopKHeap(a_.out_scores + i * a_.k, a_.out_ids + i * a_.k, kk_);
-    };
-    for (size_t i = 0; i < a_.nq; ++i) heap_of(i).reset();
     // Blocked tasks start on a panel boundary; scan tasks take any block.
     const size_t unit = blocked_ ? micro_.nr : 1;
     size_t per_task = ceil_div(ceil_div(a_.nq, static_cast<size_t>(threads)), unit) * unit;
@@ -152,17 +134,19 @@ class FlatSearch {
     const size_t n_tasks = ceil_div(a_.nq, per_task);
     parallel_for(n_tasks, threads, [&](size_t task, int) {
       size_t q0 = task * per_task, q1 = std::min(a_.nq, q0 + per_task);
-      search_range(q0, q1, 0, a_.n, heap_of);
+      TopKBatch top(q1 - q0, kk_);
+      search_range(q0, q1, 0, a_.n, top);
+      for (size_t i = q0; i < q1; ++i) top.finish(i - q0, out_scores(i), out_ids(i), a_.k);
     });
-    for (size_t i = 0; i < a_.nq; ++i) heap_of(i).finish();
   }
 
-  template <class HeapOf>
-  void search_range(size_t q0, size_t q1, size_t j0, size_t j1, HeapOf&& heap_of) {
+  // Queries [q0, q1) against corpus rows [j0, j1); query i is top's query i - q0
+  // in split-queries mode and i in split-corpus mode (where q0 = 0).
+  void search_range(size_t q0, size_t q1, size_t j0, size_t j1, TopKBatch& top) {
     if (blocked_) {
-      blocked_range(q0, q1, j0, j1, heap_of);
+      blocked_range(q0, q1, j0, j1, top);
     } else {
-      scan_range(q0, q1, j0, j1, heap_of);
+      scan_range(q0, q1, j0, j1, top);
     }
   }
 
@@ -180,8 +164,7 @@ class FlatSearch {
 
   // ---- scan path ---------------------------------------------------------
 
-  template <class HeapOf>
-  void scan_range(size_t q0, size_t q1, size_t j0, size_t j1, HeapOf&& heap_of) {
+  void scan_range(size_t q0, size_t q1, size_t j0, size_t j1, TopKBatch& top) {
     const size_t block = corpus_tile_rows();
     std::vector<float> scores(block);
     auto dot_rows = kern_.dot_rows[static_cast<int>(a_.storage)];
@@ -190,13 +173,13 @@ class FlatSearch {
       for (size_t i = q0; i < q1; ++i) {
         dot_rows(a_.queries + i * a_.query_stride, corpus_row(jb), a_.corpus_stride, rows, a_.d,
                  scores.data());
-        TopKHeap heap = heap_of(i);
-        float threshold = heap.threshold();
+        const size_t slot = i - q0;
+        float threshold = top.threshold(slot);
         for (size_t r = 0; r < rows; ++r) {
           float s = finish_score(scores[r], i, jb + r);
           if (s < threshold) continue;  // rejects most rows with one compare
-          heap.push(s, id_of(jb + r));
-          threshold = heap.threshold();
+          top.push(slot, s, id_of(jb + r));
+          threshold = top.threshold(slot);
         }
       }
     }
@@ -204,8 +187,7 @@ class FlatSearch {
 
   // ---- blocked path ------------------------------------------------------
 
-  template <class HeapOf>
-  void blocked_range(size_t q0, size_t q1, size_t j0, size_t j1, HeapOf&& heap_of) {
+  void blocked_range(size_t q0, size_t q1, size_t j0, size_t j1, TopKBatch& top) {
     const size_t nr = micro_.nr, mr = micro_.mr, d = a_.d;
     const size_t tile_rows = corpus_tile_rows();
     const size_t depth = a_.tile_depth ? a_.tile_depth : kTileDepth;
@@ -217,7 +199,6 @@ class FlatSearch {
     // (Copying fp32 tiles too was measured: no faster, even for one panel.)
     const bool convert_tiles = a_.storage != Storage::F32;
     std::vector<float> converted(convert_tiles ? tile_rows * d : 0);
-    std::vector<float> thresholds(qblock);
     std::vector<uint32_t> hits(qblock);
 
     for (size_t jc = j0; jc < j1; jc += tile_rows) {
@@ -245,27 +226,21 @@ class FlatSearch {
                           tile.data() + jr * ld_tile + pan * nr, ld_tile, pc > 0);
           }
         }
-        select_from_tile(tile.data(), ld_tile, nc, jc, qb, nqb, thresholds.data(), hits.data(),
-                         heap_of);
+        select_from_tile(tile.data(), ld_tile, nc, jc, qb, nqb, qb - q0, hits.data(), top);
       }
     }
   }
 
-  template <class HeapOf>
+  // Row r of the tile holds the scores of corpus row jc + r for queries qb.. (top
+  // slots slot0..); the SIMD filter compares a whole row with the thresholds.
   void select_from_tile(float* tile, size_t ld_tile, size_t nc, size_t jc, size_t qb, size_t nqb,
-                        float* thresholds, uint32_t* hits, HeapOf&& heap_of) {
-    for (size_t l = 0; l < nqb; ++l) thresholds[l] = heap_of(qb + l).threshold();
+                        size_t slot0, uint32_t* hits, TopKBatch& top) {
     for (size_t r = 0; r < nc; ++r) {
       float* row = tile + r * ld_tile;
       if (a_.metric == Metric::L2)
         for (size_t l = 0; l < nqb; ++l) row[l] = finish_score(row[l], qb + l, jc + r);
-      const size_t count = kern_.at_least(row, thresholds, nqb, hits);
-      for (size_t h = 0; h < count; ++h) {
-        const size_t l = hits[h];
-        TopKHeap heap = heap_of(qb + l);
-        heap.push(row[l], id_of(jc + r));
-        thresholds[l] = heap.threshold();
-      }
+      const size_t count = kern_.at_least(row, top.thresholds() + slot0, nqb, hits);
+      for (size_t h = 0; h < count; ++h) top.push(slot0 + hits[h], row[hits[h]], id_of(jc + r));
     }
   }
 

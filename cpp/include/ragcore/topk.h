@@ -1,81 +1,90 @@
-// Bounded top-k selection over caller-owned arrays.
+// Top-k selection for a block of queries.
 //
 // Order: higher score first; equal scores are ordered by id ascending, so the
-// result is the same whatever the thread split or scan order. The heap keeps the
-// *worst* kept entry at its root, so most candidates are rejected by one compare
-// against threshold().
+// result is the same whatever the thread split or scan order.
+//
+// Each query keeps a reservoir of candidates (the idea of FAISS's ReservoirTopN):
+// a candidate at or above the query's threshold is appended; when the reservoir
+// is full, the best k are kept (nth_element) and the threshold rises to the k-th
+// best score. Appends are sequential writes, so a tile that touches hundreds of
+// queries does not walk hundreds of heaps, and the amortised cost per candidate
+// is O(1) rather than a heap's O(log k). One TopKBatch serves one thread.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace ragcore {
 
-// Id of an empty slot while the heap fills. It loses every tie against a real id,
-// so a real candidate scoring -inf still enters; finish() turns it into -1.
-constexpr int64_t kEmptyId = std::numeric_limits<int64_t>::max();
 constexpr int64_t kPaddingId = -1;
 
-inline bool ranks_before(float score_a, int64_t id_a, float score_b, int64_t id_b) {
-  return score_a > score_b || (score_a == score_b && id_a < id_b);
+struct Candidate {
+  float score;
+  int64_t id;
+};
+
+inline bool ranks_before(const Candidate& a, const Candidate& b) {
+  return a.score > b.score || (a.score == b.score && a.id < b.id);
 }
 
-class TopKHeap {
+class TopKBatch {
  public:
-  // scores/ids: k slots each, owned by the caller.
-  TopKHeap(float* scores, int64_t* ids, size_t k) : scores_(scores), ids_(ids), k_(k) {}
+  TopKBatch(size_t nq, size_t k)
+      : k_(k),
+        capacity_(k + std::clamp<size_t>(k, 32, 4096)),
+        items_(nq * capacity_),
+        counts_(nq, 0),
+        thresholds_(nq, -std::numeric_limits<float>::infinity()) {}
 
-  void reset() {
-    std::fill(scores_, scores_ + k_, -std::numeric_limits<float>::infinity());
-    std::fill(ids_, ids_ + k_, kEmptyId);
+  // Per query, the lowest score that can still enter (contiguous, for SIMD filters).
+  const float* thresholds() const { return thresholds_.data(); }
+  float threshold(size_t q) const { return thresholds_[q]; }
+
+  void push(size_t q, float score, int64_t id) {
+    if (score < thresholds_[q]) return;
+    size_t& count = counts_[q];
+    items_[q * capacity_ + count] = Candidate{score, id};
+    if (++count == capacity_) keep_best_k(q);
   }
 
-  // Lowest score still kept: a candidate strictly below it cannot enter.
-  float threshold() const { return scores_[0]; }
-
-  void push(float score, int64_t id) {
-    if (!ranks_before(score, id, scores_[0], ids_[0])) return;
-    sift_down_from_root(score, id);
+  // Adds every candidate that `other` holds for its query q_other as query q.
+  void merge_from(const TopKBatch& other, size_t q_other, size_t q) {
+    const Candidate* first = other.items_.data() + q_other * other.capacity_;
+    for (size_t c = 0; c < other.counts_[q_other]; ++c) push(q, first[c].score, first[c].id);
   }
 
-  // Sorts the kept entries best first and marks empty slots with id -1.
-  void finish() {
-    for (size_t end = k_; end > 1; --end) {
-      float s = scores_[end - 1];
-      int64_t i = ids_[end - 1];
-      scores_[end - 1] = scores_[0];
-      ids_[end - 1] = ids_[0];
-      sift_down(0, end - 1, s, i);
+  // Writes the best k_out of query q, best first, padded with (-inf, -1).
+  void finish(size_t q, float* out_scores, int64_t* out_ids, size_t k_out) {
+    Candidate* first = items_.data() + q * capacity_;
+    const size_t kept = std::min(k_out, counts_[q]);
+    std::partial_sort(first, first + kept, first + counts_[q], ranks_before);
+    for (size_t c = 0; c < kept; ++c) {
+      out_scores[c] = first[c].score;
+      out_ids[c] = first[c].id;
     }
-    for (size_t j = 0; j < k_; ++j)
-      if (ids_[j] == kEmptyId) ids_[j] = kPaddingId;
+    for (size_t c = kept; c < k_out; ++c) {
+      out_scores[c] = -std::numeric_limits<float>::infinity();
+      out_ids[c] = kPaddingId;
+    }
   }
 
  private:
-  void sift_down_from_root(float score, int64_t id) { sift_down(0, k_, score, id); }
-
-  // Places (score, id) at `pos` and moves it down within [0, size).
-  void sift_down(size_t pos, size_t size, float score, int64_t id) {
-    for (;;) {
-      size_t child = 2 * pos + 1;
-      if (child >= size) break;
-      if (child + 1 < size &&
-          ranks_before(scores_[child], ids_[child], scores_[child + 1], ids_[child + 1]))
-        ++child;  // the worse child
-      if (!ranks_before(score, id, scores_[child], ids_[child])) break;
-      scores_[pos] = scores_[child];
-      ids_[pos] = ids_[child];
-      pos = child;
-    }
-    scores_[pos] = score;
-    ids_[pos] = id;
+  void keep_best_k(size_t q) {
+    Candidate* first = items_.data() + q * capacity_;
+    std::nth_element(first, first + (k_ - 1), first + capacity_, ranks_before);
+    counts_[q] = k_;
+    // The k-th best: anything strictly below it can never enter again.
+    thresholds_[q] = first[k_ - 1].score;
   }
 
-  float* scores_;
-  int64_t* ids_;
   size_t k_;
+  size_t capacity_;
+  std::vector<Candidate> items_;
+  std::vector<size_t> counts_;
+  std::vector<float> thresholds_;
 };
 
 }  // namespace ragcore

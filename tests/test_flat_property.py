@@ -137,12 +137,13 @@ def test_every_level_and_path_agree_on_ids(metric, dtype):
 
 
 @pytest.mark.parametrize("path", (1, 2))
-def test_results_do_not_depend_on_threads_or_tiles(path):
+@pytest.mark.parametrize("nq", (37, 300))  # 300: enough queries to split them across threads
+def test_results_do_not_depend_on_threads_or_tiles(path, nq):
     """Bit-identical across thread counts and tile sizes for a given path and level."""
     rng = np.random.default_rng(11)
     corpus = rng.standard_normal((20_000, 48)).astype(np.float32)
     corpus[5000:5100] = corpus[:100]  # exact duplicates: ties broken by id
-    queries = rng.standard_normal((37, 48)).astype(np.float32)
+    queries = rng.standard_normal((nq, 48)).astype(np.float32)
     index = ragcore.FlatIndex(48)
     index.add(corpus, ids=rng.permutation(20_000))
     index._search_options = dict(path=path)

@@ -372,25 +372,6 @@ def test_float16_input_converted_with_copywarning():
     assert_hits_equal(hits, index.search(QUERIES, 6))
 
 
-class _QueryRecorder:
-    """Stands in for ragcore._core and records the address of the queries it gets."""
-
-    def __init__(self, real):
-        self.real = real
-        self.addresses = []
-
-    def flat_search(self, corpus, storage, ids, sq_norms, metric, queries, k, **kw):
-        self.addresses.append(queries.__array_interface__["data"][0])
-        return self.real.flat_search(corpus, storage, ids, sq_norms, metric, queries, k, **kw)
-
-
-@pytest.fixture
-def recorder(monkeypatch):
-    rec = _QueryRecorder(ragcore.flat._core)
-    monkeypatch.setattr(ragcore.flat, "_core", rec)
-    return rec
-
-
 def _layouts():
     base = int_data(12, seed=8)
     wide = np.zeros((12, 2 * DIM), np.float32)

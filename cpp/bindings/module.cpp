@@ -109,6 +109,10 @@ PYBIND11_MODULE(_core, m) {
         [](int level) { return std::string(dense_kernels(static_cast<SimdLevel>(level)).name); },
         py::arg("level"));
   m.def("blocked_path_min_batch",
-        [](int level) { return blocked_path_min_batch(static_cast<SimdLevel>(level)); },
-        py::arg("level"));
+        [](int level, int storage) {
+          if (storage < 0 || storage >= kNumStorage) fail("storage", "unknown storage code");
+          return blocked_path_min_batch(static_cast<SimdLevel>(level),
+                                        static_cast<Storage>(storage));
+        },
+        py::arg("level"), py::arg("storage") = 0);
 }

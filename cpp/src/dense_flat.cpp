@@ -12,8 +12,11 @@
 namespace ragcore {
 namespace {
 
-// Measured crossover (bench/crossover.py): below this batch the scan path wins.
-constexpr size_t kBlockedFromBatchSimd = 8;
+// Measured crossover (bench/crossover.py, N = 200k, d = 384): from this batch
+// the blocked path wins. Narrow storage crosses later because its scan reads
+// half the bytes while its blocked path converts every tile.
+constexpr size_t kBlockedFromBatchAvx512[kNumStorage] = {8, 16, 16};
+constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};
 constexpr size_t kBlockedFromBatchScalar = 4;
 // Scan path: corpus rows per block, sized so a block stays in L1 across queries.
 constexpr size_t kScanBlockBytes = 32 * 1024;
@@ -43,7 +46,7 @@ class FlatSearch {
       return;
     }
     blocked_ = a_.path == DensePath::Blocked ||
-               (a_.path == DensePath::Auto && a_.nq >= blocked_path_min_batch(kern_.level));
+               (a_.path == DensePath::Auto && a_.nq >= blocked_path_min_batch(kern_.level, a_.storage));
     // A batch that fits one narrow panel would leave half of a wide panel's lanes idle.
     micro_ = a_.nq <= kern_.narrow.nr ? kern_.narrow : kern_.wide;
     if (a_.metric == Metric::L2) compute_query_norms();
@@ -109,7 +112,7 @@ class FlatSearch {
   // Each worker keeps candidates for every query over its share of the corpus;
   // they are merged at the end (the order does not matter: ranking is total).
   void search_split_corpus(int threads, size_t rows_per_tile) {
-    const size_t tasks_wanted = static_cast<size_t>(threads) * 4;
+    const size_t tasks_wanted = static_cast<size_t>(threads) * 16;  // fine grain: balances a core that is busy elsewhere
     const size_t rows_per_task =
         ceil_div(ceil_div(a_.n, tasks_wanted), rows_per_tile) * rows_per_tile;
     const size_t n_tasks = ceil_div(a_.n, rows_per_task);
@@ -271,8 +274,15 @@ void check_args(const FlatSearchArgs& a) {
 
 }  // namespace
 
-size_t blocked_path_min_batch(SimdLevel level) {
-  return level == SimdLevel::Scalar ? kBlockedFromBatchScalar : kBlockedFromBatchSimd;
+size_t blocked_path_min_batch(SimdLevel level, Storage storage) {
+  switch (level) {
+    case SimdLevel::Avx512:
+      return kBlockedFromBatchAvx512[static_cast<int>(storage)];
+    case SimdLevel::Avx2:
+      return kBlockedFromBatchAvx2[static_cast<int>(storage)];
+    default:
+      return kBlockedFromBatchScalar;
+  }
 }
 
 void flat_search(const FlatSearchArgs& args) {

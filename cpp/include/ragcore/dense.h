@@ -1,6 +1,6 @@
 // Exact dense top-k over a flat corpus.
 //
-// Two paths, picked by batch size (see kBlockedFromBatch in dense_flat.cpp):
+// Two paths, picked by batch size (see kBlockedFromBatch* in dense_flat.cpp):
 //  - scan: for a few queries, stream each corpus block once and score it against
 //    every query with dot_rows; memory-bound, so narrow storage is speed.
 //  - blocked: for many queries, tiles of the query x corpus product computed by
@@ -56,6 +56,6 @@ struct FlatSearchArgs {
 void flat_search(const FlatSearchArgs& args);
 
 // Smallest batch that the automatic choice sends to the blocked path.
-size_t blocked_path_min_batch(SimdLevel level);
+size_t blocked_path_min_batch(SimdLevel level, Storage storage);
 
 }  // namespace ragcore

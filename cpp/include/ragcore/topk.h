@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace ragcore {
@@ -34,8 +35,8 @@ class TopKBatch {
  public:
   TopKBatch(size_t nq, size_t k)
       : k_(k),
-        capacity_(k + std::clamp<size_t>(k, 32, 4096)),
-        items_(nq * capacity_),
+        capacity_(k + std::clamp<size_t>(k / 2, 32, 4096)),
+        items_(new Candidate[nq * capacity_]),  // not zeroed: slots are written before read
         counts_(nq, 0),
         thresholds_(nq, -std::numeric_limits<float>::infinity()) {}
 
@@ -52,13 +53,13 @@ class TopKBatch {
 
   // Adds every candidate that `other` holds for its query q_other as query q.
   void merge_from(const TopKBatch& other, size_t q_other, size_t q) {
-    const Candidate* first = other.items_.data() + q_other * other.capacity_;
+    const Candidate* first = other.items_.get() + q_other * other.capacity_;
     for (size_t c = 0; c < other.counts_[q_other]; ++c) push(q, first[c].score, first[c].id);
   }
 
   // Writes the best k_out of query q, best first, padded with (-inf, -1).
   void finish(size_t q, float* out_scores, int64_t* out_ids, size_t k_out) {
-    Candidate* first = items_.data() + q * capacity_;
+    Candidate* first = items_.get() + q * capacity_;
     const size_t kept = std::min(k_out, counts_[q]);
     std::partial_sort(first, first + kept, first + counts_[q], ranks_before);
     for (size_t c = 0; c < kept; ++c) {
@@ -73,7 +74,7 @@ class TopKBatch {
 
  private:
   void keep_best_k(size_t q) {
-    Candidate* first = items_.data() + q * capacity_;
+    Candidate* first = items_.get() + q * capacity_;
     std::nth_element(first, first + (k_ - 1), first + capacity_, ranks_before);
     counts_[q] = k_;
     // The k-th best: anything strictly below it can never enter again.
@@ -82,7 +83,7 @@ class TopKBatch {
 
   size_t k_;
   size_t capacity_;
-  std::vector<Candidate> items_;
+  std::unique_ptr<Candidate[]> items_;
   std::vector<size_t> counts_;
   std::vector<float> thresholds_;
 };

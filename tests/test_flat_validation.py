@@ -167,9 +167,12 @@ def test_float16_overflow_refused_and_index_unchanged():
 def test_bfloat16_overflow_refused_and_index_unchanged():
     index = filled(dtype="bfloat16")
     before = state(index)
-    # float32 max rounds up to infinity in bfloat16
-    with pytest.raises(ValueError, match=r"vectors has values beyond the bfloat16 range"):
+    # float32 max would round up to infinity in bfloat16; it is refused before that,
+    # as its scores would overflow float32.
+    with pytest.raises(ValueError, match=r"vectors row 2 has norm .* could overflow"):
         index.add(_with(np.finfo(np.float32).max, 2))
+    with pytest.raises(ValueError, match=r"x has values beyond the bfloat16 range"):
+        ref.round_to_storage(_with(np.finfo(np.float32).max, 2), "bfloat16")
     assert_state_equal(index, before)
     index.add(_with(1e5, 2))  # no problem for bfloat16
     assert len(index) == 24
@@ -640,3 +643,18 @@ def test_search_result_to_lists_drops_padding():
 def test_types_exposed():
     assert issubclass(ragcore.IndexFileError, ValueError)
     assert issubclass(ragcore.CopyWarning, UserWarning)
+
+
+@pytest.mark.parametrize("metric", ("ip", "l2"))
+def test_vectors_whose_scores_would_overflow_refused(metric):
+    index = FlatIndex(4, metric=metric)
+    huge = np.array([[1e19, 0.0, 0.0, 0.0]], dtype=np.float32)
+    with pytest.raises(ValueError, match=r"vectors row 0 has norm 1e\+19; norms above 1e\+18"):
+        index.add(huge)
+    assert len(index) == 0
+    index.add(np.ones((3, 4), np.float32))
+    with pytest.raises(ValueError, match=r"queries row 0 has norm"):
+        index.search(huge, 2)
+    # Large but safe magnitudes are fine and give finite scores.
+    hits = index.search(np.full((1, 4), 1e17, np.float32), 2)
+    assert np.isfinite(hits.scores).all()

@@ -77,7 +77,25 @@ def as_float_matrix(x, name: str, dim: int | None = None) -> np.ndarray:
         )
         arr = np.ascontiguousarray(arr)
     _check_finite(arr, name)
+    _check_magnitude(arr, name)
     return arr
+
+
+# Scores are float32: with norms up to 1e18 a dot product or squared distance stays
+# below float32's maximum (3.4e38); beyond that it could overflow to inf or NaN.
+MAX_NORM = 1e18
+
+
+def _check_magnitude(arr: np.ndarray, name: str) -> None:
+    if arr.size == 0 or float(np.abs(arr).max()) * np.sqrt(arr.shape[1]) <= MAX_NORM:
+        return  # cheap bound first: no row can exceed the limit
+    norms = np.linalg.norm(arr.astype(np.float64), axis=1)
+    if (norms > MAX_NORM).any():
+        row = int(np.argmax(norms > MAX_NORM))
+        raise ValueError(
+            f"{name} row {row} has norm {norms[row]:.3g}; norms above {MAX_NORM:g} could "
+            "overflow the float32 scores"
+        )
 
 
 def _float32_or_refuse(arr: np.ndarray, name: str) -> np.ndarray:

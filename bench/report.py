@@ -4,6 +4,7 @@ Inputs (each written by the command shown in BENCHMARKS.md):
   dense_skylakex.{json,md}   bench/dense.py --faiss-openblas-coretype SkylakeX
   dense_default_100k.md      bench/dense.py --n 100000 --no-narrow
   crossover.json             bench/crossover.py
+  crossover_avx2.json        bench/crossover.py --simd-level 1 (optional)
 The "targets" table is computed from dense_skylakex.json, not typed in.
 
 Run:  .venv/bin/python bench/report.py      (writes BENCHMARKS.md)
@@ -68,6 +69,23 @@ def crossover_table(cross: dict) -> str:
         lines.append(f"| {s['threads']} | {s['dtype']} | {s['blocked_wins_from'] or 'none'} | "
                      f"{cross['auto_path_constant'][s['dtype']]} |")
     return "\n".join(lines)
+
+
+def avx2_section() -> str:
+    """The same crossover with the AVX2 kernels forced, when that run exists."""
+    path = RESULTS / "crossover_avx2.json"
+    if not path.exists():
+        return ""
+    cross = json.loads(path.read_text())
+    return f"""
+With the AVX2 kernels forced (what a CPU without AVX-512 runs):
+
+```
+{CROSSOVER_CMD} --simd-level 1 --json bench/results/crossover_avx2.json
+```
+
+{crossover_table(cross)}
+"""
 
 
 def section(markdown: str, start: str, end: str | None = None) -> str:
@@ -148,7 +166,7 @@ paths forced at every batch size, same ids on both paths. The automatic choice u
 `kBlockedFromBatch*` in `cpp/src/dense_flat.cpp`.
 
 {crossover_table(cross)}
-"""
+{avx2_section()}"""
     (ROOT / "BENCHMARKS.md").write_text(text)
     print("wrote BENCHMARKS.md")
 

@@ -126,11 +126,16 @@ def _check_finite(arr: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} contains NaN or infinity (first in row {row})")
 
 
-def as_id_array(ids, name: str, count: int) -> np.ndarray:
-    """ids as a 1-D int64 array of `count` non-negative values (a scalar is one id)."""
+def raw_ids(ids, name: str) -> np.ndarray:
+    """ids (a scalar, a list or an array) as a numpy array, not yet checked."""
     if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
         ids = [ids]
-    arr = to_numpy(ids, name) if not isinstance(ids, (list, tuple)) else np.asarray(ids)
+    return to_numpy(ids, name) if not isinstance(ids, (list, tuple)) else np.asarray(ids)
+
+
+def as_id_array(ids, name: str, count: int) -> np.ndarray:
+    """ids as a 1-D int64 array of `count` non-negative values (a scalar is one id)."""
+    arr = raw_ids(ids, name)
     if arr.ndim != 1 or arr.shape[0] != count:
         raise ValueError(f"{name} must be a 1-D array of {count} ids, got shape {arr.shape}")
     if count and arr.dtype.kind not in "iu":

@@ -13,7 +13,7 @@ from ._arrays import (
     check_choice,
     check_positive_int,
     check_threads,
-    to_numpy,
+    raw_ids,
 )
 from ._fileformat import read_index, write_index
 from .errors import IndexFileError
@@ -147,10 +147,7 @@ class FlatIndex:
 
     def remove(self, ids) -> None:
         """Removes the vectors with these ids; unknown ids are an error (nothing is removed)."""
-        if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
-            ids = [ids]
-        arr = to_numpy(ids, "ids") if not isinstance(ids, (list, tuple)) else np.asarray(ids)
-        arr = np.atleast_1d(arr)
+        arr = np.atleast_1d(raw_ids(ids, "ids"))
         if arr.size and arr.dtype.kind not in "iu":
             raise TypeError(f"ids must hold integers, got dtype {arr.dtype}")
         arr = arr.astype(np.int64, copy=False).ravel()

@@ -10,7 +10,7 @@
 // Why an own micro-kernel rather than linking a BLAS: the package then has no
 // BLAS to ship or to find at build time; the kernel reads fp32 corpus rows in
 // place and fp16/bf16 rows converted once per tile; the score tile is selected
-// while it is still in L2; and it reaches 90-99% of this machine's measured
+// while it is still in L2; and it reaches 85-103% of this machine's measured
 // sgemm rate (BENCHMARKS.md), so a BLAS would buy nothing.
 #pragma once
 

@@ -2,8 +2,12 @@
 
 from .errors import CopyWarning, IndexFileError
 from .flat import FlatIndex
+from .gpu_flat import DeviceHits, GpuFlatIndex, cuda_device_count
 from .hits import Hits
 
 __version__ = "0.1.0"
 
-__all__ = ["CopyWarning", "FlatIndex", "Hits", "IndexFileError", "__version__"]
+__all__ = [
+    "CopyWarning", "DeviceHits", "FlatIndex", "GpuFlatIndex", "Hits", "IndexFileError",
+    "__version__", "cuda_device_count",
+]

@@ -190,6 +190,34 @@ class FlatIndex:
         )
         return Hits(scores, out_ids)
 
+    # ---- copies and devices --------------------------------------------
+
+    def copy(self) -> FlatIndex:
+        """An independent copy of the index."""
+        vectors, ids, sq_norms, sorted_ids = self._snapshot()
+        other = FlatIndex(self._dim, self._metric, self._dtype)
+        other._vectors, other._ids, other._n = vectors.copy(), ids.copy(), len(ids)
+        other._sorted_ids = sorted_ids.copy()
+        if sq_norms is not None:
+            other._sq_norms = sq_norms.copy()
+        other._next_id = self._next_id
+        return other
+
+    def to(self, device):
+        """'cpu' gives this index; 'cuda' / 'cuda:N' a GpuFlatIndex copy on that device."""
+        if device == "cpu":
+            return self
+        from .gpu_flat import GpuFlatIndex
+
+        return GpuFlatIndex.from_index(self, device)
+
+    def _snapshot(self):
+        """(vectors, ids, sq_norms or None, sorted ids) as stored now, for other indexes."""
+        with self._lock:
+            n = self._n
+            sq_norms = self._sq_norms[:n] if self._metric == "l2" else None
+            return self._vectors[:n], self._ids[:n], sq_norms, self._sorted_ids
+
     # ---- persistence ----------------------------------------------------
 
     def save(self, path) -> None:

@@ -1,0 +1,128 @@
+// pybind11 module ragcore._cuda: array checks, GIL release, error translation.
+// Device arrays arrive as raw pointers read by the Python layer from
+// __cuda_array_interface__; their dtype and layout are checked there.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "gpu_flat.h"
+
+namespace py = pybind11;
+using ragcore::gpu::DeviceCorpus;
+using ragcore::gpu::GpuSearchArgs;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& name, const std::string& what) {
+  throw std::invalid_argument(name + ": " + what);
+}
+
+template <class T>
+const T* contiguous(const py::array& a, size_t n, const char* name) {
+  if (!(a.flags() & py::array::c_style)) fail(name, "must be C-contiguous");
+  if (static_cast<size_t>(a.size()) != n) fail(name, "expected " + std::to_string(n) + " elements");
+  if (static_cast<size_t>(a.itemsize()) != sizeof(T)) fail(name, "wrong element size");
+  return static_cast<const T*>(a.data());
+}
+
+void append(DeviceCorpus& c, const py::array& rows, const std::optional<py::array>& sq_norms,
+            const py::array& rank_of_row, const py::array& sorted_ids) {
+  if (rows.ndim() != 2) fail("rows", "expected a 2-D array");
+  const size_t n = static_cast<size_t>(rows.shape(0));
+  const size_t total = static_cast<size_t>(sorted_ids.size());
+  if (!(rows.flags() & py::array::c_style)) fail("rows", "must be C-contiguous");
+  if (!py::isinstance<py::array_t<int32_t>>(rank_of_row)) fail("rank_of_row", "expected int32");
+  if (!py::isinstance<py::array_t<int64_t>>(sorted_ids)) fail("sorted_ids", "expected int64");
+  const float* norms = sq_norms ? contiguous<float>(*sq_norms, n, "sq_norms") : nullptr;
+  const int32_t* ranks = contiguous<int32_t>(rank_of_row, total, "rank_of_row");
+  const int64_t* ids = contiguous<int64_t>(sorted_ids, total, "sorted_ids");
+  py::gil_scoped_release release;
+  c.append(rows.data(), norms, n, ranks, ids, total);
+}
+
+void set_knobs(GpuSearchArgs& a, int path, size_t first_chunk_rows, size_t max_chunk_rows,
+               size_t max_group) {
+  a.path = path;
+  a.first_chunk_rows = first_chunk_rows;
+  a.max_chunk_rows = max_chunk_rows;
+  a.max_group = max_group;
+}
+
+py::tuple search_host(const DeviceCorpus& c, const py::array_t<float>& queries, size_t k,
+                      bool normalize, int path, size_t first_chunk_rows, size_t max_chunk_rows,
+                      size_t max_group) {
+  if (queries.ndim() != 2) fail("queries", "expected a 2-D float32 array");
+  if (!(queries.flags() & py::array::c_style)) fail("queries", "must be C-contiguous");
+  GpuSearchArgs a;
+  a.queries = queries.data();
+  a.nq = static_cast<size_t>(queries.shape(0));
+  a.query_stride = static_cast<size_t>(queries.shape(1));
+  a.k = k;
+  a.normalize_queries = normalize;
+  set_knobs(a, path, first_chunk_rows, max_chunk_rows, max_group);
+  py::array_t<float> scores({a.nq, k});
+  py::array_t<int64_t> ids({a.nq, k});
+  a.out_scores = scores.mutable_data();
+  a.out_ids = ids.mutable_data();
+  {
+    py::gil_scoped_release release;
+    c.search(a);
+  }
+  return py::make_tuple(scores, ids);
+}
+
+void search_device(const DeviceCorpus& c, uintptr_t queries, size_t nq, size_t stride, size_t k,
+                   bool normalize, uintptr_t out_scores, uintptr_t out_ids, int path,
+                   size_t first_chunk_rows, size_t max_chunk_rows, size_t max_group) {
+  GpuSearchArgs a;
+  a.queries = reinterpret_cast<const float*>(queries);
+  a.queries_on_device = true;
+  a.nq = nq;
+  a.query_stride = stride;
+  a.k = k;
+  a.normalize_queries = normalize;
+  a.out_scores = reinterpret_cast<float*>(out_scores);
+  a.out_ids = reinterpret_cast<int64_t*>(out_ids);
+  a.out_on_device = true;
+  set_knobs(a, path, first_chunk_rows, max_chunk_rows, max_group);
+  py::gil_scoped_release release;
+  c.search(a);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_cuda, m) {
+  m.doc() = "ragcore CUDA kernels (private; use ragcore.GpuFlatIndex)";
+  m.def("device_count", &ragcore::gpu::device_count);
+  m.def("device_name", &ragcore::gpu::device_name, py::arg("device"));
+  m.def("device_memory", [](int device) {
+    size_t free_bytes = 0, total_bytes = 0;
+    ragcore::gpu::device_memory(device, &free_bytes, &total_bytes);
+    return py::make_tuple(free_bytes, total_bytes);
+  }, py::arg("device"));
+
+  m.def("synchronize_stream", [](uintptr_t stream) {
+    py::gil_scoped_release release;
+    ragcore::gpu::synchronize_stream(stream);
+  }, py::arg("stream"));
+
+  py::class_<DeviceCorpus>(m, "DeviceCorpus")
+      .def(py::init<int, size_t, int, int>(), py::arg("device"), py::arg("dim"),
+           py::arg("storage"), py::arg("metric"))
+      .def("append", &append, py::arg("rows"), py::arg("sq_norms"), py::arg("rank_of_row"),
+           py::arg("sorted_ids"))
+      .def("clear", &DeviceCorpus::clear)
+      .def("__len__", &DeviceCorpus::size)
+      .def_property_readonly("device_bytes", &DeviceCorpus::device_bytes)
+      .def("search_host", &search_host, py::arg("queries"), py::arg("k"), py::arg("normalize"),
+           py::arg("path") = 0, py::arg("first_chunk_rows") = 0, py::arg("max_chunk_rows") = 0,
+           py::arg("max_group") = 0)
+      .def("search_device", &search_device, py::arg("queries"), py::arg("nq"), py::arg("stride"),
+           py::arg("k"), py::arg("normalize"), py::arg("out_scores"), py::arg("out_ids"),
+           py::arg("path") = 0, py::arg("first_chunk_rows") = 0, py::arg("max_chunk_rows") = 0,
+           py::arg("max_group") = 0);
+}

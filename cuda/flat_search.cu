@@ -1,0 +1,301 @@
+// DeviceCorpus::search: query preparation, the chunk schedule and the choice
+// between the scan and tiled kernels. See select.h for how the top k is kept.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "corpus_state.cuh"
+#include "kernels.h"
+#include "select.h"
+
+namespace ragcore::gpu {
+namespace {
+
+// Flags written by prepare_kernel: the first offending query row of each kind.
+enum BadQuery { kNonFinite = 0, kZeroNorm = 1, kTooLarge = 2, kNumBad = 3 };
+
+// One block per query: checks the row, normalises it for cosine, pads it to
+// padded_dim and computes its squared norm for L2 (same order of sums as the
+// CPU index is not needed: results are compared within float tolerance).
+__global__ void prepare_kernel(const float* in, int64_t in_stride, int dim, int padded,
+                               bool normalize, float* out, float* out_sq_norms, int* bad) {
+  __shared__ float partial[32];
+  const int j = blockIdx.x;
+  const float* q = in + j * in_stride;
+  float ss = 0.0f;
+  bool finite = true;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    const float v = q[i];
+    finite = finite && isfinite(v);
+    ss = fmaf(v, v, ss);
+  }
+  if (__syncthreads_or(!finite)) {
+    if (threadIdx.x == 0) atomicMin(bad + kNonFinite, j);
+    return;
+  }
+  for (int off = 16; off > 0; off /= 2) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, off);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = ss;
+  __syncthreads();
+  ss = 0.0f;
+  for (int w = 0; w < (int)(blockDim.x / 32); ++w) ss += partial[w];
+  if (!(ss <= 1e36f)) {  // the CPU index refuses norms above 1e18 as well
+    if (threadIdx.x == 0) atomicMin(bad + kTooLarge, j);
+    return;
+  }
+  if (normalize && ss == 0.0f) {
+    if (threadIdx.x == 0) atomicMin(bad + kZeroNorm, j);
+    return;
+  }
+  const float norm = normalize ? sqrtf(ss) : 1.0f;
+  float out_ss = 0.0f;
+  for (int i = threadIdx.x; i < padded; i += blockDim.x) {
+    const float v = i < dim ? (normalize ? q[i] / norm : q[i]) : 0.0f;
+    out[static_cast<int64_t>(j) * padded + i] = v;
+    out_ss = fmaf(v, v, out_ss);
+  }
+  if (!out_sq_norms) return;
+  __syncthreads();
+  for (int off = 16; off > 0; off /= 2) out_ss += __shfl_xor_sync(0xFFFFFFFFu, out_ss, off);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = out_ss;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.0f;
+    for (int w = 0; w < (int)(blockDim.x / 32); ++w) total += partial[w];
+    out_sq_norms[j] = total;
+  }
+}
+
+void check_device_pointer(const void* ptr, int device, const char* name) {
+  cudaPointerAttributes attr{};
+  RAGCORE_CUDA_CHECK(cudaPointerGetAttributes(&attr, ptr));
+  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
+    throw std::invalid_argument(std::string(name) + ": not CUDA device memory");
+  if (attr.device != device)
+    throw std::invalid_argument(std::string(name) + ": on CUDA device " +
+                                std::to_string(attr.device) + ", the index is on device " +
+                                std::to_string(device));
+}
+
+void launch_scan_for(int storage, int queries, const ChunkParams& p, int max_blocks,
+                     cudaStream_t s) {
+  // queries is a power of two <= kScanMaxQueries
+  switch (storage * 32 + queries) {
+#define RAGCORE_SCAN_CASE(code, T)                                                  \
+  case code * 32 + 1: return launch_scan<T, 1>(p, max_blocks, s);                   \
+  case code * 32 + 2: return launch_scan<T, 2>(p, max_blocks, s);                   \
+  case code * 32 + 4: return launch_scan<T, 4>(p, max_blocks, s);                   \
+  case code * 32 + 8: return launch_scan<T, 8>(p, max_blocks, s);                   \
+  case code * 32 + 16: return launch_scan<T, 16>(p, max_blocks, s);
+    RAGCORE_SCAN_CASE(kStorageF32, float)
+    RAGCORE_SCAN_CASE(kStorageF16, __half)
+    RAGCORE_SCAN_CASE(kStorageBF16, __nv_bfloat16)
+#undef RAGCORE_SCAN_CASE
+  }
+  throw std::logic_error("launch_scan_for: unsupported combination");
+}
+
+void launch_tiled_for(int storage, const ChunkParams& p, cudaStream_t s) {
+  if (storage == kStorageF32) return launch_tiled<float>(p, s);
+  if (storage == kStorageF16) return launch_tiled<__half>(p, s);
+  return launch_tiled<__nv_bfloat16>(p, s);
+}
+
+int next_pow2(int x) {
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+// Device facts a search needs, read once per call (cheap).
+struct DeviceLimits {
+  int sms = 0;
+  size_t shared_optin = 0;
+  size_t free_bytes = 0;
+};
+
+DeviceLimits device_limits(int device) {
+  DeviceLimits lim;
+  int v = 0;
+  RAGCORE_CUDA_CHECK(cudaDeviceGetAttribute(&lim.sms, cudaDevAttrMultiProcessorCount, device));
+  RAGCORE_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  lim.shared_optin = static_cast<size_t>(v);
+  size_t total = 0;
+  RAGCORE_CUDA_CHECK(cudaMemGetInfo(&lim.free_bytes, &total));
+  return lim;
+}
+
+// How a search is cut into query groups and corpus chunks.
+struct Plan {
+  bool scan = true;
+  int group = 1;          // queries per group
+  int64_t first = 0;      // rows of the first chunk (scored densely)
+  int64_t capacity = 0;   // most rows of any chunk
+};
+
+Plan make_plan(const GpuSearchArgs& a, size_t n, size_t padded, const DeviceLimits& lim) {
+  Plan plan;
+  const int64_t k = static_cast<int64_t>(a.k);
+  const int64_t rows = static_cast<int64_t>(n);
+  // Scan holds up to 16 queries in shared memory; halve while they do not fit.
+  int scan_max = kScanMaxQueries;
+  while (scan_max > 0 && static_cast<size_t>(scan_max) * padded * sizeof(float) > lim.shared_optin)
+    scan_max /= 2;
+  plan.scan = a.path == 1 ? scan_max > 0
+                          : a.path == 2 ? false
+                                        : scan_max > 0 && a.nq <= static_cast<size_t>(scan_max);
+  plan.first = std::min<int64_t>(rows, a.first_chunk_rows ? a.first_chunk_rows
+                                                           : std::max<int64_t>(4 * k, 16384));
+  plan.first = std::max<int64_t>(plan.first, 1);
+  // Selection buffers (candidates + sorted copy, 16 bytes per slot) get a
+  // quarter of the free memory, at most 4 GiB.
+  const int64_t budget = static_cast<int64_t>(std::min<size_t>(lim.free_bytes / 4, size_t{4} << 30));
+  if (plan.scan) {
+    plan.group = std::min<int>(static_cast<int>(std::min<size_t>(a.nq, scan_max)), scan_max);
+    plan.group = std::max(1, a.max_group ? std::min<int>(plan.group, a.max_group) : plan.group);
+    const int64_t fit = budget / (16 * next_pow2(plan.group)) - k;
+    plan.capacity = a.max_chunk_rows ? a.max_chunk_rows : std::max<int64_t>(fit, plan.first);
+  } else {
+    plan.capacity = a.max_chunk_rows ? a.max_chunk_rows : 262144;
+    plan.capacity = std::max<int64_t>(plan.capacity, plan.first);
+    const int64_t fit = std::max<int64_t>(1, budget / (16 * (k + std::min(plan.capacity, rows))));
+    const int64_t limit = a.max_group ? static_cast<int64_t>(a.max_group) : 65535;
+    plan.group = static_cast<int>(std::min<int64_t>({static_cast<int64_t>(a.nq), fit, limit}));
+    plan.group = std::max(plan.group, 1);
+  }
+  plan.capacity = std::max<int64_t>(std::min(plan.capacity, rows), plan.first);
+  return plan;
+}
+
+}  // namespace
+
+void DeviceCorpus::search(const GpuSearchArgs& a) const {
+  if (a.k == 0) throw std::invalid_argument("k: must be >= 1");
+  if (a.nq == 0) return;
+  if (a.query_stride < dim_) throw std::invalid_argument("queries: row stride below dim");
+  if (a.k > static_cast<size_t>(INT_MAX) || a.nq > static_cast<size_t>(INT_MAX))
+    throw std::invalid_argument("k and the number of queries must be below 2**31");
+  auto st = snapshot();
+  int previous = 0;
+  RAGCORE_CUDA_CHECK(cudaGetDevice(&previous));
+  RAGCORE_CUDA_CHECK(cudaSetDevice(device_));
+  struct Restore {
+    int device;
+    ~Restore() { cudaSetDevice(device); }
+  } restore{previous};
+  // The legacy default stream orders this work after whatever torch or cupy
+  // queued on their default streams, so zero-copy inputs are ready when read.
+  const cudaStream_t stream = 0;
+  if (a.queries_on_device) check_device_pointer(a.queries, device_, "queries");
+  if (a.out_on_device) {
+    check_device_pointer(a.out_scores, device_, "out_scores");
+    check_device_pointer(a.out_ids, device_, "out_ids");
+  }
+
+  const int nq = static_cast<int>(a.nq);
+  const int64_t k = static_cast<int64_t>(a.k);
+  const size_t padded = padded_dim_;
+  const float* queries_in = a.queries;
+  int64_t in_stride = static_cast<int64_t>(a.query_stride);
+  Scratch host_copy(a.queries_on_device ? 0 : a.nq * dim_ * sizeof(float), stream);
+  if (!a.queries_on_device) {
+    RAGCORE_CUDA_CHECK(cudaMemcpy2DAsync(host_copy.as<void>(), dim_ * sizeof(float), a.queries,
+                                         a.query_stride * sizeof(float), dim_ * sizeof(float),
+                                         a.nq, cudaMemcpyHostToDevice, stream));
+    queries_in = host_copy.as<float>();
+    in_stride = static_cast<int64_t>(dim_);
+  }
+  Scratch prepared(a.nq * padded * sizeof(float), stream);
+  Scratch q_sq_norms(metric_ == kMetricL2 ? a.nq * sizeof(float) : 0, stream);
+  Scratch bad(kNumBad * sizeof(int), stream);
+  const int no_bad[kNumBad] = {INT_MAX, INT_MAX, INT_MAX};
+  RAGCORE_CUDA_CHECK(cudaMemcpyAsync(bad.as<int>(), no_bad, sizeof(no_bad), cudaMemcpyHostToDevice, stream));
+  prepare_kernel<<<nq, 256, 0, stream>>>(queries_in, in_stride, static_cast<int>(dim_),
+                                         static_cast<int>(padded), a.normalize_queries,
+                                         prepared.as<float>(), q_sq_norms.as<float>(), bad.as<int>());
+  RAGCORE_CUDA_CHECK(cudaGetLastError());
+  int found[kNumBad];
+  RAGCORE_CUDA_CHECK(cudaMemcpyAsync(found, bad.as<int>(), sizeof(found), cudaMemcpyDeviceToHost, stream));
+  RAGCORE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (found[kNonFinite] != INT_MAX)
+    throw std::invalid_argument("queries row " + std::to_string(found[kNonFinite]) +
+                                " contains NaN or infinity");
+  if (found[kTooLarge] != INT_MAX)
+    throw std::invalid_argument("queries row " + std::to_string(found[kTooLarge]) +
+                                " has a norm above 1e18; its float32 scores could overflow");
+  if (found[kZeroNorm] != INT_MAX)
+    throw std::invalid_argument("queries row " + std::to_string(found[kZeroNorm]) +
+                                " is all zeros; cosine similarity is undefined for it");
+
+  Scratch out_scores_dev(a.out_on_device ? 0 : a.nq * a.k * sizeof(float), stream);
+  Scratch out_ids_dev(a.out_on_device ? 0 : a.nq * a.k * sizeof(int64_t), stream);
+  float* out_scores = a.out_on_device ? a.out_scores : out_scores_dev.as<float>();
+  int64_t* out_ids = a.out_on_device ? a.out_ids : out_ids_dev.as<int64_t>();
+
+  const DeviceLimits lim = device_limits(device_);
+  const Plan plan = make_plan(a, st->n, padded, lim);
+  Selection sel;
+  sel.k = k;
+  sel.stride = k + plan.capacity;
+  const int64_t slots = static_cast<int64_t>(plan.group) * sel.stride;
+  Scratch candidates(slots * sizeof(uint64_t), stream), sorted(slots * sizeof(uint64_t), stream);
+  Scratch per_query(plan.group * (2 * sizeof(uint32_t) + sizeof(float) + 2 * sizeof(int64_t)), stream);
+  sel.candidates = candidates.as<uint64_t>();
+  sel.sorted = sorted.as<uint64_t>();
+  sel.begin = per_query.as<int64_t>();
+  sel.end = sel.begin + plan.group;
+  sel.thresholds = reinterpret_cast<float*>(sel.end + plan.group);
+  sel.counts = reinterpret_cast<uint32_t*>(sel.thresholds + plan.group);
+  sel.kept = sel.counts + plan.group;
+  sel.n_queries = plan.group;
+  sel.sort_temp_bytes = selection_sort_temp_bytes(plan.group, sel.stride);
+  Scratch sort_temp(sel.sort_temp_bytes, stream);
+  sel.sort_temp = sort_temp.as<void>();
+
+  ChunkParams p{};
+  p.rows = st->rows ? st->rows->as<void>() : nullptr;
+  p.sq_norms = metric_ == kMetricL2 && st->sq_norms ? st->sq_norms->as<float>() : nullptr;
+  p.ranks = st->ranks ? st->ranks->as<int32_t>() : nullptr;
+  p.padded_dim = static_cast<int>(padded);
+  p.thresholds = sel.thresholds;
+  p.counts = sel.counts;
+  p.candidates = sel.candidates;
+  p.stride = sel.stride;
+  p.offset = k;
+  const int64_t n = static_cast<int64_t>(st->n);
+  const int max_scan_blocks = lim.sms * 8;
+
+  for (int g0 = 0; g0 < nq; g0 += plan.group) {
+    sel.n_queries = std::min(plan.group, nq - g0);
+    selection_reset(sel, stream);
+    p.queries = prepared.as<float>() + static_cast<int64_t>(g0) * padded;
+    p.q_sq_norms = metric_ == kMetricL2 ? q_sq_norms.as<float>() + g0 : nullptr;
+    p.n_queries = sel.n_queries;
+    int64_t chunk = plan.first;
+    for (int64_t row = 0; row < n; row += p.row_count) {
+      p.row_begin = row;
+      p.row_count = std::min({chunk, n - row, plan.capacity});
+      p.dense = row == 0;
+      if (p.dense) selection_set_counts(sel, static_cast<uint32_t>(p.row_count), stream);
+      if (plan.scan)
+        launch_scan_for(storage_, next_pow2(sel.n_queries), p, max_scan_blocks, stream);
+      else
+        launch_tiled_for(storage_, p, stream);
+      selection_merge(sel, stream);
+      chunk = std::min<int64_t>(plan.capacity, chunk * 8);
+    }
+    const int64_t* sorted_ids = st->sorted_ids ? st->sorted_ids->as<int64_t>() : nullptr;
+    selection_write(sel, sorted_ids, out_scores + static_cast<int64_t>(g0) * k,
+                    out_ids + static_cast<int64_t>(g0) * k, stream);
+  }
+  if (!a.out_on_device) {
+    RAGCORE_CUDA_CHECK(cudaMemcpyAsync(a.out_scores, out_scores, a.nq * a.k * sizeof(float),
+                                       cudaMemcpyDeviceToHost, stream));
+    RAGCORE_CUDA_CHECK(cudaMemcpyAsync(a.out_ids, out_ids, a.nq * a.k * sizeof(int64_t),
+                                       cudaMemcpyDeviceToHost, stream));
+  }
+  RAGCORE_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace ragcore::gpu

@@ -1,0 +1,34 @@
+"""Type stub of the private CUDA module ragcore._cuda (see cuda/bindings.cpp).
+
+Built only when nvcc is found at build time; import it through ragcore.gpu_flat.
+"""
+
+import numpy as np
+import numpy.typing as npt
+
+def device_count() -> int: ...
+def device_name(device: int) -> str: ...
+def device_memory(device: int) -> tuple[int, int]: ...
+def synchronize_stream(stream: int) -> None: ...
+
+class DeviceCorpus:
+    device_bytes: int
+    def __init__(self, device: int, dim: int, storage: int, metric: int) -> None: ...
+    def append(
+        self,
+        rows: npt.NDArray[np.float32] | npt.NDArray[np.float16] | npt.NDArray[np.uint16],
+        sq_norms: npt.NDArray[np.float32] | None,
+        rank_of_row: npt.NDArray[np.int32],
+        sorted_ids: npt.NDArray[np.int64],
+    ) -> None: ...
+    def clear(self) -> None: ...
+    def __len__(self) -> int: ...
+    def search_host(
+        self, queries: npt.NDArray[np.float32], k: int, normalize: bool, path: int = 0,
+        first_chunk_rows: int = 0, max_chunk_rows: int = 0, max_group: int = 0,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+    def search_device(
+        self, queries: int, nq: int, stride: int, k: int, normalize: bool, out_scores: int,
+        out_ids: int, path: int = 0, first_chunk_rows: int = 0, max_chunk_rows: int = 0,
+        max_group: int = 0,
+    ) -> None: ...

@@ -3,6 +3,7 @@
 // __cuda_array_interface__; their dtype and layout are checked there.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdint>
 #include <optional>

@@ -117,8 +117,12 @@ def test_same_ids_as_the_cpu_index(metric, dtype, nq):
     cpu.add(corpus)
     want = cpu.search(queries, 20)
     got = cpu.to("cuda").search(queries, 20)
-    np.testing.assert_array_equal(got.ids, want.ids)
     np.testing.assert_allclose(got.scores, want.scores, rtol=1e-5, atol=1e-5)
+    # Ids may differ only where two scores are within rounding of each other.
+    differ = got.ids != want.ids
+    assert differ.mean() < 0.02, differ.mean()
+    for row, col in zip(*np.nonzero(differ[:, :-1])):  # the last may swap with the 21st
+        assert want.ids[row, col] in got.ids[row], "a CPU result is missing on the GPU"
 
 
 @pytest.mark.parametrize("k", (2048, 16384))

@@ -109,6 +109,11 @@ def run_corpus(name, n, d, dtype, args, cp, bw) -> list[dict]:
             if nq == 1:
                 row["ragcore_batch1_GBps"] = corpus_bytes / t / 1e9
                 row["ragcore_batch1_pct_hbm"] = 100 * corpus_bytes / t / 1e9 / max(bw.values())
+            if nq <= 16 and dtype != "float32":  # the other kernel, to check the automatic choice
+                index._search_options = {"path": 3 if nq == 1 else 1}
+                row["ragcore_other_kernel_ms"] = 1e3 * timed(
+                    lambda: index.search(q, k, return_device=True), reps)
+                index._search_options = {}
             free = torch.cuda.mem_get_info()[0]
             score_bytes = corpus.element_size()
             if k > n:  # the peers' topk needs k <= n

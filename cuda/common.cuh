@@ -88,6 +88,11 @@ struct ChunkParams {
   int64_t stride;
   int64_t offset;
   bool dense;                // first chunk: every row is written at its own slot
+  // Tensor-core path only: the group's queries scaled by a power of two and split
+  // into 2 (fp16) or 3 (bf16) storage-type terms whose sum is the float32 query.
+  const void* split_queries; // term t of query j: split_queries + t * split_stride + j * padded_dim
+  int64_t split_stride;
+  const float* inv_scales;   // per query: undoes the power-of-two scaling
 };
 
 __device__ __forceinline__ float final_score(const ChunkParams& p, float dot, int64_t row, int q) {

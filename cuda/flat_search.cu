@@ -102,6 +102,18 @@ void launch_tiled_for(int storage, const ChunkParams& p, cudaStream_t s) {
   return launch_tiled<__nv_bfloat16>(p, s);
 }
 
+void launch_mma_for(int storage, bool wide, const ChunkParams& p, cudaStream_t s) {
+  if (storage == kStorageF16) return wide ? launch_mma<__half, true>(p, s) : launch_mma<__half, false>(p, s);
+  if (storage == kStorageBF16)
+    return wide ? launch_mma<__nv_bfloat16, true>(p, s) : launch_mma<__nv_bfloat16, false>(p, s);
+  throw std::logic_error("launch_mma_for: tensor cores need 16-bit storage");
+}
+
+int split_terms(int storage) {
+  return storage == kStorageF16 ? kSplitTerms<__half>
+       : storage == kStorageBF16 ? kSplitTerms<__nv_bfloat16> : 0;
+}
+
 int next_pow2(int x) {
   int p = 1;
   while (p < x) p *= 2;
@@ -126,15 +138,19 @@ DeviceLimits device_limits(int device) {
   return lim;
 }
 
-// How a search is cut into query groups and corpus chunks.
+enum class Kernel { kScan, kTiled, kMmaNarrow, kMmaWide };
+
+// How a search is cut into query groups and corpus chunks, and which kernel scores.
 struct Plan {
+  Kernel kernel = Kernel::kScan;
   bool scan = true;
   int group = 1;          // queries per group
   int64_t first = 0;      // rows of the first chunk (scored densely)
   int64_t capacity = 0;   // most rows of any chunk
 };
 
-Plan make_plan(const GpuSearchArgs& a, size_t n, size_t padded, const DeviceLimits& lim) {
+Plan make_plan(const GpuSearchArgs& a, int storage, size_t n, size_t padded,
+               const DeviceLimits& lim) {
   Plan plan;
   const int64_t k = static_cast<int64_t>(a.k);
   const int64_t rows = static_cast<int64_t>(n);
@@ -142,9 +158,24 @@ Plan make_plan(const GpuSearchArgs& a, size_t n, size_t padded, const DeviceLimi
   int scan_max = kScanMaxQueries;
   while (scan_max > 0 && static_cast<size_t>(scan_max) * padded * sizeof(float) > lim.shared_optin)
     scan_max /= 2;
-  plan.scan = a.path == 1 ? scan_max > 0
-                          : a.path == 2 ? false
-                                        : scan_max > 0 && a.nq <= static_cast<size_t>(scan_max);
+  // Measured on an H200 (BENCHMARKS.md): the scan streams the corpus fastest
+  // for one query; from two queries on, tensor cores (16-bit storage) or the
+  // tiled kernel (float32 beyond 16 queries) win.
+  const bool tensor_cores = split_terms(storage) > 0;
+  const bool few = a.nq <= static_cast<size_t>(kScanMaxQueries);
+  if (a.path == 1 && scan_max > 0) {
+    plan.kernel = Kernel::kScan;
+  } else if (a.path == 2) {
+    plan.kernel = Kernel::kTiled;
+  } else if (a.path == 3 && tensor_cores) {
+    plan.kernel = few ? Kernel::kMmaNarrow : Kernel::kMmaWide;
+  } else if (tensor_cores) {
+    plan.kernel = a.nq == 1 && scan_max > 0 ? Kernel::kScan
+                : few ? Kernel::kMmaNarrow : Kernel::kMmaWide;
+  } else {
+    plan.kernel = few && scan_max > 0 ? Kernel::kScan : Kernel::kTiled;
+  }
+  plan.scan = plan.kernel == Kernel::kScan;
   plan.first = std::min<int64_t>(rows, a.first_chunk_rows ? a.first_chunk_rows
                                                            : std::max<int64_t>(4 * k, 16384));
   plan.first = std::max<int64_t>(plan.first, 1);
@@ -234,7 +265,7 @@ void DeviceCorpus::search(const GpuSearchArgs& a) const {
   int64_t* out_ids = a.out_on_device ? a.out_ids : out_ids_dev.as<int64_t>();
 
   const DeviceLimits lim = device_limits(device_);
-  const Plan plan = make_plan(a, st->n, padded, lim);
+  const Plan plan = make_plan(a, storage_, st->n, padded, lim);
   Selection sel;
   sel.k = k;
   sel.stride = k + plan.capacity;
@@ -253,7 +284,19 @@ void DeviceCorpus::search(const GpuSearchArgs& a) const {
   Scratch sort_temp(sel.sort_temp_bytes, stream);
   sel.sort_temp = sort_temp.as<void>();
 
+  const int terms = plan.kernel == Kernel::kMmaNarrow || plan.kernel == Kernel::kMmaWide
+                        ? split_terms(storage_) : 0;
+  Scratch split(static_cast<size_t>(terms) * a.nq * padded * 2, stream);
+  Scratch inv_scales(terms ? a.nq * sizeof(float) : 0, stream);
+  if (storage_ == kStorageF16 && terms)
+    split_queries<__half>(prepared.as<float>(), nq, static_cast<int>(padded), split.as<void>(),
+                          inv_scales.as<float>(), stream);
+  if (storage_ == kStorageBF16 && terms)
+    split_queries<__nv_bfloat16>(prepared.as<float>(), nq, static_cast<int>(padded),
+                                 split.as<void>(), inv_scales.as<float>(), stream);
+
   ChunkParams p{};
+  p.split_stride = static_cast<int64_t>(a.nq) * padded;
   p.rows = st->rows ? st->rows->as<void>() : nullptr;
   p.sq_norms = metric_ == kMetricL2 && st->sq_norms ? st->sq_norms->as<float>() : nullptr;
   p.ranks = st->ranks ? st->ranks->as<int32_t>() : nullptr;
@@ -272,16 +315,24 @@ void DeviceCorpus::search(const GpuSearchArgs& a) const {
     p.queries = prepared.as<float>() + static_cast<int64_t>(g0) * padded;
     p.q_sq_norms = metric_ == kMetricL2 ? q_sq_norms.as<float>() + g0 : nullptr;
     p.n_queries = sel.n_queries;
+    if (terms) {
+      p.split_queries = split.as<uint16_t>() + static_cast<int64_t>(g0) * padded;
+      p.inv_scales = inv_scales.as<float>() + g0;
+    }
     int64_t chunk = plan.first;
     for (int64_t row = 0; row < n; row += p.row_count) {
       p.row_begin = row;
       p.row_count = std::min({chunk, n - row, plan.capacity});
       p.dense = row == 0;
       if (p.dense) selection_set_counts(sel, static_cast<uint32_t>(p.row_count), stream);
-      if (plan.scan)
-        launch_scan_for(storage_, next_pow2(sel.n_queries), p, max_scan_blocks, stream);
-      else
-        launch_tiled_for(storage_, p, stream);
+      switch (plan.kernel) {
+        case Kernel::kScan:
+          launch_scan_for(storage_, next_pow2(sel.n_queries), p, max_scan_blocks, stream);
+          break;
+        case Kernel::kTiled: launch_tiled_for(storage_, p, stream); break;
+        case Kernel::kMmaNarrow: launch_mma_for(storage_, false, p, stream); break;
+        case Kernel::kMmaWide: launch_mma_for(storage_, true, p, stream); break;
+      }
       selection_merge(sel, stream);
       chunk = std::min<int64_t>(plan.capacity, chunk * 8);
     }

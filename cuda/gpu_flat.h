@@ -35,7 +35,7 @@ struct GpuSearchArgs {
   int64_t* out_ids = nullptr;      // nq x k
   bool out_on_device = false;      // else host pointers
   // Knobs for tests and benchmarks (0 = automatic).
-  int path = 0;                    // 1 scan (few queries), 2 tiled (many queries)
+  int path = 0;                    // 1 scan, 2 tiled SIMT, 3 tensor cores (fp16/bf16 only)
   size_t first_chunk_rows = 0;     // rows scored before the first threshold exists
   size_t max_chunk_rows = 0;       // later chunks grow up to this many rows
   size_t max_group = 0;            // queries processed together

@@ -40,7 +40,7 @@ def cases(draw, data_kind):
         k=draw(st.integers(1, n + 5)),
         metric=draw(st.sampled_from(METRICS)),
         dtype=draw(st.sampled_from(DTYPES)),
-        path=draw(st.sampled_from((0, 1, 2))),
+        path=draw(st.sampled_from((0, 1, 2, 3))),  # auto, scan, tiled, tensor cores
         first=draw(st.sampled_from((0, 1, 13, 500))),
         chunk=draw(st.sampled_from((0, 1, 64, 1000))),
         group=draw(st.sampled_from((0, 1, 3, 16))),
@@ -109,14 +109,17 @@ def test_exact_ties_match_reference_exactly(c):
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("nq", (1, 9, 300))
-def test_same_ids_as_the_cpu_index(metric, dtype, nq):
+@pytest.mark.parametrize("path", (0, 3))
+def test_same_ids_as_the_cpu_index(metric, dtype, nq, path):
     rng = np.random.default_rng(7)
     corpus = rng.standard_normal((30_000, 96)).astype(np.float32)
     queries = rng.standard_normal((nq, 96)).astype(np.float32)
     cpu = ragcore.FlatIndex(96, metric=metric, dtype=dtype)
     cpu.add(corpus)
     want = cpu.search(queries, 20)
-    got = cpu.to("cuda").search(queries, 20)
+    gpu = cpu.to("cuda")
+    gpu._search_options = dict(path=path)
+    got = gpu.search(queries, 20)
     np.testing.assert_allclose(got.scores, want.scores, rtol=1e-5, atol=1e-5)
     # Ids may differ only where two scores are within rounding of each other.
     differ = got.ids != want.ids
@@ -127,13 +130,14 @@ def test_same_ids_as_the_cpu_index(metric, dtype, nq):
 
 @pytest.mark.parametrize("k", (2048, 16384))
 @pytest.mark.parametrize("nq", (1, 40))
-def test_large_k(k, nq):
+@pytest.mark.parametrize("dtype", ("float32", "float16"))
+def test_large_k(k, nq, dtype):
     rng = np.random.default_rng(k)
     corpus = rng.standard_normal((40_000, 32)).astype(np.float32)
     corpus[20_000:20_500] = corpus[:500]  # exact ties across the threshold
     queries = rng.standard_normal((nq, 32)).astype(np.float32)
     ids = rng.permutation(40_000)
-    cpu = ragcore.FlatIndex(32)
+    cpu = ragcore.FlatIndex(32, dtype=dtype)
     cpu.add(corpus, ids=ids)
     want = cpu.search(queries, k)
     got = ragcore.GpuFlatIndex.from_index(cpu).search(queries, k)

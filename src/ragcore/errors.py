@@ -10,3 +10,10 @@ class CopyWarning(UserWarning):
 
     Pass C-contiguous float32 to avoid the copy, or filter this warning.
     """
+
+
+class TruncationWarning(UserWarning):
+    """Some texts were longer than the model's max_length and were cut.
+
+    The count is also on the result (``Embeddings.truncated``).
+    """

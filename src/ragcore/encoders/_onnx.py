@@ -1,0 +1,105 @@
+"""An onnxruntime session for a text encoder: provider choice, input checks, runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+TEXT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+PROVIDER_CHOICES = ("auto", "cpu", "cuda")
+_CUDA = "CUDAExecutionProvider"
+_CPU = "CPUExecutionProvider"
+
+
+def _requested_providers(providers, available) -> list[str]:
+    if isinstance(providers, (list, tuple)):
+        return list(providers)
+    if providers == "cpu":
+        return [_CPU]
+    if providers == "cuda":
+        if _CUDA not in available:
+            raise RuntimeError(
+                "providers='cuda': onnxruntime has no CUDA provider here (install onnxruntime-gpu "
+                f"on a machine with an NVIDIA GPU); available: {', '.join(available)}")
+        return [_CUDA, _CPU]
+    if providers == "auto":
+        return [_CUDA, _CPU] if _CUDA in available else [_CPU]
+    raise ValueError(f"unknown providers {providers!r}; expected one of "
+                     f"{', '.join(map(repr, PROVIDER_CHOICES))} or a list of provider names")
+
+
+class OnnxModel:
+    """One ONNX model taking input_ids / attention_mask (/ token_type_ids).
+
+    providers="auto" asks for CUDA when onnxruntime offers it and then checks
+    what the session really uses (onnxruntime falls back to CPU silently);
+    ``provider`` says which one runs. threads=0 lets onnxruntime use every
+    physical core for one call; calls are never run in parallel on top of it.
+    """
+
+    def __init__(self, path, providers="auto", threads: int = 0):
+        import onnxruntime as ort
+
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"model_path: {path} does not exist (expected an .onnx file)")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = int(threads)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        requested = _requested_providers(providers, ort.get_available_providers())
+        try:
+            self.session = ort.InferenceSession(str(path), options, providers=requested)
+        except Exception as err:  # onnxruntime raises its own exception types
+            raise ValueError(f"model_path: {path} could not be loaded as an ONNX model ({err})") from None
+        self.path = path
+        self.provider = self.session.get_providers()[0]
+        if providers == "cuda" and self.provider != _CUDA:
+            raise RuntimeError("providers='cuda': onnxruntime created the session on "
+                               f"{self.provider}; the CUDA provider did not load")
+        self.input_names = [i.name for i in self.session.get_inputs()]
+        unknown = [n for n in self.input_names if n not in TEXT_INPUTS]
+        if unknown or "input_ids" not in self.input_names:
+            raise ValueError(
+                f"model_path: {path} takes inputs {self.input_names}; a text encoder must take "
+                f"input_ids and may take attention_mask and token_type_ids")
+        output = self.session.get_outputs()[0]
+        self.output_name = output.name
+        self.output_rank = len(output.shape)
+
+    def run(self, batch) -> np.ndarray:
+        feeds = {name: getattr(batch, name) for name in self.input_names}
+        if self.provider == _CUDA:
+            return self._run_bound(feeds)
+        return self.session.run([self.output_name], feeds)[0]
+
+    def _run_bound(self, feeds) -> np.ndarray:
+        """CUDA: inputs copied once, the output allocated on the device by onnxruntime,
+        then copied back (IO binding avoids onnxruntime's extra staging copies)."""
+        binding = self.session.io_binding()
+        for name, value in feeds.items():
+            binding.bind_cpu_input(name, np.ascontiguousarray(value))
+        binding.bind_output(self.output_name, "cuda")
+        self.session.run_with_iobinding(binding)
+        return binding.copy_outputs_to_cpu()[0]
+
+
+def embedding_rows(path) -> int | None:
+    """Rows of the model's token-embedding table, when the graph shows them."""
+    try:
+        import onnx
+    except ImportError:
+        return None
+    model = onnx.load(str(path), load_external_data=False)
+    shapes = {init.name: list(init.dims) for init in model.graph.initializer}
+    producers = {out: node for node in model.graph.node for out in node.output}
+    for node in model.graph.node:
+        if node.op_type == "Gather" and len(node.input) == 2 and node.input[1] == "input_ids":
+            table = node.input[0]
+            if table in shapes:
+                return shapes[table][0]
+            source = producers.get(table)  # e.g. DequantizeLinear of an int8 table
+            if source is not None and source.input and source.input[0] in shapes:
+                return shapes[source.input[0]][0]
+    return None

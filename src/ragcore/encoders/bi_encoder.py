@@ -1,0 +1,140 @@
+"""BiEncoder: texts to normalised float32 vectors with an ONNX model."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._arrays import check_choice, check_positive_int, check_threads
+from ..errors import TruncationWarning
+from ..models import DEFAULT_NAME, resolve
+from ._onnx import OnnxModel, embedding_rows
+from ._text import TextTokenizer, check_texts
+
+POOLINGS = ("mean", "cls", "graph")
+
+
+class Embeddings(np.ndarray):
+    """float32 [n, d] embeddings; ``truncated`` counts the texts cut at max_length."""
+
+    truncated: int = 0
+
+    def __array_finalize__(self, obj):
+        self.truncated = getattr(obj, "truncated", 0)
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Attention-masked mean over tokens: padding never counts."""
+    weights = mask[:, :, None].astype(np.float32)
+    return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+
+
+def l2_normalize(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+class BiEncoder:
+    """Encodes texts with an ONNX transformer through onnxruntime.
+
+    Args:
+        model: a bundled model name ("all-MiniLM-L6-v2-int8", the default, or
+            "all-MiniLM-L6-v2" once exported), an .onnx file or a directory
+            holding model.onnx and tokenizer.json.
+        tokenizer_path: tokenizer.json (default: the model's, or the one next to
+            the .onnx file).
+        providers: "auto" (CUDA when onnxruntime really provides it, else CPU),
+            "cpu", "cuda" or a list of onnxruntime provider names.
+        max_length: tokens per text, special tokens included (default: the
+            model's, 256 for all-MiniLM-L6-v2). Longer texts are cut, counted and
+            reported with a TruncationWarning.
+        pooling: "mean" (attention-masked), "cls" (first token) or "graph" (the
+            model already outputs one vector per text).
+        normalize: L2-normalise the vectors (cosine = inner product).
+        batch_size: texts per model call; texts are sorted by length so each
+            batch pads little, and results come back in input order.
+        threads: onnxruntime intra-op threads (0: its default, all cores).
+    """
+
+    def __init__(self, model=DEFAULT_NAME, tokenizer_path=None, providers="auto",
+                 max_length: int | None = None, pooling: str = "mean", normalize: bool = True,
+                 batch_size: int = 64, threads: int = 0):
+        spec = resolve(model)
+        self.pooling = check_choice(pooling, "pooling", POOLINGS)
+        self.normalize = bool(normalize)
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        max_length = spec.max_length if max_length is None else check_positive_int(max_length, "max_length")
+        self.tokenizer = TextTokenizer(tokenizer_path or spec.tokenizer_path, max_length)
+        self.model = OnnxModel(spec.onnx_path, providers, check_threads(threads))
+        expected_rank = 2 if pooling == "graph" else 3
+        if self.model.output_rank != expected_rank:
+            raise ValueError(
+                f"pooling={pooling!r} needs a model output of rank {expected_rank}, but "
+                f"{spec.onnx_path} outputs rank {self.model.output_rank} ({self.model.output_name})")
+        rows = embedding_rows(spec.onnx_path)
+        if rows is not None and self.tokenizer.vocab_size > rows:
+            raise ValueError(
+                f"tokenizer_path: the tokenizer has {self.tokenizer.vocab_size} tokens but the "
+                f"model's embedding table has {rows} rows; they do not belong together")
+        self.dim = int(self.encode(["dimension probe"], warn=False).shape[1])
+
+    @property
+    def provider(self) -> str:
+        """The onnxruntime execution provider that really runs the model."""
+        return self.model.provider
+
+    @property
+    def max_length(self) -> int:
+        return self.tokenizer.max_length
+
+    def __repr__(self) -> str:
+        return (f"BiEncoder({str(self.model.path)!r}, provider={self.provider!r}, "
+                f"max_length={self.max_length}, pooling={self.pooling!r})")
+
+    def encode(self, texts, warn: bool = True) -> Embeddings:
+        """float32 [len(texts), dim]; an empty list gives [0, dim]."""
+        texts = check_texts(texts)
+        out = np.zeros((len(texts), getattr(self, "dim", 0)), dtype=np.float32)
+        truncated = 0
+        for rows, batch in self._batches(texts):
+            vectors = self._pool(self.model.run(batch), batch.attention_mask)
+            if out.shape[1] != vectors.shape[1]:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[rows] = l2_normalize(vectors) if self.normalize else vectors
+            truncated += int(batch.truncated.sum())
+        if truncated and warn:
+            warnings.warn(f"{truncated} of {len(texts)} texts were longer than max_length="
+                          f"{self.max_length} tokens and were cut", TruncationWarning, stacklevel=2)
+        result = out.view(Embeddings)
+        result.truncated = truncated
+        return result
+
+    def encode_tokens(self, texts) -> list[np.ndarray]:
+        """Per text, its token embeddings [tokens, dim] (padding dropped), L2-normalised
+        per token: what late-interaction scoring (MaxSim) compares."""
+        if self.pooling == "graph":
+            raise ValueError("encode_tokens needs token outputs; this model pools in its graph")
+        texts = check_texts(texts)
+        out: list[np.ndarray] = [np.empty((0, 0), np.float32)] * len(texts)
+        for rows, batch in self._batches(texts):
+            hidden = self.model.run(batch)
+            for row, h, m in zip(rows, hidden, batch.attention_mask):
+                out[row] = l2_normalize(h[m.astype(bool)].astype(np.float32))
+        return out
+
+    def _batches(self, texts):
+        """(input rows, TokenBatch) over texts sorted by length, longest first."""
+        if not texts:
+            return
+        encodings = self.tokenizer.tokenize(texts)
+        order = np.argsort(-np.array([len(e.ids) for e in encodings]), kind="stable")
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            yield rows, self.tokenizer.pad([encodings[i] for i in rows])
+
+    def _pool(self, output: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if self.pooling == "graph":
+            return output.astype(np.float32, copy=False)
+        if self.pooling == "cls":
+            return output[:, 0, :].astype(np.float32, copy=False)
+        return mean_pool(output, mask)

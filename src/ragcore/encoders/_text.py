@@ -70,6 +70,25 @@ class TextTokenizer:
                 return token_id
         return 0
 
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Character (start, end) of every token of text: no special tokens, no truncation."""
+        with self._lock:
+            self._tok.no_truncation()
+            try:
+                encoding = self._tok.encode(text, add_special_tokens=False)
+            finally:
+                self._tok.enable_truncation(self.max_length)
+        return [span for span in encoding.offsets if span[1] > span[0]]
+
+    def count(self, text: str) -> int:
+        """Tokens of text (no special tokens, no truncation)."""
+        return len(self.token_spans(text))
+
+    @property
+    def special_tokens(self) -> int:
+        """Tokens the model adds around one text ([CLS] and [SEP] for BERT)."""
+        return self._tok.post_processor.num_special_tokens_to_add(False) if self._tok.post_processor else 0
+
     def tokenize(self, texts: list[str]) -> list:
         """One tokenizers Encoding per text, truncated at max_length, not padded."""
         with self._lock:

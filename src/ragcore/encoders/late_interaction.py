@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from .._arrays import check_positive_int
@@ -20,18 +23,38 @@ class LateInteractionReranker:
     the first stage is measured in the evaluation, not assumed here.
     """
 
-    def __init__(self, encoder=None):
+    def __init__(self, encoder=None, cache_size: int = 20_000):
         if encoder is None:
             from ..models import default_encoder
 
             encoder = default_encoder()
         self.encoder = encoder
+        # Passages recur across queries (the same chunks are candidates again and
+        # again): their token vectors are kept, as float16, up to cache_size passages.
+        self.cache_size = cache_size
+        self._cache: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
 
     def score(self, query: str, passages) -> np.ndarray:
         passages = check_texts(passages, "passages")
         (q,) = self.encoder.encode_tokens(check_texts([query], "query"))
-        tokens = self.encoder.encode_tokens(passages) if passages else []
-        return np.array([maxsim(q, p) for p in tokens], dtype=np.float32)
+        tokens = self._passage_tokens(passages)
+        return np.array([maxsim(q, p.astype(np.float32)) for p in tokens], dtype=np.float32)
+
+    def _passage_tokens(self, passages: list) -> list:
+        with self._lock:
+            missing = [p for p in dict.fromkeys(passages) if p not in self._cache]
+        fresh = dict(zip(missing, self.encoder.encode_tokens(missing))) if missing else {}
+        with self._lock:
+            for text, tokens in fresh.items():
+                self._cache[text] = tokens.astype(np.float16)
+            out = [fresh[p].astype(np.float16) if p in fresh else self._cache[p] for p in passages]
+            for p in passages:
+                if p in self._cache:
+                    self._cache.move_to_end(p)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return out
 
     def rank(self, query: str, passages, top_k: int | None = None) -> list[tuple[int, float]]:
         """(passage index, score) pairs, best first; equal scores by index ascending."""

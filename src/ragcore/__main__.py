@@ -9,11 +9,16 @@ import sys
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="ragcore", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="exact dense search on bundled synthetic data")
-    demo.add_argument("--n", type=int, default=100_000, help="corpus vectors (default 100000)")
-    demo.add_argument("--dim", type=int, default=384, help="dimensions (default 384)")
-    demo.add_argument("--queries", type=int, default=256, help="queries (default 256)")
-    demo.add_argument("--k", type=int, default=10, help="results per query (default 10)")
+    demo = sub.add_parser("demo", help="hybrid retrieval on the stdlib documentation corpus: "
+                                        "quality and latency of BM25, dense, hybrid, reranked")
+    _pipeline_options(demo)
+    demo.add_argument("--docs", type=int, default=3000, help="documents sampled (default 3000)")
+    demo.add_argument("--synthetic", action="store_true",
+                      help="instead: exact dense search on synthetic vectors (FlatIndex dtypes)")
+    evaluate = sub.add_parser("eval", help="the demo's evaluation on a BEIR-format folder")
+    evaluate.add_argument("path", help="folder with corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    evaluate.add_argument("--split", default="test")
+    _pipeline_options(evaluate)
     models = sub.add_parser("models", help="bundled models")
     models_sub = models.add_subparsers(dest="action", required=True)
     export = models_sub.add_parser(
@@ -23,11 +28,27 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "models":
         return _models(args)
-    if args.command == "demo":
+    if args.command == "demo" and args.synthetic:
         from .demo import run_demo
 
-        run_demo(n=args.n, dim=args.dim, n_queries=args.queries, k=args.k)
+        run_demo()
+    elif args.command in ("demo", "eval"):
+        from .rag_demo import main as run_pipeline
+
+        return run_pipeline(args)
     return 0
+
+
+def _pipeline_options(parser) -> None:
+    parser.add_argument("--questions", type=int, default=300, help="questions (default 300)")
+    parser.add_argument("--k0", type=int, default=50, help="first-stage candidates (default 50)")
+    parser.add_argument("--k", type=int, default=10, help="results per question (default 10)")
+    parser.add_argument("--chunk-size", type=int, default=200, help="tokens per chunk (default 200)")
+    parser.add_argument("--overlap", type=int, default=40, help="tokens of overlap (default 40)")
+    parser.add_argument("--latency-queries", type=int, default=100,
+                        help="questions timed one at a time (default 100)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def _models(args) -> int:

@@ -37,10 +37,11 @@ class EmbeddingCache:
     """``encode(texts)`` through a BiEncoder, reusing vectors stored for the same
     model and text under directory (default: the ragcore cache)."""
 
-    def __init__(self, encoder, directory=None):
+    def __init__(self, encoder, directory=None, show_progress: bool | None = None):
         from .models import cache_dir
 
         self.encoder = encoder
+        self.show_progress = show_progress  # None: when stderr is a terminal
         self.directory = Path(directory or cache_dir() / "embeddings") / model_key(encoder)
         self.hits = self.misses = 0
 
@@ -59,6 +60,17 @@ class EmbeddingCache:
             np.save(tmp, arr)
             os.replace(tmp, self.directory / f"{name}.npy")
 
+    def _encode_with_progress(self, texts: list, step: int = 256) -> np.ndarray:
+        from ._progress import Progress
+
+        bar = Progress(len(texts), "encoding", self.show_progress if len(texts) > step else False)
+        parts = []
+        for start in range(0, len(texts), step):
+            parts.append(self.encoder.encode(texts[start:start + step], warn=False))
+            bar.update(start + len(parts[-1]))
+        bar.close()
+        return np.concatenate(parts)
+
     def encode(self, texts) -> np.ndarray:
         texts = list(texts)
         wanted = text_keys(texts).tolist()
@@ -69,7 +81,7 @@ class EmbeddingCache:
         self.hits += len(set(wanted)) - len(new_keys)
         if new_keys:
             text_of = dict(zip(wanted, texts))
-            new = self.encoder.encode([text_of[k] for k in new_keys], warn=False)
+            new = self._encode_with_progress([text_of[k] for k in new_keys])
             keys = np.concatenate([keys, np.array(new_keys, dtype="S20")])
             vectors = np.concatenate([vectors, np.asarray(new, dtype=np.float32)])
             self._save(keys, vectors)

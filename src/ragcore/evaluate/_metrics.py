@@ -185,7 +185,8 @@ def evaluate(run, qrels, metrics, ties: str = "trec_eval", docids=None, qids=Non
     Run, a dict ``{qid: {docid: score}}`` or a TREC run file path. qrels: Qrels, a dict
     ``{qid: {docid: grade}}`` or a TREC qrels file path. metrics: names such as "ndcg@10",
     "recall@100", "mrr", "map" (see METRICS). ties: "trec_eval" re-sorts each query by score
-    descending, equal scores by document id descending as strings (trec_eval's order);
+    descending, equal scores by document id descending as strings (trec_eval's order; like
+    trec_eval, scores are compared as float32, so 1.0 and 1.0 + 1e-9 tie);
     "as_ranked" evaluates the order given (Hits: best first, ties by id ascending).
     """
     parsed = parse_metrics(metrics)
@@ -233,7 +234,10 @@ def _prepare(run: Run, qrels: Qrels, ties: str) -> tuple[_Ranked, np.ndarray]:
     grade = np.where(hit, grades[qrels_sort[at]], 0)
 
     if ties == "trec_eval":
-        order = np.lexsort((-run_doc, -scores, run_q))
+        # trec_eval holds scores as C floats: scores equal in float32 tie (beyond its range, inf).
+        with np.errstate(over="ignore"):
+            as_float32 = scores.astype(np.float32)
+        order = np.lexsort((-run_doc, -as_float32, run_q))
     else:
         order = np.argsort(run_q, kind="stable")
     q = run_q[order]

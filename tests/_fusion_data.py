@@ -9,14 +9,14 @@ from ragcore.hits import Hits
 
 
 @st.composite
-def hits_batch(draw, nq: int, ids=range(10), scores=None, max_k: int = 6) -> Hits:
+def hits_batch(draw, nq: int, ids=range(10), scores=None, max_k: int = 6, min_results: int = 0) -> Hits:
     """Hits of nq queries: distinct ids per row, scores strictly decreasing (no ties), padded."""
     scores = scores if scores is not None else st.integers(-40, 40).map(lambda x: x / 8)
-    k = draw(st.integers(1, max_k))
+    k = draw(st.integers(max(1, min_results), max_k))
     out_ids = np.full((nq, k), -1, dtype=np.int64)
     out_scores = np.full((nq, k), -np.inf, dtype=np.float32)
     for row in range(nq):
-        n = draw(st.integers(0, k))
+        n = draw(st.integers(min_results, k))
         out_ids[row, :n] = draw(st.permutations(list(ids)))[:n]
         values = draw(st.lists(scores, min_size=n, max_size=n, unique=True))
         out_scores[row, :n] = sorted(values, reverse=True)

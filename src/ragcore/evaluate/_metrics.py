@@ -258,5 +258,5 @@ def _refuse_duplicates(keys, width, qids, vocab, what: str) -> None:
     dup = np.flatnonzero(srt[1:] == srt[:-1])
     if len(dup):
         key = srt[dup[0]]
-        raise ValueError(f"the {what} lists document {vocab[key % width]!r} twice for query "
-                         f"{qids[key // width]!r}; each document may appear once per query")
+        raise ValueError(f"the {what} lists document {str(vocab[key % width])!r} twice for query "
+                         f"{str(qids[key // width])!r}; each document may appear once per query")

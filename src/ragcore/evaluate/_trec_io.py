@@ -38,11 +38,14 @@ def _numbers(column: np.ndarray, path, dtype, what: str) -> np.ndarray:
     try:
         return column.astype(dtype)
     except ValueError:
-        for number, value in enumerate(column.tolist(), 1):
+        text = Path(path).read_text(encoding="utf-8").splitlines()
+        numbers = [number for number, line in enumerate(text, 1) if line.strip()]
+        for number, value in zip(numbers, column.tolist()):
             try:
                 dtype(value)
             except ValueError:
-                raise ValueError(f"{path}: non-blank line {number}: {what} {value!r} is not a number") from None
+                kind = "an integer" if dtype is int else "a number"
+                raise ValueError(f"{path}:{number}: {what} {value!r} is not {kind}") from None
         raise
 
 
@@ -67,12 +70,15 @@ def read_qrels(path) -> Qrels:
 
 
 def _check_tokens(values: np.ndarray, what: str) -> None:
-    bad = np.char.find(values, " ") >= 0
-    for ch in ("\t", "\n", "\r"):
+    """Refuse ids that are empty or hold whitespace (they would break the columns)."""
+    if not len(values):
+        return
+    bad = np.char.str_len(values) == 0
+    for ch in (" ", "\t", "\n", "\r", "\v", "\f"):
         bad |= np.char.find(values, ch) >= 0
-    if len(values) and ((np.char.str_len(values) == 0) | bad).any():
-        raise ValueError(f"{what} {values[np.argmax(bad | (np.char.str_len(values) == 0))]!r} "
-                         "cannot be written to a TREC file (empty or containing whitespace)")
+    if bad.any():
+        raise ValueError(f"{what} {str(values[np.argmax(bad)])!r} cannot be written to a TREC "
+                         "file (empty or containing whitespace)")
 
 
 def write_run(run, path, tag: str = "ragcore", docids=None, qids=None) -> None:

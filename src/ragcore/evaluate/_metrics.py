@@ -172,7 +172,7 @@ class Evaluation:
 
     def query(self, qid) -> dict:
         """The metrics of one query."""
-        where = np.flatnonzero(self.qids == str(qid))
+        where = np.flatnonzero(self.qids.astype(str) == str(qid))
         if not len(where):
             raise KeyError(f"query {qid!r} was not evaluated")
         return {name: float(values[where[0]]) for name, values in self.per_query.items()}

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from _fusion_data import hits_lists
 from ragcore import fusion
+from ragcore import reference as ref
 from ragcore.hits import Hits
 
 A, B, C, D, E = 1, 2, 3, 4, 5
@@ -171,3 +172,26 @@ def test_argument_errors_name_the_argument():
         fusion.rrf([Hits(np.array([[-np.inf, 1.0]], np.float32), np.array([[-1, 3]]))])
     with pytest.raises(ValueError, match="NaN or infinite score"):
         fusion.combine([Hits(np.array([[np.nan]], np.float32), np.array([[3]]))])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data(), st.sampled_from(["rrf", "wsum", "combsum", "combmnz"]),
+       st.sampled_from(["minmax", "zscore", "max", "rank", None]), st.sampled_from([0, 1, 60]))
+def test_equals_the_reference_with_tied_scores(data, method, norm, r0):
+    """Tied scores are allowed here (the comparison with ranx cannot have them)."""
+    values = [0.5, 1.0, 2.0, 4.0] if norm == "max" else [-1.0, 0.0, 0.5, 2.0]
+    lists = data.draw(hits_lists(min_lists=1, scores=st.sampled_from(values), ties=True))
+    weights = None
+    if method in ("rrf", "wsum"):
+        weights = data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]),
+                                     min_size=len(lists), max_size=len(lists)))
+    if method == "rrf":
+        fused = fusion.rrf(lists, weights=weights, r0=r0)
+    else:
+        fused = fusion.combine(lists, method=method, norm=norm, weights=weights)
+    for row in range(fused.nq):
+        pairs = [[(i, float(s)) for i, s in zip(h.ids[row], h.scores[row]) if i != -1] for h in lists]
+        want = ref.fuse_query(pairs, method, norm, weights, r0=r0)
+        real = fused.ids[row] != -1
+        got = dict(zip(fused.ids[row][real].tolist(), fused.scores[row][real].tolist()))
+        assert got == pytest.approx({d: float(np.float32(v)) for d, v in want.items()}, rel=1e-6, abs=1e-9)

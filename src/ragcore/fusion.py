@@ -39,8 +39,8 @@ def _norm_minmax(s, valid, n):
     """(s - min) / (max - min) per query; a query whose scores are all equal gets 0."""
     lo = np.min(np.where(valid, s, np.inf), axis=1, keepdims=True)
     hi = np.max(np.where(valid, s, -np.inf), axis=1, keepdims=True)
-    spread = np.where(n > 0, hi - lo, 0.0)
-    return np.where(spread > 0, (s - np.where(n > 0, lo, 0.0)) / np.where(spread > 0, spread, 1.0), 0.0)
+    spread = np.where(n > 0, hi - lo, 0.0)  # empty rows: inf - inf never reaches a division
+    return np.where(spread > 0, (s - lo) / np.where(spread > 0, spread, 1.0), 0.0)
 
 
 def _norm_zscore(s, valid, n):
@@ -123,7 +123,8 @@ def combine(hits_list, method: str = "wsum", norm: str | None = "minmax", weight
     for hits, wi in zip(lists, w):
         valid = hits.ids != PADDING_ID
         n = valid.sum(axis=1, keepdims=True)
-        contribs.append(wi * NORMS[norm](hits.scores.astype(np.float64), valid, n))
+        normed = NORMS[norm](hits.scores.astype(np.float64), valid, n)
+        contribs.append(wi * np.where(valid, normed, 0.0))  # padding: 0, not -inf (0 * -inf is NaN)
     return _fuse(lists, contribs, k, mnz=method == "combmnz")
 
 

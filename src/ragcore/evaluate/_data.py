@@ -54,16 +54,11 @@ class Run:
     @classmethod
     def from_dict(cls, run: dict) -> Run:
         """From ``{qid: {docid: score}}`` (pytrec_eval and ranx's format); dict order is the rank order."""
-        if not isinstance(run, dict):
-            raise TypeError(f"run must be a dict {{qid: {{docid: score}}}}, got {type(run).__name__}")
-        for qid, docs in run.items():
-            if not isinstance(docs, dict):
-                raise TypeError(f"run[{qid!r}] must be a dict {{docid: score}}, got {type(docs).__name__}")
-        sizes = np.fromiter((len(d) for d in run.values()), dtype=np.int64, count=len(run))
-        docids = _str_array(list(chain.from_iterable(run.values())), "run document ids")
-        scores = np.fromiter(chain.from_iterable(d.values() for d in run.values()),
-                             dtype=np.float64, count=int(sizes.sum()))
-        qids = _str_array(list(run), "run query ids")
+        qids, sizes, docids, scores = _flatten(run, "run", "score")
+        try:
+            scores = np.asarray(scores, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError("run scores must be numbers") from None
         return cls._checked(qids, np.repeat(np.arange(len(run)), sizes), docids, scores)
 
     @classmethod
@@ -100,16 +95,8 @@ class Qrels:
     @classmethod
     def from_dict(cls, qrels: dict) -> Qrels:
         """From ``{qid: {docid: grade}}``."""
-        if not isinstance(qrels, dict):
-            raise TypeError(f"qrels must be a dict {{qid: {{docid: grade}}}}, got {type(qrels).__name__}")
-        for qid, docs in qrels.items():
-            if not isinstance(docs, dict):
-                raise TypeError(f"qrels[{qid!r}] must be a dict {{docid: grade}}, got {type(docs).__name__}")
-        sizes = [len(d) for d in qrels.values()]
-        qids = np.repeat(_str_array(list(qrels), "qrels query ids"), sizes)
-        docids = _str_array(list(chain.from_iterable(qrels.values())), "qrels document ids")
-        grades = np.array(list(chain.from_iterable(d.values() for d in qrels.values())))
-        return cls._checked(qids, docids, grades)
+        qids, sizes, docids, grades = _flatten(qrels, "qrels", "grade")
+        return cls._checked(np.repeat(qids, sizes), docids, np.array(grades))
 
     @classmethod
     def _checked(cls, qids, docids, grades) -> Qrels:
@@ -127,6 +114,19 @@ class Qrels:
 
     def __len__(self) -> int:
         return len(self.grades)
+
+
+def _flatten(nested, name: str, value: str):
+    """Query ids, results per query, document ids and values of ``{qid: {docid: value}}``."""
+    if not isinstance(nested, dict):
+        raise TypeError(f"{name} must be a dict {{qid: {{docid: {value}}}}}, got {type(nested).__name__}")
+    for qid, docs in nested.items():
+        if not isinstance(docs, dict):
+            raise TypeError(f"{name}[{qid!r}] must be a dict {{docid: {value}}}, got {type(docs).__name__}")
+    sizes = np.fromiter((len(d) for d in nested.values()), dtype=np.int64, count=len(nested))
+    docids = _str_array(list(chain.from_iterable(nested.values())), f"{name} document ids")
+    values = list(chain.from_iterable(d.values() for d in nested.values()))
+    return _str_array(list(nested), f"{name} query ids"), sizes, docids, values
 
 
 def _map_docids(ids: np.ndarray, docids) -> np.ndarray:

@@ -6,10 +6,12 @@ from .flat import FlatIndex
 from .gpu_flat import DeviceHits, GpuFlatIndex, cuda_device_count
 from .hits import Hits
 
+from . import evaluate, fusion  # submodules: ragcore.fusion.rrf, ragcore.evaluate.evaluate
+
 __version__ = "0.1.0"
 
 __all__ = [
     "BiEncoder", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings", "FlatIndex",
     "GpuFlatIndex", "Hits", "IndexFileError", "LateInteractionReranker", "TruncationWarning",
-    "__version__", "cuda_device_count",
+    "__version__", "cuda_device_count", "evaluate", "fusion",
 ]

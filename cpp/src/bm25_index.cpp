@@ -64,7 +64,7 @@ void Bm25Index::refresh_norms() {
   norm_.resize(scoring_len_.size());
   for (size_t d = 0; d < scoring_len_.size(); ++d)
     norm_[d] = 1.0 - params_.b + params_.b * scoring_len_[d] / avgdl_;
-  ctx_ = ScoringContext{params_, norm_.data(), avgdl_, bm25_tf_part(params_, 0.0)};
+  ctx_ = ScoringContext{params_, norm_.data(), avgdl_, bm25_absent_part(params_)};
 }
 
 void Bm25Index::add(const uint32_t* words, const int64_t* offsets, size_t n_docs,

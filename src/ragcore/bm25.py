@@ -62,6 +62,8 @@ class BM25Index:
         if not isinstance(lucene_norms, bool):
             raise TypeError(f"lucene_norms must be True or False, got {type(lucene_norms).__name__}")
         self._lucene_norms = lucene_norms
+        if self._variant == "bm25l" and self._k1 + self._delta == 0:
+            raise ValueError("variant 'bm25l' needs k1 + delta > 0 (its absent-term score is 0/0)")
         self._normalizer = WordNormalizer(stopwords, stemmer)
         self._lock = threading.Lock()
         self._clear()

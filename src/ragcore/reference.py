@@ -144,6 +144,10 @@ BM25_VARIANTS = {
 }
 
 
+# Variants whose absent terms still score (g(0) > 0): every document gets a base score.
+BM25_BASE_VARIANTS = ("bm25l", "bm25+")
+
+
 def lucene_norm_length(dl):
     """Lucene's SmallFloat.byte4ToInt(intToByte4(dl)): the document length Lucene scores with
     (exact up to 39, then 4 significant bits)."""
@@ -173,5 +177,9 @@ def bm25_scores(docs, query, k1=1.5, b=0.75, variant="lucene", delta=0.5, lucene
         df = float((tf > 0).sum())
         if df == 0:
             continue
-        scores += idf_fn(df, float(n)) * tf_fn(tf, dl, avgdl, k1, b, delta)
+        with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 at tf = 0 when k1 = 0
+            part = tf_fn(tf, dl, avgdl, k1, b, delta)
+        if variant not in BM25_BASE_VARIANTS:
+            part = np.where(tf > 0, part, 0.0)  # only the terms a document holds score
+        scores += idf_fn(df, float(n)) * part
     return scores

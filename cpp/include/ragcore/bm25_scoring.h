@@ -42,6 +42,8 @@ inline void check_params(const Bm25Params& p) {
   if (!(p.delta >= 0) || !std::isfinite(p.delta)) throw std::invalid_argument("delta must be >= 0");
   const int v = static_cast<int>(p.variant);
   if (v < 0 || v >= kNumVariants) throw std::invalid_argument("unknown variant code");
+  if (p.variant == Variant::Bm25L && p.k1 + p.delta == 0)
+    throw std::invalid_argument("bm25l needs k1 + delta > 0 (its absent-term score is 0/0)");
 }
 
 inline double bm25_idf(const Bm25Params& p, double df, double n) {
@@ -81,6 +83,13 @@ inline double bm25_tf_part(const Bm25Params& p, double ntf) {
       return (k1 + 1.0) * ntf / (k1 + ntf) + p.delta;
   }
   return 0.0;
+}
+
+// The score of an absent term, g(0): non-zero only for bm25l and bm25+ (for the
+// others only the terms a document holds score, even where k1 = 0 makes 0/0).
+inline double bm25_absent_part(const Bm25Params& p) {
+  const bool base = p.variant == Variant::Bm25L || p.variant == Variant::Bm25Plus;
+  return base ? bm25_tf_part(p, 0.0) : 0.0;
 }
 
 // Lucene's SmallFloat.intToByte4 / byte4ToInt: lengths 0..39 exactly, then four

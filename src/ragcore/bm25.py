@@ -178,7 +178,7 @@ class BM25Index:
     def _check_new_ids(self, ids, count: int) -> np.ndarray:
         if ids is None:
             return np.arange(self._next_id, self._next_id + count, dtype=np.int64)
-        new_ids = as_id_array(ids, "ids", count)
+        new_ids = np.ascontiguousarray(as_id_array(ids, "ids", count))
         sorted_new = np.sort(new_ids)
         if count > 1 and (sorted_new[1:] == sorted_new[:-1]).any():
             dup = sorted_new[1:][sorted_new[1:] == sorted_new[:-1]][0]

@@ -349,8 +349,8 @@ def _as_documents(texts, name: str) -> tuple[list, bool]:
         return docs, False
     if all(isinstance(d, (list, tuple)) for d in docs):
         return [list(d) if isinstance(d, tuple) else d for d in docs], True
-    bad = next(i for i, d in enumerate(docs) if not isinstance(d, (str, bytes, list, tuple)))
-    if bad is not None and not isinstance(docs[bad], (str, bytes, list, tuple)):
+    bad = next((i for i, d in enumerate(docs) if not isinstance(d, (str, bytes, list, tuple))), None)
+    if bad is not None:
         raise TypeError(f"{name}[{bad}] must be a str, bytes or a list of str tokens, "
                         f"got {type(docs[bad]).__name__}")
     raise TypeError(f"{name} mixes texts and token lists; pass one kind")

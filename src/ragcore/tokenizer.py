@@ -31,7 +31,7 @@ def resolve_stopwords(stopwords) -> tuple[str, ...]:
                 f"{', '.join(map(repr, _NAMED_STOPWORDS))} or a list of words"
             )
         return tuple(sorted(_NAMED_STOPWORDS[stopwords]))
-    words = list(stopwords)
+    words = list(stopwords) if hasattr(stopwords, "__iter__") else [None]
     if not all(isinstance(w, str) for w in words):
         raise TypeError("stopwords must be None, 'en' or an iterable of str")
     return tuple(sorted(set(words)))

@@ -144,8 +144,16 @@ BM25_VARIANTS = {
 }
 
 
-# Variants whose absent terms still score (g(0) > 0): every document gets a base score.
-BM25_BASE_VARIANTS = ("bm25l", "bm25+")
+def bm25_absent_part(variant: str, k1: float, delta: float) -> float:
+    """The tf part of a query term a document lacks (tf = 0). Only bm25l, (k1 + 1) delta /
+    (k1 + delta), and bm25+, delta, give it a value (bm25s's "nonoccurrence" scores), so with
+    them every document gets a base score; the other variants score only terms a document
+    holds."""
+    if variant == "bm25l":
+        return (k1 + 1.0) * delta / (k1 + delta)
+    if variant == "bm25+":
+        return delta
+    return 0.0
 
 
 def lucene_norm_length(dl):
@@ -179,7 +187,6 @@ def bm25_scores(docs, query, k1=1.5, b=0.75, variant="lucene", delta=0.5, lucene
             continue
         with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 at tf = 0 when k1 = 0
             part = tf_fn(tf, dl, avgdl, k1, b, delta)
-        if variant not in BM25_BASE_VARIANTS:
-            part = np.where(tf > 0, part, 0.0)  # only the terms a document holds score
+        part = np.where(tf > 0, part, bm25_absent_part(variant, k1, delta))
         scores += idf_fn(df, float(n)) * part
     return scores

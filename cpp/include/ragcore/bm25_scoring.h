@@ -85,11 +85,12 @@ inline double bm25_tf_part(const Bm25Params& p, double ntf) {
   return 0.0;
 }
 
-// The score of an absent term, g(0): non-zero only for bm25l and bm25+ (for the
-// others only the terms a document holds score, even where k1 = 0 makes 0/0).
+// The tf part of an absent term, g(0), as reference.bm25_absent_part: non-zero
+// only for bm25l and bm25+; written out so that k1 = 0 never makes it 0/0.
 inline double bm25_absent_part(const Bm25Params& p) {
-  const bool base = p.variant == Variant::Bm25L || p.variant == Variant::Bm25Plus;
-  return base ? bm25_tf_part(p, 0.0) : 0.0;
+  if (p.variant == Variant::Bm25L) return (p.k1 + 1.0) * p.delta / (p.k1 + p.delta);
+  if (p.variant == Variant::Bm25Plus) return p.delta;
+  return 0.0;
 }
 
 // Lucene's SmallFloat.intToByte4 / byte4ToInt: lengths 0..39 exactly, then four

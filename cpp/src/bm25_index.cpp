@@ -1,6 +1,7 @@
 #include "ragcore/bm25_index.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -9,6 +10,7 @@
 #include "ragcore/query/block_max_wand_query.h"
 #include "ragcore/query/exhaustive_query.h"
 #include "ragcore/query/maxscore_query.h"
+#include "ragcore/query/threshold_seed.h"
 
 namespace ragcore {
 
@@ -65,6 +67,33 @@ void Bm25Index::refresh_norms() {
   for (size_t d = 0; d < scoring_len_.size(); ++d)
     norm_[d] = 1.0 - params_.b + params_.b * scoring_len_[d] / avgdl_;
   ctx_ = ScoringContext{params_, norm_.data(), avgdl_, bm25_absent_part(params_)};
+  // avgdl changed, so every block maximum is stale.
+  maxima_.resize(lists_.size());
+  maxima_ready_.reset(new std::atomic<uint8_t>[lists_.size()]);
+  for (size_t t = 0; t < lists_.size(); ++t) maxima_ready_[t].store(0, std::memory_order_relaxed);
+}
+
+const BlockMaxima& Bm25Index::block_maxima(size_t term) const {
+  if (maxima_ready_[term].load(std::memory_order_acquire)) return maxima_[term];
+  std::lock_guard<std::mutex> lock(maxima_mutex_);
+  if (maxima_ready_[term].load(std::memory_order_relaxed)) return maxima_[term];
+  const PostingList& list = lists_[term];
+  BlockMaxima& m = maxima_[term];
+  m.blocks.assign(list.num_blocks(), 0.0f);
+  m.list = 0.0f;
+  uint32_t docs[kBlockSize], tfs[kBlockSize];
+  for (size_t b = 0; b < list.num_blocks(); ++b) {
+    const size_t n = list.decode(b, docs, tfs);
+    double best = 0.0;
+    for (size_t i = 0; i < n; ++i)
+      best = std::max(best, bm25_tf_part(params_, tfs[i], norm_[docs[i]]));
+    float rounded = static_cast<float>(best);
+    if (static_cast<double>(rounded) < best) rounded = std::nextafter(rounded, HUGE_VALF);
+    m.blocks[b] = rounded;
+    m.list = std::max(m.list, rounded);
+  }
+  maxima_ready_[term].store(1, std::memory_order_release);
+  return m;
 }
 
 void Bm25Index::add(const uint32_t* words, const int64_t* offsets, size_t n_docs,
@@ -134,8 +163,7 @@ void Bm25Index::add(const uint32_t* words, const int64_t* offsets, size_t n_docs
   parallel_for((n_terms + kTermsPerTask - 1) / kTermsPerTask, n_threads, [&](size_t task, int) {
     const size_t end = std::min(n_terms, (task + 1) * kTermsPerTask);
     for (size_t t = task * kTermsPerTask; t < end; ++t)
-      lists_[t].append(docs.data() + starts[t], tfs.data() + starts[t], starts[t + 1] - starts[t],
-                       scoring_len_.data());
+      lists_[t].append(docs.data() + starts[t], tfs.data() + starts[t], starts[t + 1] - starts[t]);
   });
 
   std::vector<std::pair<int64_t, uint32_t>> added(n_docs);
@@ -172,7 +200,7 @@ void Bm25Index::remove(const int64_t* ext_ids, size_t n, int n_threads) {
   parallel_for((lists_.size() + kTermsPerTask - 1) / kTermsPerTask, n_threads, [&](size_t task, int) {
     const size_t end = std::min(lists_.size(), (task + 1) * kTermsPerTask);
     for (size_t t = task * kTermsPerTask; t < end; ++t)
-      lists_[t].remove_dead(dead.data(), dead_sorted, scoring_len_.data());
+      lists_[t].remove_dead(dead.data(), dead_sorted);
   });
   for (uint32_t d : dead_sorted) {
     ext_ids_[d] = -1;
@@ -195,7 +223,8 @@ Bm25Index::PreparedQuery Bm25Index::prepare(const int64_t* terms, const double* 
     if (list.size() == 0) continue;  // a term no live document has contributes nothing
     const double weight = weights[i] * bm25_idf(params_, static_cast<double>(list.size()),
                                                 static_cast<double>(n_live_));
-    q.terms.emplace_back(ctx_, list, weight, q.terms.size());
+    q.terms.emplace_back(ctx_, list, block_maxima(static_cast<size_t>(terms[i])), weight,
+                         q.terms.size());
     q.base += weight * ctx_.g0;
     q.total_postings += list.size();
   }
@@ -217,10 +246,13 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
     acc.resize(ext_ids_.size());
     exhaustive_accumulate(q.terms, acc);
     for (uint32_t d : acc.touched) sink.push(d, acc.sum[d]);
-  } else if (algorithm == QueryAlgorithm::MaxScore) {
-    maxscore_query(q.terms, sink);
   } else {
-    block_max_wand_query(q.terms, sink);
+    queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(256, 8 * k)));
+    if (algorithm == QueryAlgorithm::MaxScore) {
+      maxscore_query(q.terms, sink);
+    } else {
+      block_max_wand_query(q.terms, sink);
+    }
   }
   // Every live document has a score: those without a query term all score the
   // base, so the smallest ids among them are the only ones that can enter.
@@ -316,6 +348,7 @@ size_t Bm25Index::memory_bytes() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   size_t bytes = lists_.capacity() * sizeof(PostingList);
   for (const auto& l : lists_) bytes += l.memory_bytes();
+  for (const auto& m : maxima_) bytes += m.blocks.capacity() * sizeof(float);
   bytes += ext_ids_.capacity() * sizeof(int64_t) + lengths_.capacity() * sizeof(uint32_t) +
            scoring_len_.capacity() * sizeof(uint32_t) + norm_.capacity() * sizeof(double) +
            by_ext_id_.capacity() * sizeof(by_ext_id_[0]);
@@ -373,7 +406,7 @@ std::unique_ptr<Bm25Index> Bm25Index::from_arrays(const Bm25Params& params, cons
     index->lists_.push_back(PostingList::from_payload(
         a.postings.data() + start, static_cast<size_t>(end - start),
         static_cast<size_t>(a.list_sizes[t]), n_slots, index->ext_ids_.data(),
-        index->lengths_.data(), index->scoring_len_.data()));
+        index->lengths_.data()));
     start = end;
   }
   if (static_cast<size_t>(start) != a.postings.size())

@@ -7,20 +7,8 @@
 
 namespace ragcore {
 
-namespace {
-
-// len / tf rounded towards zero, so the stored value never exceeds the truth.
-float ratio_rounded_down(uint32_t len, uint32_t tf) {
-  const double exact = static_cast<double>(len) / tf;
-  float r = static_cast<float>(exact);
-  if (static_cast<double>(r) > exact) r = std::nextafter(r, 0.0f);
-  return r;
-}
-
-}  // namespace
-
 void PostingList::encode_from(size_t first_block, const uint32_t* docs, const uint32_t* tfs,
-                              size_t n, const uint32_t* scoring_len) {
+                              size_t n) {
   // Blocks before first_block stay; everything from it on is (re)written.
   const uint64_t start = first_block < blocks_.size() ? blocks_[first_block].offset
                                                       : bytes_.size() - kCodecPadding;
@@ -30,31 +18,16 @@ void PostingList::encode_from(size_t first_block, const uint32_t* docs, const ui
   int64_t prev = first_block == 0 ? -1 : static_cast<int64_t>(blocks_.back().last_doc);
   for (size_t i = 0; i < n; i += kBlockSize) {
     const size_t count = std::min(kBlockSize, n - i);
-    BlockMeta meta{docs[i + count - 1], 0, std::numeric_limits<float>::infinity(), bytes_.size()};
-    for (size_t j = i; j < i + count; ++j) {
-      meta.max_tf = std::max(meta.max_tf, tfs[j]);
-      meta.min_len_over_tf = std::min(meta.min_len_over_tf, ratio_rounded_down(scoring_len[docs[j]], tfs[j]));
-    }
+    const BlockMeta meta{docs[i + count - 1], bytes_.size()};
     encode_block(docs + i, tfs + i, count, prev, bytes_);
     blocks_.push_back(meta);
     prev = meta.last_doc;
   }
   size_ += n;
   bytes_.insert(bytes_.end(), kCodecPadding, 0);
-  refresh_list_bounds();
 }
 
-void PostingList::refresh_list_bounds() {
-  max_tf_ = 0;
-  min_len_over_tf_ = std::numeric_limits<float>::infinity();
-  for (const auto& b : blocks_) {
-    max_tf_ = std::max(max_tf_, b.max_tf);
-    min_len_over_tf_ = std::min(min_len_over_tf_, b.min_len_over_tf);
-  }
-}
-
-void PostingList::append(const uint32_t* docs, const uint32_t* tfs, size_t n,
-                         const uint32_t* scoring_len) {
+void PostingList::append(const uint32_t* docs, const uint32_t* tfs, size_t n) {
   if (n == 0) return;
   if (!blocks_.empty() && block_size(blocks_.size() - 1) < kBlockSize) {
     // Re-encode the partial last block together with the new postings.
@@ -63,14 +36,13 @@ void PostingList::append(const uint32_t* docs, const uint32_t* tfs, size_t n,
     const size_t kept = decode(last, all_docs.data(), all_tfs.data());
     std::copy(docs, docs + n, all_docs.begin() + kept);
     std::copy(tfs, tfs + n, all_tfs.begin() + kept);
-    encode_from(last, all_docs.data(), all_tfs.data(), kept + n, scoring_len);
+    encode_from(last, all_docs.data(), all_tfs.data(), kept + n);
   } else {
-    encode_from(blocks_.size(), docs, tfs, n, scoring_len);
+    encode_from(blocks_.size(), docs, tfs, n);
   }
 }
 
-size_t PostingList::remove_dead(const uint8_t* dead, const std::vector<uint32_t>& dead_sorted,
-                                const uint32_t* scoring_len) {
+size_t PostingList::remove_dead(const uint8_t* dead, const std::vector<uint32_t>& dead_sorted) {
   uint32_t docs[kBlockSize], tfs[kBlockSize];
   size_t first_changed = blocks_.size();
   for (size_t b = 0; b < blocks_.size() && first_changed == blocks_.size(); ++b) {
@@ -92,7 +64,7 @@ size_t PostingList::remove_dead(const uint8_t* dead, const std::vector<uint32_t>
     }
   }
   const size_t before = size_;
-  encode_from(first_changed, kept_docs.data(), kept_tfs.data(), kept_docs.size(), scoring_len);
+  encode_from(first_changed, kept_docs.data(), kept_tfs.data(), kept_docs.size());
   return before - size_;
 }
 
@@ -107,7 +79,7 @@ bool PostingList::contains(uint32_t doc) const {
 
 PostingList PostingList::from_payload(const uint8_t* data, size_t n_bytes, size_t size,
                                       size_t n_docs, const int64_t* ext_ids,
-                                      const uint32_t* lengths, const uint32_t* scoring_len) {
+                                      const uint32_t* lengths) {
   // Decode block by block with bounds checks, then re-encode: the result is
   // byte-identical for a good file and a damaged one cannot cause a bad read.
   std::vector<uint8_t> padded(data, data + n_bytes);
@@ -133,7 +105,7 @@ PostingList PostingList::from_payload(const uint8_t* data, size_t n_bytes, size_
   }
   if (pos != n_bytes) throw std::invalid_argument("posting list has trailing bytes");
   PostingList list;
-  list.encode_from(0, docs.data(), tfs.data(), size, scoring_len);
+  list.encode_from(0, docs.data(), tfs.data(), size);
   return list;
 }
 

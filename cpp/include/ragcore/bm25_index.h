@@ -11,6 +11,7 @@
 // each other; add and remove take the index exclusively.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -91,6 +92,10 @@ class Bm25Index {
   void run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm, Accumulator& acc,
                  float* scores, int64_t* ids, uint8_t* used) const;
   void refresh_norms();
+  // The block maxima of a term under the current statistics, computed on the
+  // term's first query after a change (one pass over its list) and kept until
+  // the next change: exact block-max bounds without a cost on every add.
+  const BlockMaxima& block_maxima(size_t term) const;
   std::unique_ptr<Accumulator> take_accumulator() const;
   void give_back(std::unique_ptr<Accumulator> acc) const;
 
@@ -105,6 +110,9 @@ class Bm25Index {
   uint64_t total_length_ = 0;
   double avgdl_ = 1.0;
   ScoringContext ctx_;  // what TermScorers read: refreshed with the statistics
+  mutable std::vector<BlockMaxima> maxima_;
+  mutable std::unique_ptr<std::atomic<uint8_t>[]> maxima_ready_;
+  mutable std::mutex maxima_mutex_;
 
   mutable std::shared_mutex mutex_;
   mutable std::mutex pool_mutex_;

@@ -1,12 +1,9 @@
 // BM25 scoring variants, mirrored from the registry in src/ragcore/reference.py
 // (where each formula's source is cited).
 //
-// Every variant's score of a term in a document is idf(df, N) * g(ntf), where
-//   ntf = tf / (1 - b + b * dl / avgdl)
-// is the length-normalised frequency and g is increasing in ntf. Writing the
-// term-frequency part through ntf lets the query algorithms bound a block of
-// postings from two numbers (its largest tf and smallest dl/tf), whatever avgdl
-// is when the query runs.
+// Every variant's score of a term in a document is idf(df, N) * g(tf, norm), with
+//   norm = 1 - b + b * dl / avgdl
+// precomputed per document. g(0, norm) is the score of an absent term.
 #pragma once
 
 #include <cmath>
@@ -65,22 +62,24 @@ inline double bm25_idf(const Bm25Params& p, double df, double n) {
   return 0.0;
 }
 
-// g(ntf): the term-frequency part; g(0) is the score of an absent term (non-zero
-// only for bm25l and bm25+, which give every document a base score).
-inline double bm25_tf_part(const Bm25Params& p, double ntf) {
+// g(tf, norm): the term-frequency part of a term a document holds (tf >= 1),
+// one division where the formula allows (this is the inner loop of scoring).
+inline double bm25_tf_part(const Bm25Params& p, double tf, double norm) {
   const double k1 = p.k1;
   switch (p.variant) {
     case Variant::Lucene:
     case Variant::Robertson:
-      return ntf / (k1 + ntf);
+      return tf / (tf + k1 * norm);
     case Variant::LuceneLegacy:
     case Variant::Okapi:
     case Variant::Atire:
-      return (k1 + 1.0) * ntf / (k1 + ntf);
-    case Variant::Bm25L:
-      return (k1 + 1.0) * (ntf + p.delta) / (k1 + ntf + p.delta);
+      return (k1 + 1.0) * tf / (tf + k1 * norm);
+    case Variant::Bm25L: {
+      const double c = tf / norm;
+      return (k1 + 1.0) * (c + p.delta) / (k1 + c + p.delta);
+    }
     case Variant::Bm25Plus:
-      return (k1 + 1.0) * ntf / (k1 + ntf) + p.delta;
+      return (k1 + 1.0) * tf / (tf + k1 * norm) + p.delta;
   }
   return 0.0;
 }

@@ -1,6 +1,5 @@
 // One term's postings: (doc, tf) pairs in doc order, compressed by blocks
-// (posting_codec.h), with per-block metadata for skipping and for block-max
-// score bounds. Lists grow at the end (new documents get larger doc numbers)
+// (posting_codec.h), with each block's last doc for skipping. Lists grow at the end (new documents get larger doc numbers)
 // and shrink by filtering, so the index never has to be rebuilt.
 #pragma once
 
@@ -14,10 +13,6 @@ namespace ragcore {
 
 struct BlockMeta {
   uint32_t last_doc;
-  uint32_t max_tf;
-  // Smallest scoring length / tf in the block, rounded down: with max_tf it
-  // bounds every posting's length-normalised tf, whatever avgdl is.
-  float min_len_over_tf;
   uint64_t offset;  // of the block's bytes in the list
 };
 
@@ -31,8 +26,6 @@ class PostingList {
   size_t block_size(size_t b) const {
     return b + 1 < blocks_.size() ? kBlockSize : size_ - kBlockSize * (blocks_.size() - 1);
   }
-  uint32_t max_tf() const { return max_tf_; }
-  float min_len_over_tf() const { return min_len_over_tf_; }
 
   // Decodes block b into docs/tfs (kBlockSize slots each); returns its size.
   size_t decode(size_t b, uint32_t* docs, uint32_t* tfs) const {
@@ -43,13 +36,11 @@ class PostingList {
   }
 
   // Appends postings with docs ascending and above the last doc held.
-  // scoring_len[doc] is each document's length as the formula sees it.
-  void append(const uint32_t* docs, const uint32_t* tfs, size_t n, const uint32_t* scoring_len);
+  void append(const uint32_t* docs, const uint32_t* tfs, size_t n);
 
   // Drops the postings whose doc has dead[doc] != 0 (dead_sorted: those docs,
   // ascending, to skip blocks that hold none); returns how many.
-  size_t remove_dead(const uint8_t* dead, const std::vector<uint32_t>& dead_sorted,
-                     const uint32_t* scoring_len);
+  size_t remove_dead(const uint8_t* dead, const std::vector<uint32_t>& dead_sorted);
 
   bool contains(uint32_t doc) const;
 
@@ -62,19 +53,14 @@ class PostingList {
   // decode to `size` postings with ascending docs below n_docs, each of a live
   // document (ext_ids[doc] >= 0) with 1 <= tf <= lengths[doc].
   static PostingList from_payload(const uint8_t* data, size_t n_bytes, size_t size, size_t n_docs,
-                                  const int64_t* ext_ids, const uint32_t* lengths,
-                                  const uint32_t* scoring_len);
+                                  const int64_t* ext_ids, const uint32_t* lengths);
 
  private:
-  void encode_from(size_t first_block, const uint32_t* docs, const uint32_t* tfs, size_t n,
-                   const uint32_t* scoring_len);
-  void refresh_list_bounds();
+  void encode_from(size_t first_block, const uint32_t* docs, const uint32_t* tfs, size_t n);
 
   std::vector<uint8_t> bytes_;  // blocks back to back, then kCodecPadding zeros
   std::vector<BlockMeta> blocks_;
   size_t size_ = 0;
-  uint32_t max_tf_ = 0;
-  float min_len_over_tf_ = 0;
 };
 
 }  // namespace ragcore

@@ -48,7 +48,7 @@ inline void block_max_wand_query(const std::vector<TermScorer>& terms, DocSink& 
     for (size_t p = 0; p <= pivot; ++p) {
       PostingCursor& c = cursors[ord[p]];
       c.shallow_next_geq(pivot_doc);
-      if (!c.shallow_done()) block_bound += terms[ord[p]].block_bound(c.shallow_block());
+      if (!c.shallow_done()) block_bound += terms[ord[p]].block_bound(c.shallow_index());
     }
     if (sink.may_enter(block_bound)) {
       if (doc_at(0) == pivot_doc) {

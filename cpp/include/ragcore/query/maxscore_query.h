@@ -3,7 +3,9 @@
 // whose bounds sum below the entry threshold are "non-essential" - a document
 // found only in them cannot enter - so candidates come from the essential
 // lists and the others are only probed, lowest bound last, while the document
-// can still make it.
+// can still make it. Each candidate is first bounded by the block maxima of the
+// blocks that would hold it (block-max MaxScore, Chakrabarti et al., WSDM 2011),
+// so most candidates are dropped before any document is scored.
 #pragma once
 
 #include <algorithm>
@@ -25,7 +27,8 @@ inline void maxscore_query(const std::vector<TermScorer>& terms, DocSink& sink) 
   });
   std::vector<PostingCursor> cursors;
   cursors.reserve(n);
-  std::vector<double> prefix(n);  // prefix[i]: sum of the bounds of order[0..i]
+  std::vector<double> prefix(n);  // prefix[i]: sum of the list bounds of order[0..i]
+  std::vector<double> block_prefix(n);  // the same over the blocks holding a candidate
   for (size_t i = 0; i < n; ++i) {
     cursors.emplace_back(terms[order[i]].list());
     prefix[i] = (i ? prefix[i - 1] : 0.0) + terms[order[i]].list_bound();
@@ -42,18 +45,32 @@ inline void maxscore_query(const std::vector<TermScorer>& terms, DocSink& sink) 
   update_essential();
   SlotSum sum(n);
   for (uint32_t doc = min_essential_doc(); doc != kEndDoc && first_essential < n;) {
+    // Bound the candidate by the blocks that hold it (essential lists) or could
+    // hold it (non-essential ones, moved without decoding) before scoring anything.
+    double bound = 0.0;
+    for (size_t i = first_essential; i < n; ++i)
+      if (cursors[i].doc() == doc) bound += terms[order[i]].block_bound(cursors[i].block_index());
+    for (size_t i = 0; i < first_essential; ++i) {
+      PostingCursor& c = cursors[i];
+      c.shallow_next_geq(doc);
+      const double block = c.shallow_done() ? 0.0 : terms[order[i]].block_bound(c.shallow_index());
+      block_prefix[i] = (i ? block_prefix[i - 1] : 0.0) + block;
+    }
+    bool alive = sink.may_enter(bound + (first_essential ? block_prefix[first_essential - 1] : 0.0));
     double partial = 0.0;
     for (size_t i = first_essential; i < n; ++i) {
       PostingCursor& c = cursors[i];
       if (c.doc() != doc) continue;
-      const double v = terms[order[i]].score(c.tf(), doc);
-      sum.add(order[i], v);
-      partial += v;
+      if (alive) {
+        const double v = terms[order[i]].score(c.tf(), doc);
+        sum.add(order[i], v);
+        partial += v;
+      }
       c.next();
     }
-    bool alive = true;
-    for (size_t i = first_essential; i-- > 0;) {
-      if (!sink.may_enter(partial + prefix[i])) {
+    // Probe the non-essential lists, highest bound first, while the document can enter.
+    for (size_t i = first_essential; alive && i-- > 0;) {
+      if (!sink.may_enter(partial + block_prefix[i])) {
         alive = false;
         break;
       }

@@ -6,6 +6,7 @@
 //   tf()            term frequency of the current posting
 //   next()          to the next posting
 //   next_geq(d)     to the first posting with doc >= d
+//   block_index()   the block holding the current posting
 //   shallow_next_geq(d) / shallow_block()
 //                   moves only the block-max pointer, without decoding, to the
 //                   first block whose last doc is >= d, and reads its metadata
@@ -27,6 +28,7 @@ class PostingCursor {
   uint32_t doc() const { return doc_; }
   uint32_t tf() const { return tfs_[pos_]; }
   size_t size() const { return list_->size(); }
+  size_t block_index() const { return block_; }  // the block holding doc()
 
   void next() {
     if (++pos_ < count_) {
@@ -52,6 +54,7 @@ class PostingCursor {
     while (shallow_ < list_->num_blocks() && list_->block(shallow_).last_doc < target) ++shallow_;
   }
   bool shallow_done() const { return shallow_ >= list_->num_blocks(); }
+  size_t shallow_index() const { return shallow_; }
   const BlockMeta& shallow_block() const { return list_->block(shallow_); }
 
  private:

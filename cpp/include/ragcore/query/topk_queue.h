@@ -22,14 +22,20 @@ class TopKQueue {
   bool full() const { return heap_.size() == k_; }
 
   // Whether a score could still enter (with a small enough id).
-  bool may_enter(float score) const { return !full() || score >= heap_.front().score; }
+  bool may_enter(float score) const {
+    return score >= floor_ && (!full() || score >= heap_.front().score);
+  }
+
+  // Refuses every score below `floor` from now on. The caller guarantees that at
+  // least k documents score >= floor, so nothing below it can be among the best k.
+  void raise_floor(float floor) { floor_ = std::max(floor_, floor); }
 
   // Whether a score computed in double as at most `bound` could still enter.
   // Rounding to float is monotone, so comparing the rounded bound is safe.
   bool may_enter_bound(double bound) const { return may_enter(static_cast<float>(bound)); }
 
   bool accepts(float score, int64_t id) const {
-    return !full() || ranks_before(Candidate{score, id}, heap_.front());
+    return score >= floor_ && (!full() || ranks_before(Candidate{score, id}, heap_.front()));
   }
 
   // Returns whether the entry was kept.
@@ -56,6 +62,7 @@ class TopKQueue {
 
  private:
   size_t k_;
+  float floor_ = -std::numeric_limits<float>::infinity();
   std::vector<Candidate> heap_;  // a max-heap under ranks_before: front() is the worst
 };
 

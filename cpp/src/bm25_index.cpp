@@ -66,34 +66,34 @@ void Bm25Index::refresh_norms() {
   norm_.resize(scoring_len_.size());
   for (size_t d = 0; d < scoring_len_.size(); ++d)
     norm_[d] = 1.0 - params_.b + params_.b * scoring_len_[d] / avgdl_;
-  ctx_ = ScoringContext{params_, norm_.data(), avgdl_, bm25_absent_part(params_)};
-  // avgdl changed, so every block maximum is stale.
-  maxima_.resize(lists_.size());
-  maxima_ready_.reset(new std::atomic<uint8_t>[lists_.size()]);
-  for (size_t t = 0; t < lists_.size(); ++t) maxima_ready_[t].store(0, std::memory_order_relaxed);
+  g0_ = bm25_absent_part(params_);
+  // avgdl changed, so every cached posting score is stale.
+  caches_.resize(lists_.size());
+  cache_ready_.reset(new std::atomic<uint8_t>[lists_.size()]);
+  for (size_t t = 0; t < lists_.size(); ++t) cache_ready_[t].store(0, std::memory_order_relaxed);
 }
 
-const BlockMaxima& Bm25Index::block_maxima(size_t term) const {
-  if (maxima_ready_[term].load(std::memory_order_acquire)) return maxima_[term];
-  std::lock_guard<std::mutex> lock(maxima_mutex_);
-  if (maxima_ready_[term].load(std::memory_order_relaxed)) return maxima_[term];
+const TermCache& Bm25Index::term_cache(size_t term) const {
+  if (cache_ready_[term].load(std::memory_order_acquire)) return caches_[term];
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (cache_ready_[term].load(std::memory_order_relaxed)) return caches_[term];
   const PostingList& list = lists_[term];
-  BlockMaxima& m = maxima_[term];
-  m.blocks.assign(list.num_blocks(), 0.0f);
-  m.list = 0.0f;
+  TermCache& c = caches_[term];
+  c.excess.resize(list.size());
+  c.block_max.assign(list.num_blocks(), 0.0f);
+  c.list_max = 0.0f;
   uint32_t docs[kBlockSize], tfs[kBlockSize];
   for (size_t b = 0; b < list.num_blocks(); ++b) {
     const size_t n = list.decode(b, docs, tfs);
-    double best = 0.0;
-    for (size_t i = 0; i < n; ++i)
-      best = std::max(best, bm25_tf_part(params_, tfs[i], norm_[docs[i]]));
-    float rounded = static_cast<float>(best);
-    if (static_cast<double>(rounded) < best) rounded = std::nextafter(rounded, HUGE_VALF);
-    m.blocks[b] = rounded;
-    m.list = std::max(m.list, rounded);
+    float* excess = c.excess.data() + b * kBlockSize;
+    for (size_t i = 0; i < n; ++i) {
+      excess[i] = static_cast<float>(bm25_tf_part(params_, tfs[i], norm_[docs[i]]) - g0_);
+      c.block_max[b] = std::max(c.block_max[b], excess[i]);
+    }
+    c.list_max = std::max(c.list_max, c.block_max[b]);
   }
-  maxima_ready_[term].store(1, std::memory_order_release);
-  return m;
+  cache_ready_[term].store(1, std::memory_order_release);
+  return c;
 }
 
 void Bm25Index::add(const uint32_t* words, const int64_t* offsets, size_t n_docs,
@@ -223,9 +223,8 @@ Bm25Index::PreparedQuery Bm25Index::prepare(const int64_t* terms, const double* 
     if (list.size() == 0) continue;  // a term no live document has contributes nothing
     const double weight = weights[i] * bm25_idf(params_, static_cast<double>(list.size()),
                                                 static_cast<double>(n_live_));
-    q.terms.emplace_back(ctx_, list, block_maxima(static_cast<size_t>(terms[i])), weight,
-                         q.terms.size());
-    q.base += weight * ctx_.g0;
+    q.terms.emplace_back(list, term_cache(static_cast<size_t>(terms[i])), weight, q.terms.size());
+    q.base += weight * g0_;
     q.total_postings += list.size();
   }
   return q;
@@ -348,7 +347,8 @@ size_t Bm25Index::memory_bytes() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   size_t bytes = lists_.capacity() * sizeof(PostingList);
   for (const auto& l : lists_) bytes += l.memory_bytes();
-  for (const auto& m : maxima_) bytes += m.blocks.capacity() * sizeof(float);
+  for (const auto& c : caches_)
+    bytes += (c.excess.capacity() + c.block_max.capacity()) * sizeof(float);
   bytes += ext_ids_.capacity() * sizeof(int64_t) + lengths_.capacity() * sizeof(uint32_t) +
            scoring_len_.capacity() * sizeof(uint32_t) + norm_.capacity() * sizeof(double) +
            by_ext_id_.capacity() * sizeof(by_ext_id_[0]);

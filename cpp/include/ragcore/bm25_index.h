@@ -92,10 +92,12 @@ class Bm25Index {
   void run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm, Accumulator& acc,
                  float* scores, int64_t* ids, uint8_t* used) const;
   void refresh_norms();
-  // The block maxima of a term under the current statistics, computed on the
-  // term's first query after a change (one pass over its list) and kept until
-  // the next change: exact block-max bounds without a cost on every add.
-  const BlockMaxima& block_maxima(size_t term) const;
+  // Each posting's score part and the block maxima of a term under the current
+  // statistics, computed on the term's first query after a change (one pass over
+  // its list) and kept until the next change. Queries then read one float per
+  // posting instead of computing the formula, and get exact block-max bounds;
+  // adds and removes pay nothing for it.
+  const TermCache& term_cache(size_t term) const;
   std::unique_ptr<Accumulator> take_accumulator() const;
   void give_back(std::unique_ptr<Accumulator> acc) const;
 
@@ -109,10 +111,10 @@ class Bm25Index {
   size_t n_live_ = 0;
   uint64_t total_length_ = 0;
   double avgdl_ = 1.0;
-  ScoringContext ctx_;  // what TermScorers read: refreshed with the statistics
-  mutable std::vector<BlockMaxima> maxima_;
-  mutable std::unique_ptr<std::atomic<uint8_t>[]> maxima_ready_;
-  mutable std::mutex maxima_mutex_;
+  double g0_ = 0.0;     // the tf part of an absent term
+  mutable std::vector<TermCache> caches_;
+  mutable std::unique_ptr<std::atomic<uint8_t>[]> cache_ready_;
+  mutable std::mutex cache_mutex_;
 
   mutable std::shared_mutex mutex_;
   mutable std::mutex pool_mutex_;

@@ -66,18 +66,24 @@ inline void encode_block(const uint32_t* docs, const uint32_t* tfs, size_t n, in
   pack_bits(tf_minus_1, n, tf_bits, out);
 }
 
-// Decodes a block of n postings written by encode_block.
-inline void decode_block(const uint8_t* in, size_t n, int64_t prev_doc, uint32_t* docs,
-                         uint32_t* tfs) {
-  const int gap_bits = in[0], tf_bits = in[1];
-  in = unpack_bits(in + 2, n, gap_bits, docs);
-  unpack_bits(in, n, tf_bits, tfs);
+// Decodes the docs of a block of n postings written by encode_block; returns
+// where its frequencies start.
+inline const uint8_t* decode_block_docs(const uint8_t* in, size_t n, int64_t prev_doc,
+                                        uint32_t* docs) {
+  const uint8_t* tf_start = unpack_bits(in + 2, n, in[0], docs);
   auto doc = static_cast<uint32_t>(prev_doc);  // -1 wraps to 0xFFFFFFFF, so +1 gives 0
   for (size_t i = 0; i < n; ++i) {
     doc += docs[i] + 1;
     docs[i] = doc;
-    tfs[i] += 1;
   }
+  return tf_start;
+}
+
+// Decodes a whole block (docs and frequencies).
+inline void decode_block(const uint8_t* in, size_t n, int64_t prev_doc, uint32_t* docs,
+                         uint32_t* tfs) {
+  unpack_bits(decode_block_docs(in, n, prev_doc, docs), n, in[1], tfs);
+  for (size_t i = 0; i < n; ++i) tfs[i] += 1;
 }
 
 }  // namespace ragcore

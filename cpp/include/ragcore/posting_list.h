@@ -35,6 +35,15 @@ class PostingList {
     return n;
   }
 
+  // Decodes only the docs of block b (query time needs no frequencies: the
+  // index keeps each posting's score part, see TermCache).
+  size_t decode_docs(size_t b, uint32_t* docs) const {
+    const int64_t prev = b == 0 ? -1 : static_cast<int64_t>(blocks_[b - 1].last_doc);
+    const size_t n = block_size(b);
+    decode_block_docs(bytes_.data() + blocks_[b].offset, n, prev, docs);
+    return n;
+  }
+
   // Appends postings with docs ascending and above the last doc held.
   void append(const uint32_t* docs, const uint32_t* tfs, size_t n);
 

@@ -54,7 +54,7 @@ inline void block_max_wand_query(const std::vector<TermScorer>& terms, DocSink& 
       if (doc_at(0) == pivot_doc) {
         for (size_t p = 0; p <= pivot; ++p) {
           PostingCursor& c = cursors[ord[p]];
-          sum.add(ord[p], terms[ord[p]].score(c.tf(), pivot_doc));
+          sum.add(ord[p], terms[ord[p]].score(c.position()));
           c.next();
         }
         sink.push(pivot_doc, sum.take_total());

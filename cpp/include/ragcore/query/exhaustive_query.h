@@ -30,11 +30,11 @@ struct Accumulator {
 
 // terms in query order.
 inline void exhaustive_accumulate(const std::vector<TermScorer>& terms, Accumulator& acc) {
-  uint32_t docs[kBlockSize], tfs[kBlockSize];
+  uint32_t docs[kBlockSize];
   for (const TermScorer& term : terms) {
     const PostingList& list = term.list();
     for (size_t b = 0; b < list.num_blocks(); ++b) {
-      const size_t n = list.decode(b, docs, tfs);
+      const size_t n = list.decode_docs(b, docs);
       for (size_t i = 0; i < n; ++i) {
         const uint32_t d = docs[i];
         if (!acc.seen[d]) {
@@ -42,7 +42,7 @@ inline void exhaustive_accumulate(const std::vector<TermScorer>& terms, Accumula
           acc.touched.push_back(d);
           acc.sum[d] = 0.0;
         }
-        acc.sum[d] += term.score(tfs[i], d);
+        acc.sum[d] += term.score(b * kBlockSize + i);
       }
     }
   }

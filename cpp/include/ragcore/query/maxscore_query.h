@@ -62,7 +62,7 @@ inline void maxscore_query(const std::vector<TermScorer>& terms, DocSink& sink) 
       PostingCursor& c = cursors[i];
       if (c.doc() != doc) continue;
       if (alive) {
-        const double v = terms[order[i]].score(c.tf(), doc);
+        const double v = terms[order[i]].score(c.position());
         sum.add(order[i], v);
         partial += v;
       }
@@ -77,7 +77,7 @@ inline void maxscore_query(const std::vector<TermScorer>& terms, DocSink& sink) 
       PostingCursor& c = cursors[i];
       c.next_geq(doc);
       if (c.doc() != doc) continue;
-      const double v = terms[order[i]].score(c.tf(), doc);
+      const double v = terms[order[i]].score(c.position());
       sum.add(order[i], v);
       partial += v;
     }

@@ -1,9 +1,9 @@
-// A forward cursor over one PostingList, decoding a block at a time.
+// A forward cursor over one PostingList, decoding the docs of a block at a time.
 //
 // Cursor capabilities the query algorithms rely on (PISA's cursor concept,
 // duck-typed):
 //   doc()           current doc, kEndDoc once exhausted
-//   tf()            term frequency of the current posting
+//   position()      index of the current posting in its list (for TermCache)
 //   next()          to the next posting
 //   next_geq(d)     to the first posting with doc >= d
 //   block_index()   the block holding the current posting
@@ -26,7 +26,7 @@ class PostingCursor {
   explicit PostingCursor(const PostingList& list) : list_(&list) { load_block(0); }
 
   uint32_t doc() const { return doc_; }
-  uint32_t tf() const { return tfs_[pos_]; }
+  size_t position() const { return block_ * kBlockSize + pos_; }
   size_t size() const { return list_->size(); }
   size_t block_index() const { return block_; }  // the block holding doc()
 
@@ -67,7 +67,7 @@ class PostingCursor {
       return;
     }
     if (shallow_ < b) shallow_ = b;
-    count_ = list_->decode(b, docs_, tfs_);
+    count_ = list_->decode_docs(b, docs_);
     doc_ = docs_[0];
   }
 
@@ -75,7 +75,6 @@ class PostingCursor {
   size_t block_ = 0, pos_ = 0, count_ = 0, shallow_ = 0;
   uint32_t doc_ = kEndDoc;
   uint32_t docs_[kBlockSize];
-  uint32_t tfs_[kBlockSize];
 };
 
 }  // namespace ragcore

@@ -40,7 +40,7 @@ inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, doub
     const uint32_t doc = lead.doc();
     for (size_t i = 0; i < terms.size(); ++i) {  // query order, as every algorithm adds
       cursors[i].next_geq(doc);
-      if (cursors[i].doc() == doc) sum.add(i, terms[i].score(cursors[i].tf(), doc));
+      if (cursors[i].doc() == doc) sum.add(i, terms[i].score(cursors[i].position()));
     }
     const auto score = static_cast<float>(base + sum.take_total());
     if (best.size() < k) {

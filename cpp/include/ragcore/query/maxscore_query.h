@@ -3,9 +3,8 @@
 // whose bounds sum below the entry threshold are "non-essential" - a document
 // found only in them cannot enter - so candidates come from the essential
 // lists and the others are only probed, lowest bound last, while the document
-// can still make it. Each candidate is first bounded by the block maxima of the
-// blocks that would hold it (block-max MaxScore, Chakrabarti et al., WSDM 2011),
-// so most candidates are dropped before any document is scored.
+// can still make it, bounded first by the list bounds and then by the maxima of
+// the blocks that would hold it (block-max MaxScore, Chakrabarti et al., WSDM 2011).
 #pragma once
 
 #include <algorithm>
@@ -45,48 +44,51 @@ inline void maxscore_query(const std::vector<TermScorer>& terms, DocSink& sink) 
   update_essential();
   SlotSum sum(n);
   for (uint32_t doc = min_essential_doc(); doc != kEndDoc && first_essential < n;) {
-    // Bound the candidate by the blocks that hold it (essential lists) or could
-    // hold it (non-essential ones, moved without decoding) before scoring anything.
-    double bound = 0.0;
-    for (size_t i = first_essential; i < n; ++i)
-      if (cursors[i].doc() == doc) bound += terms[order[i]].block_bound(cursors[i].block_index());
-    for (size_t i = 0; i < first_essential; ++i) {
-      PostingCursor& c = cursors[i];
-      c.shallow_next_geq(doc);
-      const double block = c.shallow_done() ? 0.0 : terms[order[i]].block_bound(c.shallow_index());
-      block_prefix[i] = (i ? block_prefix[i - 1] : 0.0) + block;
-    }
-    bool alive = sink.may_enter(bound + (first_essential ? block_prefix[first_essential - 1] : 0.0));
+    // Score the essential lists (a cached float each) and find the next candidate.
     double partial = 0.0;
+    uint32_t next = kEndDoc;
     for (size_t i = first_essential; i < n; ++i) {
       PostingCursor& c = cursors[i];
-      if (c.doc() != doc) continue;
-      if (alive) {
+      if (c.doc() == doc) {
+        const double v = terms[order[i]].score(c.position());
+        sum.add(order[i], v);
+        partial += v;
+        c.next();
+      }
+      next = std::min(next, c.doc());
+    }
+    // The non-essential lists can add at most their list bounds, and at most the
+    // maxima of the blocks that could hold the document (moved to without
+    // decoding); probe them, highest bound first, while the document can enter.
+    bool alive = first_essential == 0 || sink.may_enter(partial + prefix[first_essential - 1]);
+    if (alive && first_essential > 0) {
+      for (size_t i = 0; i < first_essential; ++i) {
+        PostingCursor& c = cursors[i];
+        c.shallow_next_geq(doc);
+        const double block = c.shallow_done() ? 0.0 : terms[order[i]].block_bound(c.shallow_index());
+        block_prefix[i] = (i ? block_prefix[i - 1] : 0.0) + block;
+      }
+      for (size_t i = first_essential; i-- > 0;) {
+        if (!sink.may_enter(partial + block_prefix[i])) {
+          alive = false;
+          break;
+        }
+        PostingCursor& c = cursors[i];
+        c.next_geq(doc);
+        if (c.doc() != doc) continue;
         const double v = terms[order[i]].score(c.position());
         sum.add(order[i], v);
         partial += v;
       }
-      c.next();
     }
-    // Probe the non-essential lists, highest bound first, while the document can enter.
-    for (size_t i = first_essential; alive && i-- > 0;) {
-      if (!sink.may_enter(partial + block_prefix[i])) {
-        alive = false;
-        break;
-      }
-      PostingCursor& c = cursors[i];
-      c.next_geq(doc);
-      if (c.doc() != doc) continue;
-      const double v = terms[order[i]].score(c.position());
-      sum.add(order[i], v);
-      partial += v;
-    }
-    if (alive) {
-      if (sink.push(doc, sum.take_total())) update_essential();
-    } else {
+    if (alive && sink.push(doc, sum.take_total())) {
+      const size_t before = first_essential;
+      update_essential();
+      if (first_essential != before) next = min_essential_doc();
+    } else if (!alive) {
       sum.clear();
     }
-    doc = min_essential_doc();
+    doc = next;
   }
 }
 

@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-bench bench clean
+.PHONY: demo test install install-bench bench bench-bm25 clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ install-bench: install
 bench: install-bench
 	$(BIN)/python bench/hw.py
 	$(BIN)/python bench/dense.py
+
+# BM25 benchmark against bm25s and rank_bm25 (writes bench/results/bm25.{json,md}).
+bench-bm25: install-bench
+	$(BIN)/python bench/bm25.py
 
 clean:
 	rm -rf build $(VENV) .pytest_cache .hypothesis

@@ -15,6 +15,8 @@
 namespace py = pybind11;
 using namespace ragcore;
 
+void register_bm25(py::module_& m);  // bm25_bindings.cpp
+
 namespace {
 
 [[noreturn]] void fail(const std::string& name, const std::string& what) {
@@ -94,6 +96,7 @@ py::tuple flat_search_py(const py::array& corpus, int storage, const std::option
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ragcore native kernels (private; use the ragcore package)";
+  register_bm25(m);
 
   m.def("flat_search", &flat_search_py, py::arg("corpus"), py::arg("storage"), py::arg("ids"),
         py::arg("sq_norms"), py::arg("metric"), py::arg("queries"), py::arg("k"),

@@ -1,17 +1,19 @@
 """ragcore: a retrieval engine for RAG and search whose hot paths are native code."""
 
+from .bm25 import BM25Index
 from .encoders import BiEncoder, CrossEncoder, Embeddings, LateInteractionReranker
 from .errors import CopyWarning, IndexFileError, TruncationWarning
 from .flat import FlatIndex
 from .gpu_flat import DeviceHits, GpuFlatIndex, cuda_device_count
 from .hits import Hits
+from .tokenizer import tokenize
 
 from . import evaluate, fusion  # submodules: ragcore.fusion.rrf, ragcore.evaluate.evaluate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BiEncoder", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings", "FlatIndex",
-    "GpuFlatIndex", "Hits", "IndexFileError", "LateInteractionReranker", "TruncationWarning",
-    "__version__", "cuda_device_count", "evaluate", "fusion",
+    "BM25Index", "BiEncoder", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
+    "FlatIndex", "GpuFlatIndex", "Hits", "IndexFileError", "LateInteractionReranker",
+    "TruncationWarning", "__version__", "cuda_device_count", "evaluate", "fusion", "tokenize",
 ]

@@ -1,0 +1,69 @@
+// The k best (score, id) of one query, as a binary heap whose root is the
+// worst kept entry, so the entry threshold is exact at every step (dynamic
+// pruning needs the tightest threshold it can get). Order as in topk.h:
+// higher score first, equal scores by id ascending.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "ragcore/topk.h"
+
+namespace ragcore {
+
+class TopKQueue {
+ public:
+  explicit TopKQueue(size_t k) : k_(k) { heap_.reserve(k); }
+
+  size_t size() const { return heap_.size(); }
+  bool full() const { return heap_.size() == k_; }
+
+  // Whether a score could still enter (with a small enough id).
+  bool may_enter(float score) const {
+    return score >= floor_ && (!full() || score >= heap_.front().score);
+  }
+
+  // Refuses every score below `floor` from now on. The caller guarantees that at
+  // least k documents score >= floor, so nothing below it can be among the best k.
+  void raise_floor(float floor) { floor_ = std::max(floor_, floor); }
+
+  // Whether a score computed in double as at most `bound` could still enter.
+  // Rounding to float is monotone, so comparing the rounded bound is safe.
+  bool may_enter_bound(double bound) const { return may_enter(static_cast<float>(bound)); }
+
+  bool accepts(float score, int64_t id) const {
+    return score >= floor_ && (!full() || ranks_before(Candidate{score, id}, heap_.front()));
+  }
+
+  // Returns whether the entry was kept.
+  bool push(float score, int64_t id) {
+    if (!accepts(score, id)) return false;
+    if (full()) {
+      std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+      heap_.back() = Candidate{score, id};
+    } else {
+      heap_.push_back(Candidate{score, id});
+    }
+    std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+    return true;
+  }
+
+  // Writes the entries best first, padded to k with (-inf, -1).
+  void finish(float* scores, int64_t* ids) {
+    std::sort(heap_.begin(), heap_.end(), ranks_before);
+    for (size_t i = 0; i < k_; ++i) {
+      scores[i] = i < heap_.size() ? heap_[i].score : -std::numeric_limits<float>::infinity();
+      ids[i] = i < heap_.size() ? heap_[i].id : kPaddingId;
+    }
+  }
+
+ private:
+  size_t k_;
+  float floor_ = -std::numeric_limits<float>::infinity();
+  std::vector<Candidate> heap_;  // a max-heap under ranks_before: front() is the worst
+};
+
+}  // namespace ragcore

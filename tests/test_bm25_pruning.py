@@ -1,0 +1,60 @@
+"""MaxScore and Block-Max WAND against exhaustive scoring: identical ids and scores
+(not approximately equal), for every variant, k and thread count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from _bm25_corpora import VARIANTS, build, corpora, queries, zipf_corpus, zipf_queries
+from _hits_check import assert_hits_equal
+
+PRUNED = ("maxscore", "bmw")
+
+
+def assert_same_as_exhaustive(index, qs, k, n_threads=1):
+    want = index.search(qs, k, n_threads=n_threads, algorithm="exhaustive")
+    for algorithm in PRUNED + ("auto",):
+        assert_hits_equal(index.search(qs, k, n_threads=n_threads, algorithm=algorithm), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(corpus=corpora, qs=st.lists(queries, min_size=1, max_size=4),
+       variant=st.sampled_from(VARIANTS), k=st.integers(1, 35),
+       ids_seed=st.integers(0, 2**31))
+def test_small_corpora(corpus, qs, variant, k, ids_seed):
+    ids = np.random.default_rng(ids_seed).permutation(len(corpus) * 3)[: len(corpus)]
+    assert_same_as_exhaustive(build(corpus, variant=variant, ids=ids), qs, k)
+
+
+@pytest.fixture(scope="module", params=[1, 7, 97, 1023, 3000])
+def zipf_docs(request):
+    return zipf_corpus(request.param, seed=request.param)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_zipf_corpora_many_blocks(zipf_docs, variant):
+    n = len(zipf_docs)
+    ids = np.random.default_rng(n).permutation(n) * 7 + 3  # external ids out of order
+    index = build(zipf_docs, variant=variant, ids=ids)
+    qs = zipf_queries(40, seed=n)
+    for k in (1, 10, 100):
+        assert_same_as_exhaustive(index, qs, k)
+    assert_same_as_exhaustive(index, qs, 10, n_threads=3)
+
+
+def test_lucene_norms_and_extreme_parameters():
+    corpus = zipf_corpus(1500, seed=5, max_len=120)
+    qs = zipf_queries(30, seed=6)
+    for kw in (dict(lucene_norms=True), dict(k1=0.0, b=1.0), dict(k1=5.0, b=0.0),
+               dict(variant="bm25+", delta=0.0), dict(variant="bm25l", delta=2.0)):
+        assert_same_as_exhaustive(build(corpus, **kw), qs, 10)
+
+
+def test_auto_picks_by_lists_and_k():
+    index = build(zipf_corpus(3000, seed=2))
+    _, used = index._search([["t0", "t1"], ["t399"]], 10)
+    assert used == ["bmw", "exhaustive"]
+    _, used = index._search([["t0", "t1"]], 100)
+    assert used == ["maxscore"]

@@ -76,19 +76,3 @@ def test_parse_answer():
     with pytest.raises(TypeError):
         parse_answer(None)
 
-
-def test_embedding_cache_reuses_vectors(tmp_path):
-    import numpy as np
-
-    from ragcore.embedding_cache import EmbeddingCache
-    from ragcore.models import default_encoder
-
-    encoder = default_encoder(providers="cpu")
-    cache = EmbeddingCache(encoder, tmp_path)
-    texts = ["alpha beta gamma", "delta", "alpha beta gamma"]
-    first = cache.encode(texts)
-    np.testing.assert_allclose(first, encoder.encode(texts), atol=1e-6)
-    assert cache.misses == 2
-    again = EmbeddingCache(encoder, tmp_path)
-    np.testing.assert_array_equal(again.encode(texts[::-1]), first[::-1])
-    assert again.misses == 0 and again.hits == 2

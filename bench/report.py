@@ -6,6 +6,7 @@ Inputs (each written by the command shown in BENCHMARKS.md):
   crossover.json             bench/crossover.py
   crossover_avx2.json        bench/crossover.py --simd-level 1 (optional)
   gpu/gpu_dense.json         bench/gpu_check.sh on a lent GPU machine (optional)
+  demo.md, encoders.md, ...  the commands in OPTIONAL_SECTIONS (each optional)
 The "targets" table is computed from dense_skylakex.json, not typed in.
 
 Run:  .venv/bin/python bench/report.py      (writes BENCHMARKS.md)
@@ -136,6 +137,31 @@ measured HBM bandwidth (target >= 80%: **not met**). BM25 on the GPU is not buil
 """
 
 
+# (title, results file, command, what to know when reading it)
+OPTIONAL_SECTIONS = (
+    ("The demo: hybrid retrieval on the stdlib documentation corpus", "demo.md",
+     ".venv/bin/python -m ragcore demo > bench/results/demo.md",
+     "Quality is deterministic for a given Python version (here 3.11) and seed. Recall@k and "
+     "MRR@10 count the questions whose evidence span (the docstring body) is covered by a "
+     "retrieved chunk; nDCG@10 ranks documents (a document where its first chunk is). Latency: "
+     "one question at a time through hybrid + rerank, after the build; the reranker encodes each "
+     "candidate passage's tokens once and keeps them. Measured while other builds shared the "
+     "2 cores (load average about 5), so the latencies are pessimistic."),
+    ("Encoders: ONNX vs sentence-transformers and transformers", "encoders.md",
+     "env -u OPENBLAS_CORETYPE .venv/bin/python bench/encoders.py --json bench/results/encoders.json "
+     "--markdown bench/results/encoders.md", ""),
+)
+
+
+def optional_sections() -> str:
+    out = []
+    for title, name, command, note in OPTIONAL_SECTIONS:
+        path = RESULTS / name
+        if path.exists():
+            out.append(f"\n## {title}\n\n```\n{command}\n```\n\n{note}\n\n{path.read_text().strip()}\n")
+    return "".join(out)
+
+
 def section(markdown: str, start: str, end: str | None = None) -> str:
     body = markdown[markdown.index(start):]
     return body[: body.index(end)] if end else body
@@ -214,7 +240,7 @@ paths forced at every batch size, same ids on both paths. The automatic choice u
 `kBlockedFromBatch*` in `cpp/src/dense_flat.cpp`.
 
 {crossover_table(cross)}
-{avx2_section()}{gpu_section()}"""
+{avx2_section()}{gpu_section()}{optional_sections()}"""
     (ROOT / "BENCHMARKS.md").write_text(text)
     print("wrote BENCHMARKS.md")
 

@@ -99,17 +99,8 @@ def cross_encoder_rows(texts, args) -> list:
     torch.manual_seed(0)
     model = transformers.BertForSequenceClassification(config).eval()
 
-    class Logits(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).logits
-
     tmp = Path(tempfile.mkdtemp())
-    models.onnx_export(Logits(), tmp / "model.onnx", "logits")
+    models.onnx_export(models.output_module(model, "logits"), tmp / "model.onnx", "logits")
     (tmp / "tokenizer.json").write_bytes((models.minilm_dir() / "tokenizer.json").read_bytes())
     hf_tok = transformers.AutoTokenizer.from_pretrained(str(models.minilm_dir()), local_files_only=True)
     query, passages = "how do I read a file", texts

@@ -44,37 +44,25 @@ def tiny_bert(tmp_path_factory):
     torch.manual_seed(0)
     bert = transformers.BertModel(config).eval()
 
-    class Tokens(torch.nn.Module):
+    tokens = models.output_module(bert, "last_hidden_state")
+
+    class Pooled(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.bert = bert
+            self.tokens = tokens
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).last_hidden_state
-
-    class Pooled(Tokens):
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            hidden = super().forward(input_ids, attention_mask, token_type_ids)
+            hidden = self.tokens(input_ids, attention_mask, token_type_ids)
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             return (hidden * mask).sum(1) / mask.sum(1)
 
     config_ce = transformers.BertConfig(**config.to_dict(), num_labels=1)
     cross = transformers.BertForSequenceClassification(config_ce).eval()
 
-    class Logits(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = cross
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).logits
-
     paths = {}
-    for name, module, output in (("tokens", Tokens(), "last_hidden_state"),
+    for name, module, output in (("tokens", tokens, "last_hidden_state"),
                                  ("pooled", Pooled(), "sentence_embedding"),
-                                 ("cross", Logits(), "logits")):
+                                 ("cross", models.output_module(cross, "logits"), "logits")):
         (out / name).mkdir()
         models.onnx_export(module, out / name / "model.onnx", output)
         (out / name / "tokenizer.json").write_bytes(tokenizer.read_bytes())
@@ -233,16 +221,8 @@ def test_tokenizer_that_does_not_fit_the_model(tmp_path):
     config = transformers.BertConfig(vocab_size=1000, hidden_size=16, num_hidden_layers=1,
                                      num_attention_heads=2, intermediate_size=32)
 
-    class Small(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bert = transformers.BertModel(config)
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).last_hidden_state
-
-    models.onnx_export(Small(), tmp_path / "small.onnx", "last_hidden_state")
+    small = models.output_module(transformers.BertModel(config), "last_hidden_state")
+    models.onnx_export(small, tmp_path / "small.onnx", "last_hidden_state")
     with pytest.raises(ValueError, match="embedding table has 1000 rows"):
         BiEncoder(tmp_path / "small.onnx", tokenizer_path=models.minilm_dir() / "tokenizer.json")
 

@@ -20,6 +20,7 @@ import ragcore
 from ragcore import reference as ref
 
 from _hits_check import assert_hits_close, assert_hits_equal
+from test_flat_property import make_data  # the same data, on the GPU
 
 pytestmark = pytest.mark.skipif(ragcore.cuda_device_count() == 0, reason="needs a CUDA device")
 
@@ -47,24 +48,6 @@ def cases(draw, data_kind):
         seed=draw(st.integers(0, 2**32 - 1)),
         data=data_kind,
     )
-
-
-def make_data(c):
-    rng = np.random.default_rng(c["seed"])
-    n, d, nq = c["n"], c["d"], c["nq"]
-    if c["data"] == "gaussian":
-        corpus = rng.standard_normal((n, d)).astype(np.float32)
-        queries = rng.standard_normal((nq, d)).astype(np.float32)
-    else:  # small integers: sums are exact in any order, so ties are exact
-        corpus = rng.integers(-3, 4, (n, d)).astype(np.float32)
-        queries = rng.integers(-3, 4, (nq, d)).astype(np.float32)
-        repeats = rng.integers(0, n, n // 3)
-        corpus[repeats] = corpus[rng.integers(0, n, len(repeats))]
-    if c["metric"] == "cosine":
-        corpus[np.all(corpus == 0, axis=1), 0] = 1.0
-        queries[np.all(queries == 0, axis=1), 0] = 1.0
-    ids = rng.permutation(n).astype(np.int64) * 7 + 3
-    return corpus, queries, ids
 
 
 def build(c, corpus, ids):

@@ -154,17 +154,25 @@ def _export_transformer(model_dir: Path, out: Path) -> None:
     from transformers import AutoModel
 
     model = AutoModel.from_pretrained(str(model_dir), local_files_only=True).eval()
+    onnx_export(output_module(model, "last_hidden_state"), out, "last_hidden_state")
 
-    class LastHiddenState(torch.nn.Module):
-        def __init__(self, inner):
+
+def output_module(model, output: str):
+    """model as a torch module taking (input_ids, attention_mask, token_type_ids)
+    positionally and returning one of its outputs (e.g. "last_hidden_state",
+    "logits"): the form onnx_export exports."""
+    import torch
+
+    class Output(torch.nn.Module):
+        def __init__(self):
             super().__init__()
-            self.inner = inner
+            self.model = model
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return getattr(self.model(input_ids=input_ids, attention_mask=attention_mask,
+                                      token_type_ids=token_type_ids), output)
 
-    onnx_export(LastHiddenState(model), out, "last_hidden_state")
+    return Output()
 
 
 def onnx_export(module, out: Path, output_name: str) -> None:

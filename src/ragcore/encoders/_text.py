@@ -25,6 +25,16 @@ def check_texts(texts, name: str = "texts") -> list[str]:
     return items
 
 
+def ranked(scores: np.ndarray, top_k) -> list[tuple[int, float]]:
+    """(index, score) pairs, best first; equal scores by index ascending."""
+    from .._arrays import check_positive_int
+
+    order = np.lexsort((np.arange(len(scores)), -np.asarray(scores, dtype=np.float64)))
+    if top_k is not None:
+        order = order[: check_positive_int(top_k, "top_k")]
+    return [(int(i), float(scores[i])) for i in order]
+
+
 @dataclass
 class TokenBatch:
     """Padded model inputs for a batch, and how many of its texts were cut."""

@@ -7,7 +7,7 @@ import numpy as np
 from .._arrays import check_choice, check_positive_int, check_threads
 from ..models import resolve
 from ._onnx import OnnxModel
-from ._text import TextTokenizer, check_texts
+from ._text import TextTokenizer, check_texts, ranked
 
 ACTIVATIONS = ("none", "sigmoid")
 
@@ -57,8 +57,4 @@ class CrossEncoder:
 
     def rank(self, query: str, passages, top_k: int | None = None) -> list[tuple[int, float]]:
         """(passage index, score) pairs, best first; equal scores by index ascending."""
-        scores = self.score(query, passages)
-        order = np.lexsort((np.arange(len(scores)), -scores.astype(np.float64)))
-        if top_k is not None:
-            order = order[: check_positive_int(top_k, "top_k")]
-        return [(int(i), float(scores[i])) for i in order]
+        return ranked(self.score(query, passages), top_k)

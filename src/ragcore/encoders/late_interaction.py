@@ -7,8 +7,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .._arrays import check_positive_int
-from ._text import check_texts
+from ._text import check_texts, ranked
 
 
 def maxsim(query_tokens: np.ndarray, passage_tokens: np.ndarray) -> float:
@@ -58,8 +57,4 @@ class LateInteractionReranker:
 
     def rank(self, query: str, passages, top_k: int | None = None) -> list[tuple[int, float]]:
         """(passage index, score) pairs, best first; equal scores by index ascending."""
-        scores = self.score(query, passages)
-        order = np.lexsort((np.arange(len(scores)), -scores.astype(np.float64)))
-        if top_k is not None:
-            order = order[: check_positive_int(top_k, "top_k")]
-        return [(int(i), float(scores[i])) for i in order]
+        return ranked(self.score(query, passages), top_k)

@@ -94,17 +94,19 @@ class BiEncoder:
     def encode(self, texts, warn: bool = True) -> Embeddings:
         """float32 [len(texts), dim]; an empty list gives [0, dim]."""
         texts = check_texts(texts)
-        out = np.zeros((len(texts), getattr(self, "dim", 0)), dtype=np.float32)
+        out = None  # allocated at the first batch: the probe in __init__ learns dim this way
         truncated = 0
         for rows, batch in self._batches(texts):
             vectors = self._pool(self.model.run(batch), batch.attention_mask)
-            if out.shape[1] != vectors.shape[1]:
-                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
             out[rows] = l2_normalize(vectors) if self.normalize else vectors
             truncated += int(batch.truncated.sum())
         if truncated and warn:
             warnings.warn(f"{truncated} of {len(texts)} texts were longer than max_length="
                           f"{self.max_length} tokens and were cut", TruncationWarning, stacklevel=2)
+        if out is None:
+            out = np.empty((0, self.dim), dtype=np.float32)
         result = out.view(Embeddings)
         result.truncated = truncated
         return result

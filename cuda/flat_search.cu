@@ -78,16 +78,16 @@ void check_device_pointer(const void* ptr, int device, const char* name) {
                                 std::to_string(device));
 }
 
-void launch_scan_for(int storage, int queries, const ChunkParams& p, int max_blocks,
+void launch_scan_for(int storage, int queries, const ChunkParams& p, int sms,
                      cudaStream_t s) {
   // queries is a power of two <= kScanMaxQueries
   switch (storage * 32 + queries) {
 #define RAGCORE_SCAN_CASE(code, T)                                                  \
-  case code * 32 + 1: return launch_scan<T, 1>(p, max_blocks, s);                   \
-  case code * 32 + 2: return launch_scan<T, 2>(p, max_blocks, s);                   \
-  case code * 32 + 4: return launch_scan<T, 4>(p, max_blocks, s);                   \
-  case code * 32 + 8: return launch_scan<T, 8>(p, max_blocks, s);                   \
-  case code * 32 + 16: return launch_scan<T, 16>(p, max_blocks, s);
+  case code * 32 + 1: return launch_scan<T, 1>(p, sms, s);                   \
+  case code * 32 + 2: return launch_scan<T, 2>(p, sms, s);                   \
+  case code * 32 + 4: return launch_scan<T, 4>(p, sms, s);                   \
+  case code * 32 + 8: return launch_scan<T, 8>(p, sms, s);                   \
+  case code * 32 + 16: return launch_scan<T, 16>(p, sms, s);
     RAGCORE_SCAN_CASE(kStorageF32, float)
     RAGCORE_SCAN_CASE(kStorageF16, __half)
     RAGCORE_SCAN_CASE(kStorageBF16, __nv_bfloat16)
@@ -307,7 +307,6 @@ void DeviceCorpus::search(const GpuSearchArgs& a) const {
   p.stride = sel.stride;
   p.offset = k;
   const int64_t n = static_cast<int64_t>(st->n);
-  const int max_scan_blocks = lim.sms * 8;
 
   for (int g0 = 0; g0 < nq; g0 += plan.group) {
     sel.n_queries = std::min(plan.group, nq - g0);
@@ -327,7 +326,7 @@ void DeviceCorpus::search(const GpuSearchArgs& a) const {
       if (p.dense) selection_set_counts(sel, static_cast<uint32_t>(p.row_count), stream);
       switch (plan.kernel) {
         case Kernel::kScan:
-          launch_scan_for(storage_, next_pow2(sel.n_queries), p, max_scan_blocks, stream);
+          launch_scan_for(storage_, next_pow2(sel.n_queries), p, lim.sms, stream);
           break;
         case Kernel::kTiled: launch_tiled_for(storage_, p, stream); break;
         case Kernel::kMmaNarrow: launch_mma_for(storage_, false, p, stream); break;

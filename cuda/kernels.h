@@ -10,9 +10,10 @@ namespace ragcore::gpu {
 
 struct ChunkParams;
 
-// Scores a chunk against at most kQueries queries (1, 2, 4, 8 or 16).
+// Scores a chunk against at most kQueries queries (1, 2, 4, 8 or 16); sms: the
+// device's multiprocessor count.
 template <class T, int kQueries>
-void launch_scan(const ChunkParams& p, int max_blocks, cudaStream_t stream);
+void launch_scan(const ChunkParams& p, int sms, cudaStream_t stream);
 
 // Scores a chunk against any number of queries.
 template <class T>

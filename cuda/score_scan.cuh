@@ -85,13 +85,19 @@ __global__ void __launch_bounds__(kScanThreads) scan_kernel(ChunkParams p) {
   }
 }
 
+// sms: multiprocessors of the device. The grid is one full wave of resident
+// blocks (the kernel loops over rows): a grid of a few waves would leave the
+// last one partly empty, which costs a large share of a memory-bound scan.
 template <class T, int kQueries>
-void launch_scan(const ChunkParams& p, int max_blocks, cudaStream_t stream) {
+void launch_scan(const ChunkParams& p, int sms, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(kQueries) * p.padded_dim * sizeof(float);
   auto kernel = scan_kernel<T, kQueries>;
   if (smem > 48 * 1024)
     RAGCORE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(smem)));
+  int per_sm = 0;
+  RAGCORE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kScanThreads, smem));
+  const int64_t max_blocks = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
   const int64_t rows_per_block = kScanThreads / kScanLanesPerRow;
   const int64_t wanted = (p.row_count + rows_per_block - 1) / rows_per_block;
   const int blocks = static_cast<int>(wanted < max_blocks ? wanted : max_blocks);

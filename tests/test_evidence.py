@@ -85,5 +85,10 @@ def test_argument_errors():
         evaluate_evidence([[]], [[[E1]]], ["ndcg@5"])
     with pytest.raises(ValueError, match="metric 'recall' needs a cutoff"):
         evaluate_evidence([[]], [[[E1]]], ["recall"])
+    one = Hits(np.zeros((1, 1), np.float32), np.zeros((1, 1), np.int64))
+    with pytest.raises(ValueError, match="chunks: chunk 0 ends before it starts"):
+        evaluate_evidence(one, [[[E1]]], chunks=(np.array(["a"]), np.array([5]), np.array([1])))
+    with pytest.raises(IndexError, match="chunk id 0 is beyond chunks, which has 0"):
+        evaluate_evidence(one, [[[E1]]], chunks=[])
     with pytest.raises(ValueError, match="Hits input needs chunks"):
         evaluate_evidence(Hits(np.zeros((1, 1), np.float32), np.zeros((1, 1), np.int64)), [[[E1]]])

@@ -73,6 +73,19 @@ def test_every_metric_equals_trec_eval(run, qrels):
         assert got.mean[ours] == pytest.approx(expect.mean(), abs=1e-9)
 
 
+@settings(max_examples=50, deadline=None)
+@given(runs, qrels_dicts)
+def test_complete_adds_the_judged_queries_the_run_lacks(run, qrels):
+    """complete=True is trec_eval -c: a judged query without results counts, scoring 0."""
+    padded = dict(run, **{q: {} for q in qrels if q not in run})
+    want = trec_eval(padded, qrels)
+    got = evaluate(run, qrels, list(PAIRS), complete=True)
+    assert sorted(got.qids.tolist()) == sorted(want) == sorted(qrels)
+    for ours, theirs in PAIRS.items():
+        expect = np.array([want[q][theirs] for q in got.qids.tolist()])
+        np.testing.assert_allclose(got.per_query[ours], expect, rtol=0, atol=1e-9, err_msg=ours)
+
+
 @settings(max_examples=100, deadline=None)
 @given(runs, qrels_dicts, st.sampled_from(["trec_eval", "as_ranked"]))
 def test_every_metric_equals_the_reference(run, qrels, ties):

@@ -178,7 +178,8 @@ class Evaluation:
         return {name: float(values[where[0]]) for name, values in self.per_query.items()}
 
 
-def evaluate(run, qrels, metrics, ties: str = "trec_eval", docids=None, qids=None) -> Evaluation:
+def evaluate(run, qrels, metrics, ties: str = "trec_eval", docids=None, qids=None,
+             complete: bool = False) -> Evaluation:
     """Evaluate a run against qrels with trec_eval's definitions.
 
     run: Hits (with ``docids``, an id-to-docid sequence or dict, and ``qids``, one per row), a
@@ -188,13 +189,26 @@ def evaluate(run, qrels, metrics, ties: str = "trec_eval", docids=None, qids=Non
     descending, equal scores by document id descending as strings (trec_eval's order; like
     trec_eval, scores are compared as float32, so 1.0 and 1.0 + 1e-9 tie);
     "as_ranked" evaluates the order given (Hits: best first, ties by id ascending).
+    complete: also evaluate the judged queries the run lacks, scoring 0 (trec_eval -c);
+    by default only queries in both are evaluated.
     """
     parsed = parse_metrics(metrics)
     if ties not in TIES:
         raise ValueError(f"unknown ties {ties!r}; expected one of {', '.join(map(repr, TIES))}")
-    ranked, evaluated = _prepare(as_run(run, docids=docids, qids=qids), as_qrels(qrels), ties)
+    run, qrels = as_run(run, docids=docids, qids=qids), as_qrels(qrels)
+    if complete:
+        run = _with_queries(run, qrels.qids)
+    ranked, evaluated = _prepare(run, qrels, ties)
     per_query = {name: METRICS[base][0](ranked, k) for name, (base, k) in parsed.items()}
     return Evaluation(evaluated, per_query)
+
+
+def _with_queries(run: Run, qids: np.ndarray) -> Run:
+    """run plus the queries of qids it lacks (appended in sorted order, without results)."""
+    missing = np.setdiff1d(qids, run.qids)
+    if not len(missing):
+        return run
+    return Run(np.concatenate([run.qids, missing]), run.q, run.docids, run.scores)
 
 
 def _prepare(run: Run, qrels: Qrels, ties: str) -> tuple[_Ranked, np.ndarray]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._data import Qrels, Run, as_qrels, as_run
+from ._data import Qrels, Run, as_qrels, as_run, find
 
 TIES = ("trec_eval", "as_ranked")
 
@@ -214,11 +214,8 @@ def _with_queries(run: Run, qids: np.ndarray) -> Run:
 def _prepare(run: Run, qrels: Qrels, ties: str) -> tuple[_Ranked, np.ndarray]:
     """Join run and qrels on (query, document) and sort the run's rows for ranking."""
     # Queries: those of the run that the qrels judge, in run order.
-    run_order = np.argsort(run.qids)
-    pos = np.searchsorted(run.qids, qrels.qids, sorter=run_order)
-    pos = np.minimum(pos, max(len(run.qids) - 1, 0))
-    in_run = (run.qids[run_order[pos]] == qrels.qids) if len(run.qids) else np.zeros(len(qrels), bool)
-    qrels_q = run_order[pos][in_run]  # run query index of each kept judgment
+    pos, in_run = find(run.qids, qrels.qids)
+    qrels_q = pos[in_run]  # run query index of each kept judgment
     judged = np.zeros(len(run.qids), dtype=bool)
     judged[qrels_q] = True
     if not judged.any():
@@ -242,10 +239,8 @@ def _prepare(run: Run, qrels: Qrels, ties: str) -> tuple[_Ranked, np.ndarray]:
     _refuse_duplicates(qrels_key, width, evaluated, vocab, "qrels")
 
     # Grade of each run row (0 when unjudged).
-    qrels_sort = np.argsort(qrels_key)
-    at = np.minimum(np.searchsorted(qrels_key, run_key, sorter=qrels_sort), max(len(qrels_key) - 1, 0))
-    hit = qrels_key[qrels_sort[at]] == run_key if len(qrels_key) else np.zeros(len(run_key), bool)
-    grade = np.where(hit, grades[qrels_sort[at]], 0)
+    at, judged_row = find(qrels_key, run_key)
+    grade = np.where(judged_row, grades[at] if len(grades) else 0, 0)
 
     if ties == "trec_eval":
         # trec_eval holds scores as C floats: scores equal in float32 tie (beyond its range, inf).

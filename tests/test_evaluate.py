@@ -146,3 +146,9 @@ def test_argument_errors():
         evaluate(RUN, {"q1": {"d1": 0.5}}, "mrr")
     with pytest.raises(KeyError, match="query 'q9' was not evaluated"):
         evaluate(RUN, QRELS, "mrr").query("q9")
+
+
+def test_a_query_judged_only_negative_scores_zero():
+    # trec_eval (in pytrec_eval) can hang on such a query after earlier evaluations.
+    got = evaluate({"q": {"a": 1.0, "b": 0.5}}, {"q": {"a": -1, "b": -2}}, ["ndcg", "map", "mrr", "rprec"])
+    assert set(got.query("q").values()) == {0.0}

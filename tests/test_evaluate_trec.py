@@ -36,9 +36,20 @@ SCORES = st.one_of(st.sampled_from([0.0, 0.5, 1.0, 2.0, -1.0, 1.0 + 1e-9]),
                    st.floats(-5, 5, allow_nan=False, allow_subnormal=False))
 runs = st.dictionaries(st.sampled_from(QUERIES),
                        st.dictionaries(st.sampled_from(DOCS), SCORES, max_size=12), min_size=1)
-qrels_dicts = st.dictionaries(st.sampled_from(QUERIES),
-                              st.dictionaries(st.sampled_from(DOCS), st.integers(-1, 3),
-                                              min_size=1, max_size=8), min_size=1)
+
+
+def _not_all_negative(judged: dict) -> dict:
+    """trec_eval (in pytrec_eval) can hang once it has seen a query whose judgments are all
+    negative; ragcore scores such a query 0. Keep one judgment >= 0 per query."""
+    if all(g < 0 for g in judged.values()):
+        judged[min(judged)] = 0
+    return judged
+
+
+qrels_dicts = st.dictionaries(
+    st.sampled_from(QUERIES),
+    st.dictionaries(st.sampled_from(DOCS), st.integers(-1, 3), min_size=1, max_size=8).map(_not_all_negative),
+    min_size=1)
 
 
 def trec_eval(run: dict, qrels: dict) -> dict:
@@ -60,6 +71,19 @@ def test_every_metric_equals_trec_eval(run, qrels):
         expect = np.array([want[q][theirs] for q in got.qids.tolist()])
         np.testing.assert_allclose(got.per_query[ours], expect, rtol=0, atol=1e-9, err_msg=ours)
         assert got.mean[ours] == pytest.approx(expect.mean(), abs=1e-9)
+
+
+@settings(max_examples=50, deadline=None)
+@given(runs, qrels_dicts)
+def test_complete_adds_the_judged_queries_the_run_lacks(run, qrels):
+    """complete=True is trec_eval -c: a judged query without results counts, scoring 0."""
+    padded = dict(run, **{q: {} for q in qrels if q not in run})
+    want = trec_eval(padded, qrels)
+    got = evaluate(run, qrels, list(PAIRS), complete=True)
+    assert sorted(got.qids.tolist()) == sorted(want) == sorted(qrels)
+    for ours, theirs in PAIRS.items():
+        expect = np.array([want[q][theirs] for q in got.qids.tolist()])
+        np.testing.assert_allclose(got.per_query[ours], expect, rtol=0, atol=1e-9, err_msg=ours)
 
 
 @settings(max_examples=100, deadline=None)

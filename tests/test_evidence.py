@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
+from ragcore import reference as ref
 from ragcore.evaluate import evaluate_evidence
 from ragcore.hits import Hits
 
@@ -85,5 +88,34 @@ def test_argument_errors():
         evaluate_evidence([[]], [[[E1]]], ["ndcg@5"])
     with pytest.raises(ValueError, match="metric 'recall' needs a cutoff"):
         evaluate_evidence([[]], [[[E1]]], ["recall"])
+    one = Hits(np.zeros((1, 1), np.float32), np.zeros((1, 1), np.int64))
+    with pytest.raises(ValueError, match="chunks: chunk 0 ends before it starts"):
+        evaluate_evidence(one, [[[E1]]], chunks=(np.array(["a"]), np.array([5]), np.array([1])))
+    with pytest.raises(IndexError, match="chunk id 0 is beyond chunks, which has 0"):
+        evaluate_evidence(one, [[[E1]]], chunks=[])
     with pytest.raises(ValueError, match="Hits input needs chunks"):
         evaluate_evidence(Hits(np.zeros((1, 1), np.float32), np.zeros((1, 1), np.int64)), [[[E1]]])
+
+
+SPANS = st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 30), st.integers(1, 20)).map(
+    lambda t: (t[0], t[1], t[1] + t[2]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.lists(SPANS, max_size=8),
+                          st.one_of(st.none(), st.lists(st.lists(SPANS, min_size=1, max_size=3),
+                                                        min_size=1, max_size=3))),
+                min_size=1, max_size=4),
+       st.integers(1, 6))
+def test_equals_the_reference(questions, k):
+    assume(any(gold is not None for _, gold in questions))
+    got = evaluate_evidence([c for c, _ in questions], [g for _, g in questions],
+                            [f"recall@{k}", f"mrr@{k}", "mrr"])
+    answerable = [i for i, (_, gold) in enumerate(questions) if gold is not None]
+    assert got.qids.tolist() == answerable
+    for j, i in enumerate(answerable):
+        chunks, groups = questions[i]
+        recall, rr = ref.evidence_question(chunks, groups, k)
+        assert got.per_query[f"recall@{k}"][j] == pytest.approx(recall)
+        assert got.per_query[f"mrr@{k}"][j] == pytest.approx(rr)
+        assert got.per_query["mrr"][j] == pytest.approx(ref.evidence_question(chunks, groups)[1])

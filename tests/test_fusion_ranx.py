@@ -9,7 +9,6 @@ divides by 1e-9, ragcore refuses).
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -149,6 +149,22 @@ def _normalise(score: float, rank: int, scores: list, norm: str | None) -> float
     raise ValueError(f"unknown norm {norm!r}")
 
 
+# Evidence spans, one question at a time (see ragcore.evaluate.evidence).
+
+
+def evidence_question(chunks: list, groups: list, k: int | None = None) -> tuple:
+    """(recall at k, reciprocal rank within k) of one question: chunks best first, groups of spans."""
+    def covers(chunk, span):
+        overlap = min(chunk[2], span[2]) - max(chunk[1], span[1])
+        return chunk[0] == span[0] and 2 * overlap >= span[2] - span[1]
+
+    top = chunks if k is None else chunks[:k]
+    covered = sum(any(covers(c, s) for c in top for s in group) for group in groups)
+    rr = next((1.0 / rank for rank, c in enumerate(top, 1)
+               if any(covers(c, s) for group in groups for s in group)), 0.0)
+    return covered / len(groups), rr
+
+
 # ---- BM25 ------------------------------------------------------------------
 #
 # A registry of scoring variants: each is an idf and a term-frequency part,

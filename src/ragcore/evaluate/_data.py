@@ -129,6 +129,15 @@ def _flatten(nested, name: str, value: str):
     return _str_array(list(nested), f"{name} query ids"), sizes, docids, values
 
 
+def find(haystack: np.ndarray, needles: np.ndarray):
+    """Position in haystack (unsorted, distinct values) of each needle, and whether it is there."""
+    if not len(haystack):
+        return np.zeros(len(needles), dtype=np.int64), np.zeros(len(needles), dtype=bool)
+    order = np.argsort(haystack, kind="stable")
+    pos = order[np.minimum(np.searchsorted(haystack, needles, sorter=order), len(haystack) - 1)]
+    return pos, haystack[pos] == needles
+
+
 def _map_docids(ids: np.ndarray, docids) -> np.ndarray:
     """Document ids (str) of int64 ids through a sequence, a dict or decimal notation."""
     if docids is None:
@@ -136,12 +145,9 @@ def _map_docids(ids: np.ndarray, docids) -> np.ndarray:
     if isinstance(docids, dict):
         keys = np.fromiter(docids.keys(), dtype=np.int64, count=len(docids))
         values = _str_array(list(docids.values()), "docids values")
-        order = np.argsort(keys)
-        keys, values = keys[order], values[order]
-        pos = np.minimum(np.searchsorted(keys, ids), max(len(keys) - 1, 0))
-        missing = (keys[pos] != ids) if len(keys) else np.ones(len(ids), dtype=bool)
-        if missing.any():
-            raise KeyError(f"docids has no entry for id {int(ids[np.argmax(missing)])}")
+        pos, found = find(keys, ids)
+        if not found.all():
+            raise KeyError(f"docids has no entry for id {int(ids[np.argmin(found)])}")
         return values[pos]
     table = _str_array(docids, "docids")
     if len(ids) and ids.max() >= len(table):

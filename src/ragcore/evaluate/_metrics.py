@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._data import Qrels, Run, as_qrels, as_run
+from ._data import Qrels, Run, as_qrels, as_run, find
 
 TIES = ("trec_eval", "as_ranked")
 
@@ -178,7 +178,8 @@ class Evaluation:
         return {name: float(values[where[0]]) for name, values in self.per_query.items()}
 
 
-def evaluate(run, qrels, metrics, ties: str = "trec_eval", docids=None, qids=None) -> Evaluation:
+def evaluate(run, qrels, metrics, ties: str = "trec_eval", docids=None, qids=None,
+             complete: bool = False) -> Evaluation:
     """Evaluate a run against qrels with trec_eval's definitions.
 
     run: Hits (with ``docids``, an id-to-docid sequence or dict, and ``qids``, one per row), a
@@ -188,23 +189,33 @@ def evaluate(run, qrels, metrics, ties: str = "trec_eval", docids=None, qids=Non
     descending, equal scores by document id descending as strings (trec_eval's order; like
     trec_eval, scores are compared as float32, so 1.0 and 1.0 + 1e-9 tie);
     "as_ranked" evaluates the order given (Hits: best first, ties by id ascending).
+    complete: also evaluate the judged queries the run lacks, scoring 0 (trec_eval -c);
+    by default only queries in both are evaluated.
     """
     parsed = parse_metrics(metrics)
     if ties not in TIES:
         raise ValueError(f"unknown ties {ties!r}; expected one of {', '.join(map(repr, TIES))}")
-    ranked, evaluated = _prepare(as_run(run, docids=docids, qids=qids), as_qrels(qrels), ties)
+    run, qrels = as_run(run, docids=docids, qids=qids), as_qrels(qrels)
+    if complete:
+        run = _with_queries(run, qrels.qids)
+    ranked, evaluated = _prepare(run, qrels, ties)
     per_query = {name: METRICS[base][0](ranked, k) for name, (base, k) in parsed.items()}
     return Evaluation(evaluated, per_query)
+
+
+def _with_queries(run: Run, qids: np.ndarray) -> Run:
+    """run plus the queries of qids it lacks (appended in sorted order, without results)."""
+    missing = np.setdiff1d(qids, run.qids)
+    if not len(missing):
+        return run
+    return Run(np.concatenate([run.qids, missing]), run.q, run.docids, run.scores)
 
 
 def _prepare(run: Run, qrels: Qrels, ties: str) -> tuple[_Ranked, np.ndarray]:
     """Join run and qrels on (query, document) and sort the run's rows for ranking."""
     # Queries: those of the run that the qrels judge, in run order.
-    run_order = np.argsort(run.qids)
-    pos = np.searchsorted(run.qids, qrels.qids, sorter=run_order)
-    pos = np.minimum(pos, max(len(run.qids) - 1, 0))
-    in_run = (run.qids[run_order[pos]] == qrels.qids) if len(run.qids) else np.zeros(len(qrels), bool)
-    qrels_q = run_order[pos][in_run]  # run query index of each kept judgment
+    pos, in_run = find(run.qids, qrels.qids)
+    qrels_q = pos[in_run]  # run query index of each kept judgment
     judged = np.zeros(len(run.qids), dtype=bool)
     judged[qrels_q] = True
     if not judged.any():
@@ -228,10 +239,8 @@ def _prepare(run: Run, qrels: Qrels, ties: str) -> tuple[_Ranked, np.ndarray]:
     _refuse_duplicates(qrels_key, width, evaluated, vocab, "qrels")
 
     # Grade of each run row (0 when unjudged).
-    qrels_sort = np.argsort(qrels_key)
-    at = np.minimum(np.searchsorted(qrels_key, run_key, sorter=qrels_sort), max(len(qrels_key) - 1, 0))
-    hit = qrels_key[qrels_sort[at]] == run_key if len(qrels_key) else np.zeros(len(run_key), bool)
-    grade = np.where(hit, grades[qrels_sort[at]], 0)
+    at, judged_row = find(qrels_key, run_key)
+    grade = np.where(judged_row, grades[at] if len(grades) else 0, 0)
 
     if ties == "trec_eval":
         # trec_eval holds scores as C floats: scores equal in float32 tie (beyond its range, inf).

@@ -33,11 +33,11 @@ def evaluate_evidence(retrieved, gold, metrics=("recall@5", "mrr"), chunks=None)
     Returns an Evaluation whose qids are the indices of the answerable questions.
     """
     parsed = parse_metrics(metrics, METRICS, aliases={})
-    lists = _chunk_lists(retrieved, chunks)
+    n_questions, chunk_q, chunk_rank, cdoc, cstart, cend = _flat_chunks(retrieved, chunks)
     if not isinstance(gold, (list, tuple)):
         raise TypeError(f"gold must be a list with one entry per question, got {type(gold).__name__}")
-    if len(lists) != len(gold):
-        raise ValueError(f"retrieved has {len(lists)} questions but gold has {len(gold)}")
+    if n_questions != len(gold):
+        raise ValueError(f"retrieved has {n_questions} questions but gold has {len(gold)}")
     answerable = [i for i, groups in enumerate(gold) if groups is not None]
     if not answerable:
         raise ValueError("no question is answerable (every gold entry is None)")
@@ -48,10 +48,11 @@ def evaluate_evidence(retrieved, gold, metrics=("recall@5", "mrr"), chunks=None)
     group_q = np.repeat(np.arange(len(answerable)), [len(gold[i]) for i in answerable])
     span_group = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
     spans = list(chain.from_iterable(groups))
-    chunk_lists = [lists[i] for i in answerable]
-    chunk_q = np.repeat(np.arange(len(answerable)), [len(c) for c in chunk_lists])
-    chunk_rank = np.concatenate([np.arange(1, len(c) + 1) for c in chunk_lists] + [np.zeros(0, int)])
-    cdoc, cstart, cend = _columns(list(chain.from_iterable(chunk_lists)), "retrieved chunk")
+    compact = np.full(n_questions, -1)
+    compact[answerable] = np.arange(len(answerable))
+    keep = compact[chunk_q] >= 0  # chunks of answerable questions
+    chunk_q, chunk_rank = compact[chunk_q[keep]], chunk_rank[keep]
+    cdoc, cstart, cend = cdoc[keep], cstart[keep], cend[keep]
     sdoc, sstart, send = _columns(spans, "gold span")
     if (send <= sstart).any() or (sstart < 0).any():
         bad = int(np.argmax((send <= sstart) | (sstart < 0)))
@@ -76,30 +77,40 @@ def evaluate_evidence(retrieved, gold, metrics=("recall@5", "mrr"), chunks=None)
     return Evaluation(np.array(answerable), per_query)
 
 
-def _chunk_lists(retrieved, chunks) -> list:
+def _flat_chunks(retrieved, chunks):
+    """(questions, question, rank from 1, doc, start, end) of every retrieved chunk."""
     if isinstance(retrieved, Hits):
         if chunks is None:
             raise ValueError("Hits input needs chunks: the (doc, start, end) of every chunk id")
-        table = _chunk_table(chunks)
-        n = len(table[0])
-        if (retrieved.ids >= n).any():
-            raise IndexError(f"chunk id {int(retrieved.ids.max())} is beyond chunks, which has {n}")
-        return [list(zip(*(col[row[row != PADDING_ID]] for col in table))) for row in retrieved.ids]
+        doc, start, end = _chunk_table(chunks)
+        if (retrieved.ids >= len(doc)).any():
+            raise IndexError(f"chunk id {int(retrieved.ids.max())} is beyond chunks, which has {len(doc)}")
+        valid = retrieved.ids != PADDING_ID
+        q, col = np.nonzero(valid)
+        ids = retrieved.ids[valid]
+        return retrieved.nq, q, col + 1, doc[ids].astype(str), start[ids], end[ids]
     if chunks is not None:
         raise ValueError("chunks applies to Hits input only")
     if not isinstance(retrieved, (list, tuple)):
         raise TypeError("retrieved must be Hits or a list (per question) of (doc, start, end) chunks")
-    return [list(c) for c in retrieved]
+    sizes = [len(c) for c in retrieved]
+    rank = np.arange(sum(sizes)) - np.repeat(np.cumsum(sizes) - sizes, sizes) + 1
+    columns = _columns(list(chain.from_iterable(retrieved)), "retrieved chunk")
+    return len(retrieved), np.repeat(np.arange(len(retrieved)), sizes), rank, *columns
 
 
 def _chunk_table(chunks):
+    """doc, start, end arrays of a chunk table (three arrays, or (doc, start, end) triples)."""
     if isinstance(chunks, tuple) and len(chunks) == 3 and all(np.ndim(c) == 1 for c in chunks):
-        table = tuple(np.asarray(c) for c in chunks)
-    else:
-        table = _columns(list(chunks), "chunks entry")
-    if not len({len(c) for c in table}) == 1:
-        raise ValueError("chunks: doc, start and end must have the same length")
-    return table
+        doc, start, end = (np.asarray(c) for c in chunks)
+        if not len(doc) == len(start) == len(end):
+            raise ValueError("chunks: doc, start and end must have the same length")
+        if start.dtype.kind not in "iu" or end.dtype.kind not in "iu":
+            raise TypeError("chunks: start and end must be integer character offsets")
+        if (end < start).any():
+            raise ValueError(f"chunks: chunk {int(np.argmax(end < start))} ends before it starts")
+        return doc, start.astype(np.int64), end.astype(np.int64)
+    return _columns(list(chunks), "chunks entry")
 
 
 def _check_groups(groups, i: int) -> None:

@@ -10,9 +10,9 @@ import math
 import re
 from dataclasses import dataclass
 
-# The fixed sentence a grounded prompt asks the model to reply with when the sources do not
-# hold the answer; an answer that is exactly this is an abstention, not a claim.
-ABSTENTION = "I cannot answer this question from the provided sources."
+# The fixed sentence the grounded prompt (ragcore.context) asks the model to reply with when
+# the sources do not hold the answer; an answer that is exactly this is an abstention.
+from ..context import ABSTENTION
 
 _CITATION = re.compile(r"\s*\[\^?\d+(?:\s*,\s*\^?\d+)*\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")

@@ -92,6 +92,12 @@ const TermCache& Bm25Index::term_cache(size_t term) const {
     }
     c.list_max = std::max(c.list_max, c.block_max[b]);
   }
+  std::vector<uint32_t> order(list.num_blocks());
+  for (uint32_t b = 0; b < order.size(); ++b) order[b] = b;
+  const size_t best = std::min(order.size(), TermCache::kBestBlocks);
+  std::partial_sort(order.begin(), order.begin() + best, order.end(),
+                    [&](uint32_t a, uint32_t b) { return c.block_max[a] > c.block_max[b]; });
+  c.best_blocks.assign(order.begin(), order.begin() + best);
   cache_ready_[term].store(1, std::memory_order_release);
   return c;
 }
@@ -246,7 +252,8 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
     exhaustive_accumulate(q.terms, acc);
     for (uint32_t d : acc.touched) sink.push(d, acc.sum[d]);
   } else {
-    queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(256, 8 * k)));
+    // Enough blocks for about 4k documents (at least 2).
+    queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(2, 4 * k / kBlockSize + 1)));
     if (algorithm == QueryAlgorithm::MaxScore) {
       maxscore_query(q.terms, sink);
     } else {

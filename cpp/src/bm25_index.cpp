@@ -243,14 +243,21 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
   TopKQueue queue(k);
   DocSink sink(queue, q.base, ext_ids_.data());
   auto matched = [&](uint32_t doc) {
-    if (algorithm == QueryAlgorithm::Exhaustive) return acc.seen[doc] != 0;
+    if (algorithm == QueryAlgorithm::Exhaustive) return acc.has(doc);
     return std::any_of(q.terms.begin(), q.terms.end(),
                        [&](const TermScorer& t) { return t.list().contains(doc); });
   };
   if (algorithm == QueryAlgorithm::Exhaustive) {
     acc.resize(ext_ids_.size());
     exhaustive_accumulate(q.terms, acc);
-    for (uint32_t d : acc.touched) sink.push(d, acc.sum[d]);
+    const float floor = seed_threshold(q.terms, k, q.base, 2);
+    queue.raise_floor(floor);
+    for (size_t w = 0; w < acc.touched.size(); ++w) {
+      for (uint64_t bits = acc.touched[w]; bits; bits &= bits - 1) {
+        const auto d = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
+        if (static_cast<float>(q.base + acc.sum[d]) >= floor) sink.push(d, acc.sum[d]);
+      }
+    }
   } else {
     // Enough blocks for about 4k documents (at least 2).
     queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(2, 4 * k / kBlockSize + 1)));
@@ -269,7 +276,7 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
       if (!queue.push(base_score, ext_id)) break;
     }
   }
-  if (algorithm == QueryAlgorithm::Exhaustive) acc.reset();
+  if (algorithm == QueryAlgorithm::Exhaustive) acc.drain([](uint32_t, double) {});
   queue.finish(scores, ids);
 }
 
@@ -313,9 +320,9 @@ void Bm25Index::get_scores(const int64_t* terms, const double* weights, size_t n
   size_t j = 0;
   for (size_t d = 0; d < ext_ids_.size(); ++d) {
     if (ext_ids_[d] < 0) continue;
-    out[j++] = static_cast<float>(q.base + (acc->seen[d] ? acc->sum[d] : 0.0));
+    out[j++] = static_cast<float>(q.base + (acc->has(static_cast<uint32_t>(d)) ? acc->sum[d] : 0.0));
   }
-  acc->reset();
+  acc->drain([](uint32_t, double) {});
   give_back(std::move(acc));
 }
 

@@ -1,7 +1,6 @@
 #include "ragcore/bm25_index.h"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <utility>

@@ -1,7 +1,6 @@
 #include "ragcore/bm25_index.h"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -38,12 +37,12 @@ void count_terms(const uint32_t* words, size_t n, const int64_t* word_to_term, s
   }
 }
 
-// Which algorithm `Auto` runs (measured on bench/bm25.py's corpora): short
-// lists are cheapest scored exhaustively; otherwise Block-Max WAND for small k
-// and MaxScore for large k, where its list-level bounds skip as well.
-QueryAlgorithm choose_algorithm(size_t total_postings, size_t k) {
-  if (total_postings <= 4096) return QueryAlgorithm::Exhaustive;
-  return k <= 32 ? QueryAlgorithm::BlockMaxWand : QueryAlgorithm::MaxScore;
+// Which algorithm `Auto` runs. Measured with bench/bm25.py and single- and
+// two-term batches on the 1M Zipfian corpus: MaxScore (with its block-max checks
+// and seeded threshold) was the fastest at k = 10 and k = 100 for every query
+// length; a list of at most one block leaves nothing to prune.
+QueryAlgorithm choose_algorithm(size_t total_postings, size_t /*k*/) {
+  return total_postings <= kBlockSize ? QueryAlgorithm::Exhaustive : QueryAlgorithm::MaxScore;
 }
 
 }  // namespace
@@ -92,6 +91,12 @@ const TermCache& Bm25Index::term_cache(size_t term) const {
     }
     c.list_max = std::max(c.list_max, c.block_max[b]);
   }
+  std::vector<uint32_t> order(list.num_blocks());
+  for (uint32_t b = 0; b < order.size(); ++b) order[b] = b;
+  const size_t best = std::min(order.size(), TermCache::kBestBlocks);
+  std::partial_sort(order.begin(), order.begin() + best, order.end(),
+                    [&](uint32_t a, uint32_t b) { return c.block_max[a] > c.block_max[b]; });
+  c.best_blocks.assign(order.begin(), order.begin() + best);
   cache_ready_[term].store(1, std::memory_order_release);
   return c;
 }
@@ -237,16 +242,24 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
   TopKQueue queue(k);
   DocSink sink(queue, q.base, ext_ids_.data());
   auto matched = [&](uint32_t doc) {
-    if (algorithm == QueryAlgorithm::Exhaustive) return acc.seen[doc] != 0;
+    if (algorithm == QueryAlgorithm::Exhaustive) return acc.has(doc);
     return std::any_of(q.terms.begin(), q.terms.end(),
                        [&](const TermScorer& t) { return t.list().contains(doc); });
   };
   if (algorithm == QueryAlgorithm::Exhaustive) {
     acc.resize(ext_ids_.size());
     exhaustive_accumulate(q.terms, acc);
-    for (uint32_t d : acc.touched) sink.push(d, acc.sum[d]);
+    const float floor = seed_threshold(q.terms, k, q.base, 2);
+    queue.raise_floor(floor);
+    for (size_t w = 0; w < acc.touched.size(); ++w) {
+      for (uint64_t bits = acc.touched[w]; bits; bits &= bits - 1) {
+        const auto d = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
+        if (static_cast<float>(q.base + acc.sum[d]) >= floor) sink.push(d, acc.sum[d]);
+      }
+    }
   } else {
-    queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(256, 8 * k)));
+    // Enough blocks for about 2k documents (at least 2).
+    queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(2, 2 * k / kBlockSize + 1)));
     if (algorithm == QueryAlgorithm::MaxScore) {
       maxscore_query(q.terms, sink);
     } else {
@@ -262,7 +275,7 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
       if (!queue.push(base_score, ext_id)) break;
     }
   }
-  if (algorithm == QueryAlgorithm::Exhaustive) acc.reset();
+  if (algorithm == QueryAlgorithm::Exhaustive) acc.drain([](uint32_t, double) {});
   queue.finish(scores, ids);
 }
 
@@ -306,9 +319,9 @@ void Bm25Index::get_scores(const int64_t* terms, const double* weights, size_t n
   size_t j = 0;
   for (size_t d = 0; d < ext_ids_.size(); ++d) {
     if (ext_ids_[d] < 0) continue;
-    out[j++] = static_cast<float>(q.base + (acc->seen[d] ? acc->sum[d] : 0.0));
+    out[j++] = static_cast<float>(q.base + (acc->has(static_cast<uint32_t>(d)) ? acc->sum[d] : 0.0));
   }
-  acc->reset();
+  acc->drain([](uint32_t, double) {});
   give_back(std::move(acc));
 }
 

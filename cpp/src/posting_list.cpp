@@ -1,8 +1,6 @@
 #include "ragcore/posting_list.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <stdexcept>
 
 namespace ragcore {
@@ -72,8 +70,8 @@ bool PostingList::contains(uint32_t doc) const {
   const auto it = std::lower_bound(blocks_.begin(), blocks_.end(), doc,
                                    [](const BlockMeta& m, uint32_t d) { return m.last_doc < d; });
   if (it == blocks_.end()) return false;
-  uint32_t docs[kBlockSize], tfs[kBlockSize];
-  const size_t n = decode(static_cast<size_t>(it - blocks_.begin()), docs, tfs);
+  uint32_t docs[kBlockSize];
+  const size_t n = decode_docs(static_cast<size_t>(it - blocks_.begin()), docs);
   return std::binary_search(docs, docs + n, doc);
 }
 

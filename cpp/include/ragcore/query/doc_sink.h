@@ -21,7 +21,11 @@ class DocSink {
 
   // Returns whether the entry threshold may have changed.
   bool push(uint32_t doc, double sum) {
-    return queue_->push(static_cast<float>(base_ + sum), ext_ids_[doc]);
+    const auto score = static_cast<float>(base_ + sum);
+    // Most candidates fail here; the external id (a likely cache miss) is read
+    // only for those that may enter.
+    if (!queue_->may_enter(score)) return false;
+    return queue_->push(score, ext_ids_[doc]);
   }
 
  private:

@@ -41,9 +41,39 @@ inline void maxscore_query(const std::vector<TermScorer>& terms, DocSink& sink) 
     for (size_t i = first_essential; i < n; ++i) d = std::min(d, cursors[i].doc());
     return d;
   };
+  // Whether any document in [doc, end of the essential cursors' current blocks]
+  // may enter, bounded by those blocks' maxima and the non-essential lists (their
+  // block maximum where one block covers the range). If none may, the cursors
+  // skip the range; else the range needs no new check (`checked_until`).
+  uint32_t checked_until = 0;
+  bool checked = false;
+  auto region_may_enter = [&](uint32_t doc) {
+    uint32_t end = kEndDoc;
+    for (size_t i = first_essential; i < n; ++i)
+      if (cursors[i].doc() != kEndDoc) end = std::min(end, cursors[i].block_last_doc());
+    double bound = 0.0;
+    for (size_t i = first_essential; i < n; ++i)
+      if (cursors[i].doc() <= end) bound += terms[order[i]].block_bound(cursors[i].block_index());
+    for (size_t i = 0; i < first_essential; ++i) {
+      PostingCursor& c = cursors[i];
+      c.shallow_next_geq(doc);
+      if (c.shallow_done()) continue;
+      bound += c.shallow_block().last_doc >= end ? terms[order[i]].block_bound(c.shallow_index())
+                                                 : terms[order[i]].list_bound();
+    }
+    checked_until = end;
+    checked = true;
+    return sink.may_enter(bound);
+  };
   update_essential();
   SlotSum sum(n);
   for (uint32_t doc = min_essential_doc(); doc != kEndDoc && first_essential < n;) {
+    if ((!checked || doc > checked_until) && !region_may_enter(doc)) {
+      for (size_t i = first_essential; i < n; ++i) cursors[i].next_geq(checked_until + 1);
+      checked = false;
+      doc = checked_until == kEndDoc ? kEndDoc : min_essential_doc();
+      continue;
+    }
     // Score the essential lists (a cached float each) and find the next candidate.
     double partial = 0.0;
     uint32_t next = kEndDoc;
@@ -84,7 +114,10 @@ inline void maxscore_query(const std::vector<TermScorer>& terms, DocSink& sink) 
     if (alive && sink.push(doc, sum.take_total())) {
       const size_t before = first_essential;
       update_essential();
-      if (first_essential != before) next = min_essential_doc();
+      if (first_essential != before) {
+        next = min_essential_doc();
+        checked = false;
+      }
     } else if (!alive) {
       sum.clear();
     }

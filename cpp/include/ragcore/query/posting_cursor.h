@@ -6,7 +6,8 @@
 //   position()      index of the current posting in its list (for TermCache)
 //   next()          to the next posting
 //   next_geq(d)     to the first posting with doc >= d
-//   block_index()   the block holding the current posting
+//   block_index(), block_last_doc()
+//                   the block holding the current posting, and its last doc
 //   shallow_next_geq(d) / shallow_block()
 //                   moves only the block-max pointer, without decoding, to the
 //                   first block whose last doc is >= d, and reads its metadata
@@ -29,6 +30,7 @@ class PostingCursor {
   size_t position() const { return block_ * kBlockSize + pos_; }
   size_t size() const { return list_->size(); }
   size_t block_index() const { return block_; }  // the block holding doc()
+  uint32_t block_last_doc() const { return list_->block(block_).last_doc; }  // doc() != kEndDoc
 
   void next() {
     if (++pos_ < count_) {

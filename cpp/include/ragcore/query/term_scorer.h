@@ -23,9 +23,11 @@ namespace ragcore {
 // list order (float32, like the scores), and its maximum per block and over the
 // list. bm25_index.cpp computes it on the term's first query after a change.
 struct TermCache {
+  static constexpr size_t kBestBlocks = 16;
   std::vector<float> excess;
   std::vector<float> block_max;
   float list_max = 0.0f;
+  std::vector<uint32_t> best_blocks;  // up to kBestBlocks blocks of highest maximum, best first
 };
 
 class TermScorer {
@@ -35,6 +37,7 @@ class TermScorer {
         list_bound_(bound(cache.list_max)) {}
 
   const PostingList& list() const { return *list_; }
+  const TermCache& cache() const { return *cache_; }
   size_t slot() const { return slot_; }  // position in query order
 
   // The contribution of the posting at this position of the list.

@@ -1,9 +1,10 @@
 // A starting threshold for dynamic pruning (the idea of Kane & Tompa, "Split-lists
-// and initial thresholds for WAND-based search", SIGIR 2018): fully score a few
-// documents - those of the shortest list, the rarest term's, which tend to score
-// high - and take the k-th best. Those k documents exist with exactly these
-// scores, so the final k-th score is at least as high, and a document below it
-// can be skipped from the start instead of after the heap has filled.
+// and initial thresholds for WAND-based search", SIGIR 2018): fully score the
+// documents of a few blocks likely to hold high scores - the blocks of highest
+// maximum of the term with the highest bound - and take the k-th best. Those k
+// documents exist with exactly these scores, so the final k-th score is at least
+// as high, and documents below it can be skipped from the start instead of
+// after the heap has filled.
 #pragma once
 
 #include <algorithm>
@@ -20,37 +21,41 @@
 namespace ragcore {
 
 // The k-th best full score (base included, rounded to float as DocSink does)
-// among the first `sample` documents of the shortest list; -inf when it holds
-// fewer than k.
+// of the documents in up to n_blocks best blocks of the strongest term; -inf
+// when they are fewer than k.
 inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, double base,
-                            size_t sample) {
+                            size_t n_blocks) {
   const float none = -std::numeric_limits<float>::infinity();
   if (terms.empty()) return none;
-  size_t shortest = 0;
+  size_t lead = 0;
   for (size_t i = 1; i < terms.size(); ++i)
-    if (terms[i].list().size() < terms[shortest].list().size()) shortest = i;
-  if (terms[shortest].list().size() < k) return none;
+    if (terms[i].list_bound() > terms[lead].list_bound()) lead = i;
+  const auto& best = terms[lead].cache().best_blocks;
+  std::vector<uint32_t> blocks(best.begin(), best.begin() + std::min(n_blocks, best.size()));
+  std::sort(blocks.begin(), blocks.end());  // cursors only move forward
   std::vector<PostingCursor> cursors;
   cursors.reserve(terms.size());
   for (const TermScorer& t : terms) cursors.emplace_back(t.list());
   SlotSum sum(terms.size());
-  std::priority_queue<float, std::vector<float>, std::greater<float>> best;  // k best, worst on top
-  PostingCursor& lead = cursors[shortest];
-  for (size_t seen = 0; seen < sample && lead.doc() != kEndDoc; ++seen, lead.next()) {
-    const uint32_t doc = lead.doc();
-    for (size_t i = 0; i < terms.size(); ++i) {  // query order, as every algorithm adds
-      cursors[i].next_geq(doc);
-      if (cursors[i].doc() == doc) sum.add(i, terms[i].score(cursors[i].position()));
-    }
-    const auto score = static_cast<float>(base + sum.take_total());
-    if (best.size() < k) {
-      best.push(score);
-    } else if (score > best.top()) {
-      best.pop();
-      best.push(score);
+  std::priority_queue<float, std::vector<float>, std::greater<float>> kept;  // k best, worst on top
+  uint32_t docs[kBlockSize];
+  for (uint32_t b : blocks) {
+    const size_t n = terms[lead].list().decode_docs(b, docs);
+    for (size_t j = 0; j < n; ++j) {
+      for (size_t i = 0; i < terms.size(); ++i) {  // query order, as every algorithm adds
+        cursors[i].next_geq(docs[j]);
+        if (cursors[i].doc() == docs[j]) sum.add(i, terms[i].score(cursors[i].position()));
+      }
+      const auto score = static_cast<float>(base + sum.take_total());
+      if (kept.size() < k) {
+        kept.push(score);
+      } else if (score > kept.top()) {
+        kept.pop();
+        kept.push(score);
+      }
     }
   }
-  return best.size() == k ? best.top() : none;
+  return kept.size() == k ? kept.top() : none;
 }
 
 }  // namespace ragcore

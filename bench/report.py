@@ -147,9 +147,21 @@ OPTIONAL_SECTIONS = (
      "one question at a time through hybrid + rerank, after the build; the reranker encodes each "
      "candidate passage's tokens once and keeps them. Measured while other builds shared the "
      "2 cores (load average about 5), so the latencies are pessimistic."),
+    ("BM25: ragcore vs bm25s and rank_bm25", "bm25.md",
+     "env -u OPENBLAS_CORETYPE .venv/bin/python bench/bm25.py      # make bench-bm25",
+     "Synthetic Zipfian corpus of 1,000,000 documents (vocabulary 200k, 60-200 tokens, 1,000 "
+     "queries of 2-6 terms) and the paragraphs of this Python's standard-library sources. Each "
+     "system runs in its own process; other processes (other builds on this shared 2-core VM) "
+     "took about one core during the run, so the CPU-time ratios are the steadier figures. "
+     "Targets of the BM25 issue: QPS >= 5x bm25s's best backend at k = 10 and >= 3x at k = 100 "
+     "(**not met**), build >= 2x faster and a smaller index (met)."),
     ("Encoders: ONNX vs sentence-transformers and transformers", "encoders.md",
      "env -u OPENBLAS_CORETYPE .venv/bin/python bench/encoders.py --json bench/results/encoders.json "
-     "--markdown bench/results/encoders.md", ""),
+     "--markdown bench/results/encoders.md",
+     "Target of the encoder issue: ONNX fp32 >= 1.5x sentence-transformers at batch 32 with equal "
+     "embeddings. The \"other load\" column is the cores other processes (other builds on this "
+     "2-core VM) took during each cell; with more than one core busy, the 2-thread rows measure "
+     "contention more than the libraries, and torch suffers most from it."),
 )
 
 

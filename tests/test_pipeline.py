@@ -132,3 +132,25 @@ def test_embedding_cache_reuses_vectors(tmp_path):
     again = EmbeddingCache(encoder, tmp_path)
     np.testing.assert_array_equal(again.encode(texts[::-1]), first[::-1])
     assert again.misses == 0 and again.hits == 2
+
+
+def test_eval_command_on_a_beir_folder(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGCORE_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": name, "title": name, "text": text}) + "\n" for name, text in DOCS.items()))
+    questions = {"q1": "parse a JSON string", "q2": "square root of a number", "q3": "read a file"}
+    (folder / "queries.jsonl").write_text("".join(
+        json.dumps({"_id": q, "text": t}) + "\n" for q, t in questions.items()))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tjson\t1\nq2\tmath\t1\n"
+                                               "q3\topen\t2\n")
+    from ragcore.__main__ import main
+
+    assert main(["eval", str(folder), "--questions", "3", "--latency-queries", "1", "--k0", "4",
+                 "--k", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["dataset"] == "beir" and report["questions"] == 3
+    for values in report["quality"].values():
+        assert set(values) == {"recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10"}
+    assert report["quality"]["BM25"]["recall@5"] == 1.0  # 4 documents, k = 3: each found

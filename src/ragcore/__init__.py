@@ -5,11 +5,12 @@ from .errors import CopyWarning, IndexFileError, TruncationWarning
 from .flat import FlatIndex
 from .gpu_flat import DeviceHits, GpuFlatIndex, cuda_device_count
 from .hits import Hits
+from .ivf import IVFIndex
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BiEncoder", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings", "FlatIndex",
-    "GpuFlatIndex", "Hits", "IndexFileError", "LateInteractionReranker", "TruncationWarning",
+    "GpuFlatIndex", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker", "TruncationWarning",
     "__version__", "cuda_device_count",
 ]

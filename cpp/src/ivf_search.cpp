@@ -200,7 +200,9 @@ class IvfSearch {
       for (size_t c = 0; c < count; ++c) seen[qs[c]] += allowed;
       if (allowed == 0) return;
     }
-    const size_t block = std::clamp<size_t>(kScanBlockBytes / row_bytes(), 16, kMaxBlockRows);
+    // One query: no reuse to keep in L1, so the longest calls (fewest tails).
+    const size_t block = count == 1 ? kMaxBlockRows
+                                    : std::clamp<size_t>(kScanBlockBytes / row_bytes(), 16, kMaxBlockRows);
     float scores[kMaxBlockRows];
     const auto dot_rows = quantised_ ? kern_.dot_rows_u8 : kern_.dot_rows[static_cast<int>(a_.storage)];
     for (size_t jb = j0; jb < j1; jb += block) {
@@ -247,6 +249,13 @@ class IvfSearch {
   void rescore(size_t i, const int64_t* rows) const {
     TopKBatch exact(1, a_.k);
     const auto dot_f32 = kern_.dot_rows[static_cast<int>(Storage::F32)];
+    // The candidates' rows are scattered: request them all before the first is
+    // used, so their cache misses overlap instead of queueing one row at a time.
+    const size_t row_bytes_f32 = a_.d * sizeof(float);
+    for (size_t c = 0; c < kk_ && rows[c] != kPaddingId; ++c) {
+      const char* p = reinterpret_cast<const char*>(a_.exact_rows + rows[c] * a_.d);
+      for (size_t b = 0; b < row_bytes_f32; b += 64) __builtin_prefetch(p + b);
+    }
     for (size_t c = 0; c < kk_ && rows[c] != kPaddingId; ++c) {
       const size_t j = static_cast<size_t>(rows[c]);
       float dot;

@@ -195,11 +195,12 @@ class IVFIndex:
 
     # ---- search ---------------------------------------------------------
 
-    def search(self, queries, k: int, nprobe: int = 8, n_threads: int = 0, allow=None,
+    def search(self, queries, k: int, nprobe: int | None = None, n_threads: int = 0, allow=None,
                rescore: int = 4) -> Hits:
         """Approximate top-k of each query: ``Hits`` [nq, k], best first, padded (-1, -inf).
 
-        nprobe: lists scanned per query, 1..nlist (more: higher recall, slower).
+        nprobe: lists scanned per query, 1..nlist (more: higher recall, slower);
+            default min(8, nlist).
         allow: only these ids may be returned (an id list or array, or a
             boolean mask indexed by id). Applied inside the scan; a query whose
             nprobe lists hold fewer than k allowed vectors scans further lists,
@@ -209,7 +210,7 @@ class IVFIndex:
         """
         self._require_trained("search")
         k = check_positive_int(k, "k")
-        nprobe = check_positive_int(nprobe, "nprobe")
+        nprobe = min(8, self._nlist) if nprobe is None else check_positive_int(nprobe, "nprobe")
         if nprobe > self._nlist:
             raise ValueError(f"nprobe must be between 1 and nlist={self._nlist}, got {nprobe}")
         rescore = check_positive_int(rescore, "rescore")

@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import numpy as np
 
-# Gaussian centres per 1000 vectors, and the noise around a centre relative to
-# the centres' spread: sized so that IVF needs nprobe of a few percent of the
-# lists for recall@10 = 0.95, as with real sentence embeddings (uniform random
-# vectors have no structure for an index to find).
-CENTRES_PER_1000 = 5
-NOISE = 0.9
+# The mixture: CENTRES Gaussians, each stretched (by SPREAD) along its own random
+# RANK-dimensional subspace, plus isotropic NOISE, then normalised. Sized so that
+# IVF needs a few percent of its lists for recall@10 = 0.95, as with real
+# sentence embeddings (at n = 50k, nlist = 256: recall 0.92 at nprobe = 8); round
+# isotropic clusters are too easy (one list per cluster) and uniform random
+# vectors have no structure for an index to find.
+CENTRES, RANK, SPREAD, NOISE = 20, 48, 2.0, 0.6
+_CHUNK = 65536
 
 
 def clustered(n: int, d: int, seed: int, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
-    """(corpus, queries): unit vectors from one mixture of Gaussians."""
+    """(corpus, queries): unit vectors from one mixture of elongated Gaussians."""
     rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((max(1, n * CENTRES_PER_1000 // 1000), d), dtype=np.float32)
-    x = _unit(centres[rng.integers(0, len(centres), n + n_queries)]
-              + NOISE * rng.standard_normal((n + n_queries, d), dtype=np.float32))
+    centres = rng.standard_normal((CENTRES, d), dtype=np.float32)
+    bases = rng.standard_normal((CENTRES, RANK, d), dtype=np.float32) / np.float32(np.sqrt(RANK))
+    x = np.empty((n + n_queries, d), dtype=np.float32)
+    for start in range(0, len(x), _CHUNK):  # in chunks: no large temporaries
+        block = x[start : start + _CHUNK]
+        label = rng.integers(0, CENTRES, len(block))
+        z = SPREAD * rng.standard_normal((len(block), RANK), dtype=np.float32)
+        block[:] = centres[label] + np.einsum("nr,nrd->nd", z, bases[label])
+        block += NOISE * rng.standard_normal(block.shape, dtype=np.float32)
+    x = _unit(x)
     return x[:n], x[n:]
 
 

@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-bench bench clean
+.PHONY: demo test install install-bench bench bench-ann clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ install-bench: install
 bench: install-bench
 	$(BIN)/python bench/hw.py
 	$(BIN)/python bench/dense.py
+
+# Exhaustive vs approximate: IVFIndex and peers, recall@10 vs QPS (writes bench/results/ann.*).
+bench-ann: install-bench
+	env -u OPENBLAS_CORETYPE $(BIN)/ragcore bench ann --n 200000 --d 384 --data clustered
 
 clean:
 	rm -rf build $(VENV) .pytest_cache .hypothesis

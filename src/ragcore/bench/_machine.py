@@ -6,6 +6,7 @@ import datetime
 import importlib.metadata
 import os
 import platform
+import re
 import time
 from pathlib import Path
 
@@ -31,13 +32,9 @@ def environment(threads: int) -> dict:
 
 
 def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    info = Path("/proc/cpuinfo")
+    found = re.search(r"^model name\s*:\s*(.+)$", info.read_text() if info.exists() else "", re.M)
+    return found.group(1).strip() if found else (platform.processor() or "unknown")
 
 
 class CpuLoad:

@@ -26,3 +26,4 @@ class Progress:
             self.stream.flush()
         else:
             self.stream.write(f"{self.label} {self.done}/{self.total} {what} ({elapsed:.0f}s)\n")
+            self.stream.flush()

@@ -46,15 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--k", type=int, default=10, help="results per query (default 10)")
     add("--nlist", type=_int_list, default=None,
         help="IVF list counts, comma-separated (default: 2 and 4 x sqrt(n), powers of 2)")
-    add("--nprobe", type=_int_list, default=[1, 2, 4, 8, 16, 32, 64, 128],
-        help="IVF nprobe sweep (default 1,2,4,...,128)")
-    add("--ef", type=_int_list, default=[10, 16, 32, 64, 128, 256],
-        help="HNSW efSearch sweep (default 10,16,32,64,128,256)")
+    add("--nprobe", type=_int_list, default=[1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128],
+        help="IVF nprobe sweep (default 1,2,4,8,12,16,24,32,48,64,96,128)")
+    add("--ef", type=_int_list, default=[10, 16, 24, 32, 48, 64, 96, 128, 256],
+        help="HNSW efSearch sweep (default 10,16,24,32,48,64,96,128,256)")
     add("--systems", type=lambda s: s.split(","), default=list(SYSTEM_NAMES),
         help=f"comma-separated subset of {','.join(SYSTEM_NAMES)}")
     add("--threads", type=int, default=0, help="threads for every system (default 0: all cores)")
     add("--train-size", type=int, default=0,
-        help="IVF training sample (default: min(n, 64 x the largest nlist))")
+        help="IVF training sample (default: min(n, 40 x the largest nlist))")
     add("--b1-calls", type=int, default=200, help="timed batch-1 calls per point (default 200)")
     add("--b256-calls", type=int, default=4, help="timed batch-256 calls per point (default 4)")
     add("--seed", type=int, default=0)
@@ -82,21 +82,21 @@ def run(args) -> int:
     n, d = x.shape
     nlists = args.nlist or sorted({2 ** round(math.log2(f * math.sqrt(n))) for f in (2, 4)})
     print(f"data: {args.data}, n={n}, d={d}, {len(queries)} queries, k={args.k}, "
-          f"threads={threads}, nlist={nlists}", file=log)
+          f"threads={threads}, nlist={nlists}", file=log, flush=True)
     total_load = CpuLoad()
 
     t0 = time.perf_counter()
     exact = FlatIndex(d)
     exact.add(x)
     truth = exact.search(queries, args.k, n_threads=threads)
-    print(f"ground truth (FlatIndex, exact): {time.perf_counter() - t0:.1f} s", file=log)
+    print(f"ground truth (FlatIndex, exact): {time.perf_counter() - t0:.1f} s", file=log, flush=True)
     del exact
 
-    train_size = args.train_size or min(n, 64 * max(nlists))
+    train_size = args.train_size or min(n, 40 * max(nlists))  # faiss warns below 39
     sample = x[np.random.default_rng(args.seed).permutation(n)[:train_size]]
     systems, missing = make_systems(args.systems, nlists, args.nprobe, args.ef, threads, args.seed)
     for family in missing:
-        print(f"skipped {family}: its library is not installed", file=log)
+        print(f"skipped {family}: its library is not installed", file=log, flush=True)
 
     rows = []
     for system in systems:
@@ -155,7 +155,7 @@ def _sweep(system, x, sample, queries, truth, args, log) -> list[dict]:
             "steal_cores": busy["steal_cores"], "stages_b1": b1["stages"],
         })
         progress.step(f"{system.knob}={value} recall={recall:.3f} qps1={b1['qps']:.0f}")
-    print(f"  build {build_s:.1f} s, {memory_mb:.0f} MiB, other load {load.report()}", file=log)
+    print(f"  build {build_s:.1f} s, {memory_mb:.0f} MiB, other load {load.report()}", file=log, flush=True)
     return rows
 
 
@@ -189,8 +189,8 @@ def _write(payload: dict, out: Path, title: str, log) -> None:
     (out / "ann.md").write_text(markdown(payload) + "\n")
     png = plot(rows, out / "ann.png", title) if rows else None
     written = ["ann.csv", "ann.json", "ann.md"] + (["ann.png"] if png else [])
-    print(f"wrote {', '.join(str(out / w) for w in written)}", file=log)
-    print(markdown(payload), file=log)
+    print(f"wrote {', '.join(str(out / w) for w in written)}", file=log, flush=True)
+    print(markdown(payload), file=log, flush=True)
 
 
 def markdown(payload: dict) -> str:

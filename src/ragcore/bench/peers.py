@@ -45,6 +45,11 @@ class System:
     def memory_bytes(self) -> int:
         raise NotImplementedError
 
+    def threads_for(self, queries: np.ndarray) -> int:
+        """One thread for one query: hnswlib and usearch start their threads on
+        every call, which costs more than a single query's search."""
+        return self.threads if len(queries) > 1 else 1
+
 
 class RagcoreIVF(System):
     knob = "nprobe"
@@ -142,7 +147,7 @@ class Hnswlib(System):
 
     def search(self, queries, k):
         self.index.set_ef(max(self.value, k))
-        return self.index.knn_query(queries, k, num_threads=self.threads)[0].astype(np.int64)
+        return self.index.knn_query(queries, k, num_threads=self.threads_for(queries))[0].astype(np.int64)
 
     def memory_bytes(self):
         return int(self.index.index_file_size())
@@ -163,7 +168,7 @@ class Usearch(System):
 
     def search(self, queries, k):
         self.index.expansion_search = max(self.value, k)
-        keys = self.index.search(queries, k, threads=self.threads).keys
+        keys = self.index.search(queries, k, threads=self.threads_for(queries)).keys
         return np.asarray(keys, dtype=np.int64).reshape(len(queries), k)
 
     def memory_bytes(self):

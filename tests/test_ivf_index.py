@@ -109,3 +109,14 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, index, data):
     flat.save(tmp_path / "flat.rc")
     with pytest.raises(IndexFileError, match="not a IVFIndex"):
         ragcore.IVFIndex.load(tmp_path / "flat.rc")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_index_keeps_its_own_copy_of_the_vectors(data, dtype):
+    ix = ragcore.IVFIndex(8, 4, dtype=dtype)
+    ix.train(data)
+    x = data.copy()
+    ix.add(x)
+    before = ix.search(data[:3], 5, nprobe=4)
+    x[:] = 0
+    assert_hits_equal(ix.search(data[:3], 5, nprobe=4), before)

@@ -175,7 +175,7 @@ class IVFIndex:
     def _stored_rows(self, x: np.ndarray):
         """(rows as stored, exact float32 rows or None, squared norms or None)."""
         if self._dtype == "int8":
-            rows, exact, values = encode_sq8(x, self._code_min, self._code_scale), x.copy(), x
+            rows, exact, values = encode_sq8(x, self._code_min, self._code_scale), x, x
         else:
             rows = to_storage(x, self._dtype, "vectors")
             exact, values = None, to_float32(rows, self._dtype)

@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-bench bench bench-bm25 clean
+.PHONY: demo test install install-bench bench bench-bm25 bench-ann clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ bench: install-bench
 # BM25 benchmark against bm25s and rank_bm25 (writes bench/results/bm25.{json,md}).
 bench-bm25: install-bench
 	$(BIN)/python bench/bm25.py
+
+# Exhaustive vs approximate: IVFIndex and peers, recall@10 vs QPS (writes bench/results/ann.*).
+bench-ann: install-bench
+	env -u OPENBLAS_CORETYPE $(BIN)/ragcore bench ann --n 200000 --d 384 --data clustered
 
 clean:
 	rm -rf build $(VENV) .pytest_cache .hypothesis

@@ -9,46 +9,25 @@
 #include <stdexcept>
 #include <string>
 
+#include "array_checks.h"
 #include "ragcore/dense.h"
 #include "ragcore/simd.h"
 
 namespace py = pybind11;
 using namespace ragcore;
+using namespace ragcore_bindings;
+
+void register_ivf(py::module_& m);  // ivf_bindings.cpp
 
 void register_bm25(py::module_& m);  // bm25_bindings.cpp
 
 namespace {
 
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
-  throw std::invalid_argument(name + ": " + what);
-}
-
-// Rows may be strided, elements within a row must be contiguous.
-size_t row_stride_elements(const py::array& a, const std::string& name) {
-  if (a.ndim() != 2) fail(name, "expected a 2-D array, got " + std::to_string(a.ndim()) + "-D");
-  const auto item = static_cast<py::ssize_t>(a.itemsize());
-  if (a.shape(0) == 0) return static_cast<size_t>(a.shape(1));  // no rows: strides are moot
-  if (a.shape(1) > 1 && a.strides(1) != item)
-    fail(name, "rows must be contiguous (use numpy.ascontiguousarray)");
-  if (a.shape(0) > 1 && (a.strides(0) < item * a.shape(1) || a.strides(0) % item != 0))
-    fail(name, "unsupported row stride (use numpy.ascontiguousarray)");
-  return a.shape(0) > 1 ? static_cast<size_t>(a.strides(0) / item) : static_cast<size_t>(a.shape(1));
-}
-
-template <class T>
-const T* vector_data(const std::optional<py::array>& a, size_t n, const std::string& name) {
-  if (!a) return nullptr;
-  if (!py::isinstance<py::array_t<T>>(*a) || a->ndim() != 1 ||
-      static_cast<size_t>(a->shape(0)) != n)
-    fail(name, "expected a 1-D array of " + std::to_string(n) + " elements of the right dtype");
-  if (!(a->flags() & py::array::c_style)) fail(name, "must be contiguous");
-  return static_cast<const T*>(a->data());
-}
-
 py::tuple flat_search_py(const py::array& corpus, int storage, const std::optional<py::array>& ids,
                          const std::optional<py::array>& sq_norms, int metric,
                          const py::array& queries, size_t k, int n_threads, int path,
-                         int simd_level, size_t tile_rows, size_t tile_depth) {
+                         int simd_level, size_t tile_rows, size_t tile_depth,
+                         const std::optional<py::array>& allow, bool allow_by_row) {
   if (storage < 0 || storage >= kNumStorage) fail("storage", "unknown storage code");
   const Storage st = static_cast<Storage>(storage);
   // fp16 / bf16 rows travel as 2-byte elements (numpy float16 or uint16 bits).
@@ -80,6 +59,7 @@ py::tuple flat_search_py(const py::array& corpus, int storage, const std::option
   a.simd_level = simd_level;
   a.tile_rows = tile_rows;
   a.tile_depth = tile_depth;
+  a.allow = allow_filter(allow, allow_by_row);
 
   py::array_t<float> scores({a.nq, k});
   py::array_t<int64_t> out_ids({a.nq, k});
@@ -101,8 +81,11 @@ PYBIND11_MODULE(_core, m) {
   m.def("flat_search", &flat_search_py, py::arg("corpus"), py::arg("storage"), py::arg("ids"),
         py::arg("sq_norms"), py::arg("metric"), py::arg("queries"), py::arg("k"),
         py::arg("n_threads") = 0, py::arg("path") = 0, py::arg("simd_level") = -1,
-        py::arg("tile_rows") = 0, py::arg("tile_depth") = 0,
+        py::arg("tile_rows") = 0, py::arg("tile_depth") = 0, py::arg("allow") = py::none(),
+        py::arg("allow_by_row") = false,
         "Exact top-k of queries against a flat corpus; returns (scores, ids).");
+
+  register_ivf(m);
 
   m.def("simd_level_available",
         [](int level) { return simd_level_available(static_cast<SimdLevel>(level)); },

@@ -106,6 +106,8 @@ class FlatSearch {
     return a_.ids ? a_.ids[row] : static_cast<int64_t>(row);
   }
 
+  bool allowed(size_t row) const { return !a_.allow.active() || a_.allow.allows(row, id_of(row)); }
+
   // ---- work split --------------------------------------------------------
 
   // Each worker keeps candidates for every query over its share of the corpus;
@@ -184,6 +186,7 @@ class FlatSearch {
         for (size_t r = 0; r < rows; ++r) {
           float s = finish_score(scores[r], i, jb + r);
           if (s < threshold) continue;  // rejects most rows with one compare
+          if (!allowed(jb + r)) continue;
           top.push(slot, s, id_of(jb + r));
           threshold = top.threshold(slot);
         }
@@ -242,6 +245,7 @@ class FlatSearch {
   void select_from_tile(float* tile, size_t ld_tile, size_t nc, size_t jc, size_t qb, size_t nqb,
                         size_t slot0, uint32_t* hits, TopKBatch& top) {
     for (size_t r = 0; r < nc; ++r) {
+      if (!allowed(jc + r)) continue;
       float* row = tile + r * ld_tile;
       if (a_.metric == Metric::L2)
         for (size_t l = 0; l < nqb; ++l) row[l] = finish_score(row[l], qb + l, jc + r);

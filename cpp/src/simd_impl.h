@@ -18,8 +18,10 @@ typename V::Reg load_row(const void* x, size_t offset) {
     return V::load(static_cast<const float*>(x) + offset);
   } else if constexpr (S == Storage::F16) {
     return V::load_f16(static_cast<const uint16_t*>(x) + offset);
-  } else {
+  } else if constexpr (S == Storage::BF16) {
     return V::load_bf16(static_cast<const uint16_t*>(x) + offset);
+  } else {
+    return V::load_u8(static_cast<const uint8_t*>(x) + offset);
   }
 }
 
@@ -171,6 +173,7 @@ DenseKernels make_kernels(SimdLevel level, const char* name) {
       level,
       name,
       {dot_rows<V, Storage::F32>, dot_rows<V, Storage::F16>, dot_rows<V, Storage::BF16>},
+      dot_rows<V, Storage::U8>,
       {to_f32<V, Storage::F32>, to_f32<V, Storage::F16>, to_f32<V, Storage::BF16>},
       MicroKernel{V::kMr, 2 * V::kWidth, micro<V, 2, V::kMr>},
       MicroKernel{V::kMrNarrow, V::kWidth, micro<V, 1, V::kMrNarrow>},

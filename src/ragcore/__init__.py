@@ -6,6 +6,7 @@ from .errors import CopyWarning, IndexFileError, TruncationWarning
 from .flat import FlatIndex
 from .gpu_flat import DeviceHits, GpuFlatIndex, cuda_device_count
 from .hits import Hits
+from .ivf import IVFIndex
 from .tokenizer import tokenize
 
 from . import evaluate, fusion  # submodules: ragcore.fusion.rrf, ragcore.evaluate.evaluate
@@ -14,6 +15,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BM25Index", "BiEncoder", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
-    "FlatIndex", "GpuFlatIndex", "Hits", "IndexFileError", "LateInteractionReranker",
+    "FlatIndex", "GpuFlatIndex", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker",
     "TruncationWarning", "__version__", "cuda_device_count", "evaluate", "fusion", "tokenize",
 ]

@@ -1,4 +1,4 @@
-"""Command line: ``python -m ragcore demo`` and ``python -m ragcore models export``."""
+"""Command line: ``python -m ragcore demo``, ``models export`` and ``bench ann``."""
 
 from __future__ import annotations
 
@@ -25,7 +25,17 @@ def main(argv=None) -> int:
         "export", help="export the bundled all-MiniLM-L6-v2 to ONNX in the cache (needs torch)")
     export.add_argument("--force", action="store_true", help="export again even if cached")
     models_sub.add_parser("list", help="the bundled model names and where their files are")
+    bench = sub.add_parser("bench", help="benchmarks")
+    bench_sub = bench.add_subparsers(dest="suite", required=True)
+    from .bench.ann import add_arguments as add_ann_arguments
+
+    add_ann_arguments(bench_sub.add_parser(
+        "ann", help="exhaustive vs approximate search: recall@k vs QPS, peers side by side"))
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        from .bench.ann import run as run_ann
+
+        return run_ann(args)
     if args.command == "models":
         return _models(args)
     if args.command == "demo" and args.synthetic:

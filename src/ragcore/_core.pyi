@@ -16,12 +16,16 @@ def flat_search(
     simd_level: int = -1,
     tile_rows: int = 0,
     tile_depth: int = 0,
+    allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
+    allow_by_row: bool = False,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     """Exact top-k of queries against a flat corpus; returns (scores, ids).
 
     storage: 0 float32, 1 float16, 2 bfloat16 (uint16 bits). metric: 0 inner
     product, 1 minus squared L2 (needs sq_norms). path: 0 auto, 1 scan,
-    2 blocked. simd_level: -1 best, 0 scalar, 1 AVX2, 2 AVX-512.
+    2 blocked. simd_level: -1 best, 0 scalar, 1 AVX2, 2 AVX-512. allow: one
+    byte per key (non-zero: may be returned), keyed by id, or by row when
+    allow_by_row.
     """
 
 def simd_level_available(level: int) -> bool: ...
@@ -89,3 +93,41 @@ class Bm25Index:
     def from_arrays(
         k1: float, b: float, delta: float, variant: int, lucene_norms: bool, arrays: dict
     ) -> Bm25Index: ...
+
+def kmeans(
+    x: npt.NDArray[np.float32], k: int, max_iter: int = 25, tol: float = 1e-4, seed: int = 0,
+    init: int = 0, n_threads: int = 0, simd_level: int = -1,
+) -> tuple[npt.NDArray[np.float32], list[float], int, int]:
+    """k-means (squared L2); init 0 k-means++, 1 random. Returns (centroids,
+    objective after each assignment, iterations, clusters re-seeded)."""
+
+def assign_nearest(
+    x: npt.NDArray[np.float32], centroids: npt.NDArray[np.float32], n_threads: int = 0,
+    simd_level: int = -1,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """Nearest centroid of each row and its squared distance."""
+
+def ivf_search(
+    centroids: npt.NDArray[np.float32],
+    centroid_sq_norms: npt.NDArray[np.float32],
+    list_offsets: npt.NDArray[np.int64],
+    rows: npt.NDArray[np.float32] | npt.NDArray[np.float16] | npt.NDArray[np.uint16] | npt.NDArray[np.uint8],
+    storage: int,
+    ids: npt.NDArray[np.int64],
+    sq_norms: npt.NDArray[np.float32] | None,
+    metric: int,
+    queries: npt.NDArray[np.float32],
+    k: int,
+    nprobe: int,
+    code_min: npt.NDArray[np.float32] | None = None,
+    code_scale: npt.NDArray[np.float32] | None = None,
+    exact_rows: npt.NDArray[np.float32] | None = None,
+    rescore: int = 4,
+    allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
+    allow_by_row: bool = False,
+    n_threads: int = 0,
+    simd_level: int = -1,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, float]]:
+    """Approximate top-k over inverted lists; storage 3 = uint8 codes (needs
+    code_min, code_scale and exact_rows). Returns (scores, ids, seconds per
+    stage: coarse, scan, rescore)."""

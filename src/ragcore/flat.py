@@ -7,15 +7,10 @@ import threading
 import numpy as np
 
 from . import _core
-from ._arrays import (
-    as_float_matrix,
-    as_id_array,
-    check_choice,
-    check_positive_int,
-    check_threads,
-    raw_ids,
-)
+from ._allow import allow_mask
+from ._arrays import as_float_matrix, check_choice, check_positive_int, check_threads
 from ._fileformat import read_index, write_index
+from ._ids import check_known_ids, check_new_ids, sorted_unique_ids
 from .errors import IndexFileError
 from ._storage import NUMPY_DTYPE, STORAGE_CODE, STORAGE_DTYPES, to_float32, to_storage
 from .hits import Hits
@@ -112,17 +107,7 @@ class FlatIndex:
         return new_ids.copy()
 
     def _check_new_ids(self, ids, count: int) -> np.ndarray:
-        if ids is None:
-            return np.arange(self._next_id, self._next_id + count, dtype=np.int64)
-        new_ids = as_id_array(ids, "ids", count)
-        sorted_new = np.sort(new_ids)
-        if count > 1 and (sorted_new[1:] == sorted_new[:-1]).any():
-            dup = sorted_new[1:][sorted_new[1:] == sorted_new[:-1]][0]
-            raise ValueError(f"ids contains {int(dup)} more than once; ids must be unique")
-        clash = np.isin(sorted_new, self._sorted_ids, assume_unique=True)
-        if clash.any():
-            raise ValueError(f"ids: {int(sorted_new[clash][0])} is already in the index")
-        return new_ids
+        return check_new_ids(ids, count, self._sorted_ids, self._next_id)
 
     def _append(self, stored: np.ndarray, new_ids: np.ndarray, sq_norms) -> None:
         count, end = len(new_ids), self._n + len(new_ids)
@@ -147,17 +132,8 @@ class FlatIndex:
 
     def remove(self, ids) -> None:
         """Removes the vectors with these ids; unknown ids are an error (nothing is removed)."""
-        arr = np.atleast_1d(raw_ids(ids, "ids"))
-        if arr.size and arr.dtype.kind not in "iu":
-            raise TypeError(f"ids must hold integers, got dtype {arr.dtype}")
-        arr = arr.astype(np.int64, copy=False).ravel()
         with self._lock:
-            unknown = arr[~np.isin(arr, self._sorted_ids)]
-            if unknown.size:
-                shown = ", ".join(str(int(i)) for i in unknown[:5])
-                raise ValueError(
-                    f"ids: {unknown.size} id(s) are not in the index (e.g. {shown}); nothing removed"
-                )
+            arr = check_known_ids(ids, self._sorted_ids)
             keep = ~np.isin(self._ids[: self._n], arr)
             # New arrays rather than in-place compaction: running searches keep their snapshot.
             self._vectors = self._vectors[: self._n][keep]
@@ -168,12 +144,14 @@ class FlatIndex:
 
     # ---- search ---------------------------------------------------------
 
-    def search(self, queries, k: int, n_threads: int = 0) -> Hits:
+    def search(self, queries, k: int, n_threads: int = 0, allow=None) -> Hits:
         """Top-k of each query: ``Hits`` with scores/ids of shape [nq, k], best first.
 
         A 1-D query is one query. If k exceeds the number of vectors (or the
         index is empty), rows are padded with id -1 and score -inf.
-        n_threads=0 uses all cores.
+        n_threads=0 uses all cores. allow: only these ids may be returned (an
+        id list or array, or a boolean mask indexed by id); applied inside the
+        scan, so a row is padded only when fewer than k allowed vectors exist.
         """
         k = check_positive_int(k, "k")
         n_threads = check_threads(n_threads)
@@ -184,9 +162,11 @@ class FlatIndex:
             n = self._n
             vectors, ids = self._vectors[:n], self._ids[:n]
             sq_norms = self._sq_norms[:n] if self._metric == "l2" else None
+        mask, by_row = allow_mask(allow, ids)
+        filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
         scores, out_ids = _core.flat_search(
             vectors, STORAGE_CODE[self._dtype], ids, sq_norms, _METRIC_CODE[self._metric],
-            q, k, n_threads=n_threads, **self._search_options,
+            q, k, n_threads=n_threads, **filtered, **self._search_options,
         )
         return Hits(scores, out_ids)
 
@@ -245,11 +225,7 @@ class FlatIndex:
             n = len(ids)
             if vectors.shape != (n, index.dim) or vectors.dtype != NUMPY_DTYPE[index.dtype]:
                 raise ValueError("vectors do not match the parameters")
-            if ids.dtype != np.int64 or ids.ndim != 1:
-                raise ValueError("ids must be 1-D int64")
-            sorted_ids = np.sort(ids)
-            if n and (sorted_ids[0] < 0 or (sorted_ids[1:] == sorted_ids[:-1]).any()):
-                raise ValueError("ids must be unique and non-negative")
+            sorted_ids = sorted_unique_ids(ids)
             sq_norms = arrays.get("sq_norms", np.empty(0, dtype=np.float32))
             if index.metric == "l2" and (sq_norms.shape != (n,) or sq_norms.dtype != np.float32):
                 raise ValueError("sq_norms must be float32, one per vector")

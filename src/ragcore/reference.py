@@ -290,3 +290,39 @@ def bm25_scores(docs, query, k1=1.5, b=0.75, variant="lucene", delta=0.5, lucene
         part = np.where(tf > 0, part, bm25_absent_part(variant, k1, delta))
         scores += idf_fn(df, float(n)) * part
     return scores
+
+
+# ---- approximate search (IVFIndex) ---------------------------------------------
+
+
+def kmeans_objective(x: np.ndarray, centroids: np.ndarray) -> float:
+    """Sum over the points of the squared distance to their nearest centroid (float64)."""
+    x = np.asarray(x, dtype=np.float64)
+    c = np.asarray(centroids, dtype=np.float64)
+    dist = (x * x).sum(1)[:, None] - 2.0 * x @ c.T + (c * c).sum(1)[None, :]
+    return float(np.maximum(dist.min(axis=1), 0.0).sum())
+
+
+def scalar_quantize(x: np.ndarray, code_min: np.ndarray, code_scale: np.ndarray) -> np.ndarray:
+    """8-bit per-dimension codes: for each dimension p, the level
+    round((x_p - code_min_p) / code_scale_p), clipped to 0..255."""
+    x = np.asarray(x, dtype=np.float64)
+    codes = np.empty(x.shape, dtype=np.uint8)
+    for p in range(x.shape[1]):
+        level = np.round((x[:, p] - code_min[p]) / code_scale[p])
+        codes[:, p] = np.minimum(np.maximum(level, 0), 255)
+    return codes
+
+
+def scalar_dequantize(codes: np.ndarray, code_min: np.ndarray, code_scale: np.ndarray) -> np.ndarray:
+    """The float64 values the codes stand for: code_min + code_scale * code."""
+    return np.asarray(code_min, np.float64) + np.asarray(code_scale, np.float64) * codes
+
+
+def filtered_flat_search(corpus, queries, k: int, allowed_ids, metric: str = "ip",
+                         ids=None) -> Hits:
+    """Exact top-k among the rows whose id is in allowed_ids (padded if fewer than k)."""
+    corpus = np.asarray(corpus)
+    ids = np.arange(len(corpus), dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
+    keep = np.isin(ids, np.asarray(allowed_ids, dtype=np.int64))
+    return flat_search(corpus[keep], queries, k, metric, ids[keep])

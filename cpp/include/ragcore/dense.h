@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ragcore/filter.h"
 #include "ragcore/simd.h"
 
 namespace ragcore {
@@ -41,6 +42,8 @@ struct FlatSearchArgs {
   size_t nq = 0;
   size_t query_stride = 0;         // elements between rows (>= d)
   size_t k = 0;                    // >= 1; rows shorter than k are padded (-inf, -1)
+
+  AllowFilter allow;               // rows a result may come from (default: all)
 
   float* out_scores = nullptr;     // nq x k, best first
   int64_t* out_ids = nullptr;      // nq x k

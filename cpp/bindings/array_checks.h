@@ -1,0 +1,56 @@
+// Array checks shared by the binding sources: they guarantee that no input can
+// crash the process; what the arguments mean is checked in the Python layer.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "ragcore/filter.h"
+
+namespace ragcore_bindings {
+
+namespace py = pybind11;
+
+[[noreturn]] inline void fail(const std::string& name, const std::string& what) {
+  throw std::invalid_argument(name + ": " + what);
+}
+
+// Rows may be strided, elements within a row must be contiguous.
+inline size_t row_stride_elements(const py::array& a, const std::string& name) {
+  if (a.ndim() != 2) fail(name, "expected a 2-D array, got " + std::to_string(a.ndim()) + "-D");
+  const auto item = static_cast<py::ssize_t>(a.itemsize());
+  if (a.shape(0) == 0) return static_cast<size_t>(a.shape(1));  // no rows: strides are moot
+  if (a.shape(1) > 1 && a.strides(1) != item)
+    fail(name, "rows must be contiguous (use numpy.ascontiguousarray)");
+  if (a.shape(0) > 1 && (a.strides(0) < item * a.shape(1) || a.strides(0) % item != 0))
+    fail(name, "unsupported row stride (use numpy.ascontiguousarray)");
+  return a.shape(0) > 1 ? static_cast<size_t>(a.strides(0) / item) : static_cast<size_t>(a.shape(1));
+}
+
+template <class T>
+inline const T* vector_data(const std::optional<py::array>& a, size_t n, const std::string& name) {
+  if (!a) return nullptr;
+  if (!py::isinstance<py::array_t<T>>(*a) || a->ndim() != 1 ||
+      static_cast<size_t>(a->shape(0)) != n)
+    fail(name, "expected a 1-D array of " + std::to_string(n) + " elements of the right dtype");
+  if (!(a->flags() & py::array::c_style)) fail(name, "must be contiguous");
+  return static_cast<const T*>(a->data());
+}
+
+// The allow mask (uint8 or bool, one byte per key) or an inactive filter.
+inline ragcore::AllowFilter allow_filter(const std::optional<py::array>& allow, bool by_row) {
+  ragcore::AllowFilter f;
+  if (!allow) return f;
+  if (allow->itemsize() != 1 || allow->ndim() != 1 || !(allow->flags() & py::array::c_style))
+    fail("allow", "expected a contiguous 1-D array of bytes (uint8 or bool)");
+  f.mask = static_cast<const uint8_t*>(allow->data());
+  f.len = static_cast<size_t>(allow->shape(0));
+  f.by_row = by_row;
+  return f;
+}
+
+}  // namespace ragcore_bindings

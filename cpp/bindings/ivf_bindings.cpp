@@ -1,0 +1,150 @@
+// Bindings of the IVF index kernels: k-means, nearest-centroid assignment and
+// the inverted-list search. Array checks and GIL release only.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+#include "array_checks.h"
+#include "ragcore/ivf.h"
+#include "ragcore/kmeans.h"
+
+namespace py = pybind11;
+using namespace ragcore;
+using namespace ragcore_bindings;
+
+namespace {
+
+// A C-contiguous 2-D float32 array with d columns (d = 0: any).
+const float* float_rows(const py::array& a, const std::string& name, size_t d = 0) {
+  if (!py::isinstance<py::array_t<float>>(a) || a.ndim() != 2)
+    fail(name, "expected a 2-D float32 array");
+  if (!(a.flags() & py::array::c_style)) fail(name, "must be C-contiguous");
+  if (d && static_cast<size_t>(a.shape(1)) != d) fail(name, "expected " + std::to_string(d) + " columns");
+  return static_cast<const float*>(a.data());
+}
+
+py::tuple kmeans_py(const py::array& x, size_t k, int max_iter, double tol, uint64_t seed,
+                    int init, int n_threads, int simd_level) {
+  const float* data = float_rows(x, "x");
+  if (init != 0 && init != 1) fail("init", "unknown init code");
+  const size_t n = static_cast<size_t>(x.shape(0)), d = static_cast<size_t>(x.shape(1));
+  KMeansParams p;
+  p.k = k;
+  p.max_iter = max_iter;
+  p.tol = tol;
+  p.seed = seed;
+  p.init = static_cast<KMeansInit>(init);
+  p.n_threads = n_threads;
+  p.simd_level = simd_level;
+  py::array_t<float> centroids({k, d});
+  float* out = centroids.mutable_data();
+  KMeansResult r;
+  {
+    py::gil_scoped_release release;
+    r = kmeans_train(data, n, d, p, out);
+  }
+  return py::make_tuple(centroids, r.objective, r.iterations, r.reseeded);
+}
+
+py::tuple assign_py(const py::array& x, const py::array& centroids, int n_threads, int simd_level) {
+  const float* c = float_rows(centroids, "centroids");
+  const size_t k = static_cast<size_t>(centroids.shape(0)), d = static_cast<size_t>(centroids.shape(1));
+  const float* data = float_rows(x, "x", d);
+  const size_t n = static_cast<size_t>(x.shape(0));
+  if (k == 0) fail("centroids", "no centroids");
+  py::array_t<int64_t> labels(n);
+  py::array_t<float> dist(n);
+  int64_t* lab = labels.mutable_data();
+  float* dst = dist.mutable_data();
+  {
+    py::gil_scoped_release release;
+    std::vector<float> norms(k);
+    row_sq_norms(c, k, d, norms.data());
+    assign_nearest(data, n, d, c, norms.data(), k, n_threads, simd_level, lab, dst);
+  }
+  return py::make_tuple(labels, dist);
+}
+
+py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq_norms,
+                        const py::array& list_offsets, const py::array& rows, int storage,
+                        const py::array& ids, const std::optional<py::array>& sq_norms, int metric,
+                        const py::array& queries, size_t k, size_t nprobe,
+                        const std::optional<py::array>& code_min,
+                        const std::optional<py::array>& code_scale,
+                        const std::optional<py::array>& exact_rows, size_t rescore,
+                        const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
+                        int simd_level) {
+  if (storage < 0 || storage > static_cast<int>(Storage::U8)) fail("storage", "unknown storage code");
+  if (metric != 0 && metric != 1) fail("metric", "unknown metric code");
+  IvfSearchArgs a;
+  a.centroids = float_rows(centroids, "centroids");
+  a.nlist = static_cast<size_t>(centroids.shape(0));
+  a.d = static_cast<size_t>(centroids.shape(1));
+  a.centroid_sq_norms = vector_data<float>(centroid_sq_norms, a.nlist, "centroid_sq_norms");
+  a.list_offsets = vector_data<int64_t>(list_offsets, a.nlist + 1, "list_offsets");
+  a.storage = static_cast<Storage>(storage);
+  if (rows.ndim() != 2 || static_cast<size_t>(rows.shape(1)) != a.d ||
+      static_cast<size_t>(rows.itemsize()) != storage_bytes(a.storage) ||
+      !(rows.flags() & py::array::c_style))
+    fail("rows", "expected a C-contiguous 2-D array of d columns matching the storage code");
+  a.rows = rows.data();
+  a.n = static_cast<size_t>(rows.shape(0));
+  a.ids = vector_data<int64_t>(ids, a.n, "ids");
+  a.sq_norms = vector_data<float>(sq_norms, a.n, "sq_norms");
+  a.metric = static_cast<Metric>(metric);
+  a.code_min = vector_data<float>(code_min, a.d, "code_min");
+  a.code_scale = vector_data<float>(code_scale, a.d, "code_scale");
+  if (exact_rows) {
+    if (static_cast<size_t>(exact_rows->shape(0)) != a.n) fail("exact_rows", "expected n rows");
+    a.exact_rows = float_rows(*exact_rows, "exact_rows", a.d);
+  }
+  a.rescore = rescore;
+  a.query_stride = row_stride_elements(queries, "queries");
+  if (!py::isinstance<py::array_t<float>>(queries) || static_cast<size_t>(queries.shape(1)) != a.d)
+    fail("queries", "expected float32 with " + std::to_string(a.d) + " columns");
+  a.queries = static_cast<const float*>(queries.data());
+  a.nq = static_cast<size_t>(queries.shape(0));
+  a.k = k;
+  a.nprobe = nprobe;
+  a.allow = allow_filter(allow, allow_by_row);
+  a.n_threads = n_threads;
+  a.simd_level = simd_level;
+
+  py::array_t<float> scores({a.nq, k});
+  py::array_t<int64_t> out_ids({a.nq, k});
+  a.out_scores = scores.mutable_data();
+  a.out_ids = out_ids.mutable_data();
+  IvfStageTimes times;
+  a.stages = &times;
+  {
+    py::gil_scoped_release release;
+    ivf_search(a);
+  }
+  py::dict stages;
+  stages["coarse"] = times.coarse;
+  stages["scan"] = times.scan;
+  stages["rescore"] = times.rescore;
+  return py::make_tuple(scores, out_ids, stages);
+}
+
+}  // namespace
+
+void register_ivf(py::module_& m) {
+  m.def("kmeans", &kmeans_py, py::arg("x"), py::arg("k"), py::arg("max_iter") = 25,
+        py::arg("tol") = 1e-4, py::arg("seed") = 0, py::arg("init") = 0, py::arg("n_threads") = 0,
+        py::arg("simd_level") = -1,
+        "k-means (squared L2); returns (centroids, objective per assignment, iterations, reseeded).");
+  m.def("assign_nearest", &assign_py, py::arg("x"), py::arg("centroids"), py::arg("n_threads") = 0,
+        py::arg("simd_level") = -1,
+        "Nearest centroid of each row; returns (labels int64, squared distances float32).");
+  m.def("ivf_search", &ivf_search_py, py::arg("centroids"), py::arg("centroid_sq_norms"),
+        py::arg("list_offsets"), py::arg("rows"), py::arg("storage"), py::arg("ids"),
+        py::arg("sq_norms"), py::arg("metric"), py::arg("queries"), py::arg("k"),
+        py::arg("nprobe"), py::arg("code_min") = py::none(), py::arg("code_scale") = py::none(),
+        py::arg("exact_rows") = py::none(), py::arg("rescore") = 4, py::arg("allow") = py::none(),
+        py::arg("allow_by_row") = false, py::arg("n_threads") = 0, py::arg("simd_level") = -1,
+        "Approximate top-k over inverted lists; returns (scores, ids, seconds per stage).");
+}

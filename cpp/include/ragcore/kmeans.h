@@ -1,0 +1,50 @@
+// k-means (Lloyd) for the IVF coarse quantizer, on float32 rows, squared L2.
+//
+// Deterministic for a seed, whatever the thread count: the assignment step is
+// flat_search with k = 1 (ties to the lower centroid number), and the update
+// step sums each cluster's points in point order on one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ragcore {
+
+// KMeansPlusPlus draws the k initial centres from a seeded pool of 8 k points;
+// Random takes k distinct points.
+enum class KMeansInit : int { KMeansPlusPlus = 0, Random = 1 };
+
+struct KMeansParams {
+  size_t k = 0;            // clusters, 1 <= k <= n
+  int max_iter = 25;       // Lloyd iterations at most
+  double tol = 1e-4;       // stop when the objective improves by less than tol (relative)
+  uint64_t seed = 0;
+  KMeansInit init = KMeansInit::KMeansPlusPlus;
+  int n_threads = 0;       // <= 0: all cores
+  int simd_level = -1;     // < 0: best available
+};
+
+struct KMeansResult {
+  // Sum of squared distances of the points to their nearest centroid, after
+  // each assignment step (the first is that of the initial centroids).
+  std::vector<double> objective;
+  int iterations = 0;      // update steps done
+  size_t reseeded = 0;     // empty clusters given a new centre, over all iterations
+};
+
+// x: n rows of d float32 (row stride d). centroids: k x d output.
+// Throws std::invalid_argument on bad arguments (k = 0, k > n, d = 0).
+KMeansResult kmeans_train(const float* x, size_t n, size_t d, const KMeansParams& params,
+                          float* centroids);
+
+// Nearest centroid (squared L2) of each row: out_label[i] in [0, k), and out_dist[i]
+// its squared distance (clamped at 0). centroid_sq_norms: k squared norms.
+void assign_nearest(const float* x, size_t n, size_t d, const float* centroids,
+                    const float* centroid_sq_norms, size_t k, int n_threads, int simd_level,
+                    int64_t* out_label, float* out_dist);
+
+// Squared norm of each of n rows (sequential float sum, as the searches compute it).
+void row_sq_norms(const float* x, size_t n, size_t d, float* out);
+
+}  // namespace ragcore

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 import threading
 
 import numpy as np
@@ -11,6 +10,7 @@ import numpy as np
 from . import _core
 from ._arrays import as_id_array, check_choice, check_positive_int, check_threads, raw_ids
 from ._fileformat import read_index, write_index
+from ._progress import Progress
 from .errors import IndexFileError
 from .hits import Hits
 from .reference import BM25_VARIANTS
@@ -148,7 +148,8 @@ class BM25Index:
         """
         docs, pretokenized = _as_documents(texts, "texts")
         n_threads = check_threads(n_threads)
-        progress = _Progress(len(docs), show_progress)
+        show = len(docs) >= _PROGRESS_MIN_DOCS if show_progress is None else bool(show_progress)
+        progress = Progress(len(docs), "BM25Index", enabled=show)
         with self._lock:
             new_ids = self._check_new_ids(ids, len(docs))
             batches = []
@@ -158,12 +159,12 @@ class BM25Index:
                     batches.append(self._words.add_tokens(chunk, start))
                 else:
                     batches.append(self._words.tokenize(chunk, n_threads, start))
-                progress.update("tokenized", start + len(chunk))
+                progress.update(start + len(chunk), "tokenized")
             self._extend_word_map()
             for i, (words, offsets) in enumerate(batches):
                 chunk_ids = new_ids[i * _CHUNK_DOCS : (i + 1) * _CHUNK_DOCS]
                 self._native.add(words, offsets, self._word_to_term, chunk_ids, n_threads)
-                progress.update("indexed", i * _CHUNK_DOCS + len(chunk_ids))
+                progress.update(i * _CHUNK_DOCS + len(chunk_ids), "indexed")
             if len(new_ids):
                 self._next_id = max(self._next_id, int(new_ids.max()) + 1)
             self._query_words = {}  # new terms: cached query words may now match
@@ -354,20 +355,3 @@ def _as_documents(texts, name: str) -> tuple[list, bool]:
         raise TypeError(f"{name}[{bad}] must be a str, bytes or a list of str tokens, "
                         f"got {type(docs[bad]).__name__}")
     raise TypeError(f"{name} mixes texts and token lists; pass one kind")
-
-
-class _Progress:
-    """A one-line progress report on stderr for large corpora."""
-
-    def __init__(self, total: int, enabled):
-        self.total = total
-        self.enabled = total >= _PROGRESS_MIN_DOCS if enabled is None else bool(enabled)
-
-    def update(self, stage: str, done: int) -> None:
-        if self.enabled:
-            sys.stderr.write(f"\rBM25Index: {stage} {done:,}/{self.total:,} documents   ")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")

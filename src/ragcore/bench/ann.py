@@ -25,7 +25,7 @@ import numpy as np
 from ..flat import FlatIndex
 from . import data as bench_data
 from ._machine import CpuLoad, environment
-from ._progress import Progress
+from .._progress import Progress
 from .latency import measure_latency
 from .pareto import best_qps_at, plot
 from .peers import SYSTEM_NAMES, make_systems
@@ -134,7 +134,8 @@ def _sweep(system, x, sample, queries, truth, args, log) -> list[dict]:
     system.build(x, sample)
     build_s = time.perf_counter() - t0
     memory_mb = system.memory_bytes() / 2**20
-    progress = Progress(len(system.sweep), f"{system.family} {system.config}".strip(), stream=log)
+    progress = Progress(len(system.sweep), f"{system.family} {system.config}".strip(), stream=log,
+                        log_lines=True)
     rows = []
     for value in system.sweep:
         system.set(value)

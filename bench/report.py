@@ -145,8 +145,9 @@ OPTIONAL_SECTIONS = (
      "MRR@10 count the questions whose evidence span (the docstring body) is covered by a "
      "retrieved chunk; nDCG@10 ranks documents (a document where its first chunk is). Latency: "
      "one question at a time through hybrid + rerank, after the build; the reranker encodes each "
-     "candidate passage's tokens once and keeps them. Measured while other builds shared the "
-     "2 cores (load average about 5), so the latencies are pessimistic."),
+     "candidate passage's tokens once and keeps them. This run: `make demo` in a clean clone "
+     "with an empty embedding cache (the whole command took about 8 minutes, the index build "
+     "69 s) while another engineer's benchmark shared the 2 cores, so latencies are pessimistic."),
     ("BM25: ragcore vs bm25s and rank_bm25", "bm25.md",
      "env -u OPENBLAS_CORETYPE .venv/bin/python bench/bm25.py      # make bench-bm25",
      "Synthetic Zipfian corpus of 1,000,000 documents (vocabulary 200k, 60-200 tokens, 1,000 "

@@ -97,6 +97,7 @@ const TermCache& Bm25Index::term_cache(size_t term) const {
     }
     c.list_max = std::max(c.list_max, c.block_max[b]);
   }
+  build_doc_bits(list, ext_ids_.size(), c);
   std::vector<uint32_t> order(list.num_blocks());
   for (uint32_t b = 0; b < order.size(); ++b) order[b] = b;
   const size_t best = std::min(order.size(), TermCache::kBestBlocks);
@@ -375,7 +376,8 @@ size_t Bm25Index::memory_bytes() const {
   size_t bytes = lists_.capacity() * sizeof(PostingList);
   for (const auto& l : lists_) bytes += l.memory_bytes();
   for (const auto& c : caches_)
-    bytes += (c.excess.capacity() + c.block_max.capacity()) * sizeof(float);
+    bytes += (c.excess.capacity() + c.block_max.capacity()) * sizeof(float) +
+             c.doc_bits.capacity() * sizeof(uint64_t) + c.rank_before.capacity() * sizeof(uint32_t);
   bytes += ext_ids_.capacity() * sizeof(int64_t) + lengths_.capacity() * sizeof(uint32_t) +
            scoring_len_.capacity() * sizeof(uint32_t) + norm_.capacity() * sizeof(double) +
            by_ext_id_.capacity() * sizeof(by_ext_id_[0]);

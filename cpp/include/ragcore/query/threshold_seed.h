@@ -43,6 +43,11 @@ inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, doub
     const size_t n = terms[lead].list().decode_docs(b, docs);
     for (size_t j = 0; j < n; ++j) {
       for (size_t i = 0; i < terms.size(); ++i) {  // query order, as every algorithm adds
+        double v;
+        if (terms[i].has_doc_bits()) {
+          if (terms[i].probe(docs[j], v)) sum.add(i, v);
+          continue;
+        }
         cursors[i].next_geq(docs[j]);
         if (cursors[i].doc() == docs[j]) sum.add(i, terms[i].score(cursors[i].position()));
       }

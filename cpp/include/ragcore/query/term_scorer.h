@@ -38,6 +38,24 @@ struct TermCache {
   std::vector<uint32_t> rank_before;
 };
 
+// The build targets baseline x86-64, where __builtin_popcountll is a library
+// call; the popcnt instruction (every x86-64 CPU since ~2008) is used when the
+// CPU has it.
+#if defined(__x86_64__) && !defined(__POPCNT__)
+inline const bool kHasPopcnt = (__builtin_cpu_init(), __builtin_cpu_supports("popcnt"));
+#endif
+
+inline uint32_t popcount64(uint64_t x) {
+#if defined(__x86_64__) && !defined(__POPCNT__)
+  if (kHasPopcnt) {
+    uint64_t r;
+    asm("popcntq %1, %0" : "=r"(r) : "r"(x));
+    return static_cast<uint32_t>(r);
+  }
+#endif
+  return static_cast<uint32_t>(__builtin_popcountll(x));
+}
+
 // Fills c.doc_bits and c.rank_before for a frequent term, clears them otherwise.
 inline void build_doc_bits(const PostingList& list, size_t n_slots, TermCache& c) {
   c.doc_bits.clear();
@@ -53,7 +71,7 @@ inline void build_doc_bits(const PostingList& list, size_t n_slots, TermCache& c
   uint32_t count = 0;
   for (size_t w = 0; w < c.doc_bits.size(); ++w) {
     c.rank_before[w] = count;
-    count += static_cast<uint32_t>(__builtin_popcountll(c.doc_bits[w]));
+    count += popcount64(c.doc_bits[w]);
   }
 }
 
@@ -76,7 +94,7 @@ class TermScorer {
   bool probe(uint32_t doc, double& v) const {
     const uint64_t word = cache_->doc_bits[doc >> 6], below = (uint64_t{1} << (doc & 63)) - 1;
     if (!((word >> (doc & 63)) & 1)) return false;
-    v = score(cache_->rank_before[doc >> 6] + static_cast<uint32_t>(__builtin_popcountll(word & below)));
+    v = score(cache_->rank_before[doc >> 6] + popcount64(word & below));
     return true;
   }
 

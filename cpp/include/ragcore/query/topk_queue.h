@@ -14,6 +14,12 @@
 
 namespace ragcore {
 
+// ranks_before as a type, so the heap operations inline it (a function
+// pointer was a call per comparison).
+struct RanksBefore {
+  bool operator()(const Candidate& a, const Candidate& b) const { return ranks_before(a, b); }
+};
+
 class TopKQueue {
  public:
   explicit TopKQueue(size_t k) : k_(k) { heap_.reserve(k); }
@@ -42,18 +48,18 @@ class TopKQueue {
   bool push(float score, int64_t id) {
     if (!accepts(score, id)) return false;
     if (full()) {
-      std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+      std::pop_heap(heap_.begin(), heap_.end(), RanksBefore());
       heap_.back() = Candidate{score, id};
     } else {
       heap_.push_back(Candidate{score, id});
     }
-    std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+    std::push_heap(heap_.begin(), heap_.end(), RanksBefore());
     return true;
   }
 
   // Writes the entries best first, padded to k with (-inf, -1).
   void finish(float* scores, int64_t* ids) {
-    std::sort(heap_.begin(), heap_.end(), ranks_before);
+    std::sort(heap_.begin(), heap_.end(), RanksBefore());
     for (size_t i = 0; i < k_; ++i) {
       scores[i] = i < heap_.size() ? heap_[i].score : -std::numeric_limits<float>::infinity();
       ids[i] = i < heap_.size() ? heap_[i].id : kPaddingId;

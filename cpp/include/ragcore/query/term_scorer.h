@@ -92,11 +92,19 @@ class TermScorer {
   // has the term, and if so its contribution in v.
   bool has_doc_bits() const { return !cache_->doc_bits.empty(); }
   bool probe(uint32_t doc, double& v) const {
-    const uint64_t word = cache_->doc_bits[doc >> 6], below = (uint64_t{1} << (doc & 63)) - 1;
-    if (!((word >> (doc & 63)) & 1)) return false;
-    v = score(cache_->rank_before[doc >> 6] + popcount64(word & below));
+    const size_t position = position_of(doc);
+    if (position == kNoPosition) return false;
+    v = score(position);
     return true;
   }
+  // With doc bits: the position of doc's posting, kNoPosition if none.
+  static constexpr size_t kNoPosition = ~size_t{0};
+  size_t position_of(uint32_t doc) const {
+    const uint64_t word = cache_->doc_bits[doc >> 6], below = (uint64_t{1} << (doc & 63)) - 1;
+    if (!((word >> (doc & 63)) & 1)) return kNoPosition;
+    return cache_->rank_before[doc >> 6] + popcount64(word & below);
+  }
+  void prefetch(size_t position) const { __builtin_prefetch(cache_->excess.data() + position); }
 
   // Upper bounds; never negative, since a document without the term gets 0 from it.
   double list_bound() const { return list_bound_; }

@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
-#include <queue>
 #include <vector>
 
 #include "ragcore/query/doc_sink.h"
@@ -33,34 +32,38 @@ inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, doub
   const auto& best = terms[lead].cache().best_blocks;
   std::vector<uint32_t> blocks(best.begin(), best.begin() + std::min(n_blocks, best.size()));
   std::sort(blocks.begin(), blocks.end());  // cursors only move forward
-  std::vector<PostingCursor> cursors;
-  cursors.reserve(terms.size());
-  for (const TermScorer& t : terms) cursors.emplace_back(t.list());
-  SlotSum sum(terms.size());
-  std::priority_queue<float, std::vector<float>, std::greater<float>> kept;  // k best, worst on top
-  uint32_t docs[kBlockSize];
+  std::vector<uint32_t> docs;
+  uint32_t block_docs[kBlockSize];
   for (uint32_t b : blocks) {
-    const size_t n = terms[lead].list().decode_docs(b, docs);
-    for (size_t j = 0; j < n; ++j) {
-      for (size_t i = 0; i < terms.size(); ++i) {  // query order, as every algorithm adds
-        double v;
-        if (terms[i].has_doc_bits()) {
-          if (terms[i].probe(docs[j], v)) sum.add(i, v);
-          continue;
-        }
-        cursors[i].next_geq(docs[j]);
-        if (cursors[i].doc() == docs[j]) sum.add(i, terms[i].score(cursors[i].position()));
+    const size_t n = terms[lead].list().decode_docs(b, block_docs);
+    docs.insert(docs.end(), block_docs, block_docs + n);
+  }
+  if (docs.size() < k) return none;
+  // Term at a time in query order, as exhaustive scoring adds. A frequent term
+  // finds all its postings first, prefetching their scores, then adds them:
+  // the scores are likely cache misses, and this overlaps them.
+  std::vector<double> sums(docs.size(), 0.0);
+  std::vector<size_t> positions(docs.size());
+  for (const TermScorer& t : terms) {
+    if (t.has_doc_bits()) {
+      for (size_t j = 0; j < docs.size(); ++j) {
+        positions[j] = t.position_of(docs[j]);
+        if (positions[j] != TermScorer::kNoPosition) t.prefetch(positions[j]);
       }
-      const auto score = static_cast<float>(base + sum.take_total());
-      if (kept.size() < k) {
-        kept.push(score);
-      } else if (score > kept.top()) {
-        kept.pop();
-        kept.push(score);
+      for (size_t j = 0; j < docs.size(); ++j)
+        if (positions[j] != TermScorer::kNoPosition) sums[j] += t.score(positions[j]);
+    } else {
+      PostingCursor cursor(t.list());
+      for (size_t j = 0; j < docs.size(); ++j) {
+        cursor.next_geq(docs[j]);
+        if (cursor.doc() == docs[j]) sums[j] += t.score(cursor.position());
       }
     }
   }
-  return kept.size() == k ? kept.top() : none;
+  std::vector<float> scores(docs.size());
+  for (size_t j = 0; j < docs.size(); ++j) scores[j] = static_cast<float>(base + sums[j]);
+  std::nth_element(scores.begin(), scores.begin() + (k - 1), scores.end(), std::greater<float>());
+  return scores[k - 1];
 }
 
 }  // namespace ragcore

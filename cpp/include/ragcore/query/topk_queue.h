@@ -28,13 +28,14 @@ class TopKQueue {
   bool full() const { return heap_.size() == k_; }
 
   // Whether a score could still enter (with a small enough id).
-  bool may_enter(float score) const {
-    return score >= floor_ && (!full() || score >= heap_.front().score);
-  }
+  bool may_enter(float score) const { return score >= entry_; }
 
   // Refuses every score below `floor` from now on. The caller guarantees that at
   // least k documents score >= floor, so nothing below it can be among the best k.
-  void raise_floor(float floor) { floor_ = std::max(floor_, floor); }
+  void raise_floor(float floor) {
+    floor_ = std::max(floor_, floor);
+    entry_ = std::max(entry_, floor_);
+  }
 
   // Whether a score computed in double as at most `bound` could still enter.
   // Rounding to float is monotone, so comparing the rounded bound is safe.
@@ -54,6 +55,7 @@ class TopKQueue {
       heap_.push_back(Candidate{score, id});
     }
     std::push_heap(heap_.begin(), heap_.end(), RanksBefore());
+    if (full()) entry_ = std::max(floor_, heap_.front().score);
     return true;
   }
 
@@ -69,6 +71,9 @@ class TopKQueue {
  private:
   size_t k_;
   float floor_ = -std::numeric_limits<float>::infinity();
+  // The lowest score that may enter: floor_, or the worst kept score once full
+  // (kept up to date, as pruning checks it for nearly every candidate).
+  float entry_ = -std::numeric_limits<float>::infinity();
   std::vector<Candidate> heap_;  // a max-heap under ranks_before: front() is the worst
 };
 

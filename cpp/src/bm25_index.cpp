@@ -270,8 +270,8 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
       }
     }
   } else {
-    // Enough blocks for about 4k documents (at least 4): with the cheaper seed,
-    // measured faster than 2k (2 blocks) and than 8k or 16k on the 1M zipf corpus.
+    // Enough blocks for about 4k documents (at least 4): measured faster than 2k
+    // (2 blocks) and than 8k or 16k on the 1M zipf corpus.
     queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(4, 4 * k / kBlockSize + 1)));
     if (algorithm == QueryAlgorithm::MaxScore) {
       maxscore_query(q.terms, sink);

@@ -2,10 +2,9 @@
 // and initial thresholds for WAND-based search", SIGIR 2018): fully score the
 // documents of a few blocks likely to hold high scores - the blocks of highest
 // bound among every term's best blocks (TermCache::best_blocks) - and take the
-// k-th best. Those k
-// documents exist with exactly these scores, so the final k-th score is at least
-// as high, and documents below it can be skipped from the start instead of
-// after the heap has filled.
+// k-th best. Those k documents exist with exactly these scores, so the final
+// k-th score is at least as high, and documents below it can be skipped from
+// the start instead of after the heap has filled.
 #pragma once
 
 #include <algorithm>

@@ -56,3 +56,31 @@ def test_auto_picks_by_list_lengths():
     index = build(zipf_corpus(3000, seed=2))
     _, used = index._search([["t0", "t1"], ["t399"], ["t1"]], 10)
     assert used == ["maxscore", "exhaustive", "maxscore"]
+
+
+def brute_force_top_k(index, query, k):
+    scores, ids = index.get_scores(query), index.ids
+    order = np.lexsort((ids, -scores))[:k]
+    return scores[order], ids[order]
+
+
+def test_ascending_and_unordered_ids_give_the_brute_force_top_k():
+    # Where external ids ascend with insertion order the queue ranks internal
+    # slots and maps them at the end; an out-of-order add or a load must keep
+    # the ranking by external id.
+    corpus = zipf_corpus(3000, seed=11)
+    qs = zipf_queries(25, seed=12)
+    index = build(corpus, ids=np.arange(3000) * 5 + 2)
+    index.remove(np.arange(0, 3000, 7) * 5 + 2)
+    stages = [index]
+    unordered = build(corpus, ids=np.arange(3000) * 5 + 2)
+    unordered.add(zipf_corpus(200, seed=13), ids=np.arange(200) * 5 + 1)  # smaller ids, added later
+    stages.append(unordered)
+    for idx in stages:
+        for k in (1, 10, 100):
+            for algorithm in ("exhaustive", "maxscore", "bmw", "auto"):
+                hits = idx.search(qs, k, n_threads=1, algorithm=algorithm)
+                for row, q in enumerate(qs):
+                    want_scores, want_ids = brute_force_top_k(idx, q, k)
+                    np.testing.assert_array_equal(np.asarray(hits.ids)[row], want_ids)
+                    np.testing.assert_array_equal(np.asarray(hits.scores)[row], want_scores)

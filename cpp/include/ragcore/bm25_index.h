@@ -98,6 +98,7 @@ class Bm25Index {
   // posting instead of computing the formula, and get exact block-max bounds;
   // adds and removes pay nothing for it.
   const TermCache& term_cache(size_t term) const;
+  void refresh_id_order();  // after every change: sets ids_ascending_
   std::unique_ptr<Accumulator> take_accumulator() const;
   void give_back(std::unique_ptr<Accumulator> acc) const;
 
@@ -108,6 +109,7 @@ class Bm25Index {
   std::vector<uint32_t> scoring_len_;   // per slot, as the formula sees it
   std::vector<double> norm_;            // per slot, 1 - b + b * scoring_len / avgdl
   std::vector<std::pair<int64_t, uint32_t>> by_ext_id_;  // live (ext id, slot), sorted
+  bool ids_ascending_ = true;  // live external ids ascend with their slots
   size_t n_live_ = 0;
   uint64_t total_length_ = 0;
   double avgdl_ = 1.0;

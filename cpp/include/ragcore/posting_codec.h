@@ -7,9 +7,11 @@
 // after the last block.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace ragcore {
@@ -66,12 +68,39 @@ inline void encode_block(const uint32_t* docs, const uint32_t* tfs, size_t n, in
   pack_bits(tf_minus_1, n, tf_bits, out);
 }
 
+// Unpacks the gaps of a full block at a width known at compile time and sums
+// them into docs in the same pass: constant shifts and offsets let the
+// compiler unroll it (query time decodes mostly full blocks; the generic loop
+// with a variable width was about 15% of query time).
+template <int kBits>
+inline void decode_full_block_docs(const uint8_t* in, uint32_t doc, uint32_t* docs) {
+  constexpr uint64_t mask = kBits == 32 ? 0xFFFFFFFFull : (1ull << kBits) - 1;
+  for (size_t i = 0; i < kBlockSize; ++i) {
+    constexpr size_t bits = kBits;
+    uint64_t word;
+    std::memcpy(&word, in + ((i * bits) >> 3), sizeof word);
+    doc += static_cast<uint32_t>((word >> ((i * bits) & 7)) & mask) + 1;
+    docs[i] = doc;
+  }
+}
+
+template <size_t... kBits>
+constexpr auto make_full_block_decoders(std::index_sequence<kBits...>) {
+  using Fn = void (*)(const uint8_t*, uint32_t, uint32_t*);
+  return std::array<Fn, sizeof...(kBits)>{&decode_full_block_docs<static_cast<int>(kBits)>...};
+}
+
 // Decodes the docs of a block of n postings written by encode_block; returns
 // where its frequencies start.
 inline const uint8_t* decode_block_docs(const uint8_t* in, size_t n, int64_t prev_doc,
                                         uint32_t* docs) {
-  const uint8_t* tf_start = unpack_bits(in + 2, n, in[0], docs);
   auto doc = static_cast<uint32_t>(prev_doc);  // -1 wraps to 0xFFFFFFFF, so +1 gives 0
+  if (n == kBlockSize && in[0] <= 32) {
+    static constexpr auto kDecoders = make_full_block_decoders(std::make_index_sequence<33>());
+    kDecoders[in[0]](in + 2, doc, docs);
+    return in + 2 + (kBlockSize * in[0] + 7) / 8;
+  }
+  const uint8_t* tf_start = unpack_bits(in + 2, n, in[0], docs);
   for (size_t i = 0; i < n; ++i) {
     doc += docs[i] + 1;
     docs[i] = doc;

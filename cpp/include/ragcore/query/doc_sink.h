@@ -3,6 +3,7 @@
 // document's external id.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -13,6 +14,7 @@ namespace ragcore {
 
 class DocSink {
  public:
+  // ext_ids: external id per slot, or null to rank by slot (external ids ascend with slots).
   DocSink(TopKQueue& queue, double base, const int64_t* ext_ids)
       : queue_(&queue), base_(base), ext_ids_(ext_ids) {}
 
@@ -25,7 +27,7 @@ class DocSink {
     // Most candidates fail here; the external id (a likely cache miss) is read
     // only for those that may enter.
     if (!queue_->may_enter(score)) return false;
-    return queue_->push(score, ext_ids_[doc]);
+    return queue_->push(score, ext_ids_ ? ext_ids_[doc] : int64_t{doc});
   }
 
  private:
@@ -35,30 +37,28 @@ class DocSink {
 };
 
 // A document's contributions collected by query position, then summed in
-// query order, so that every algorithm rounds the same way.
+// query order, so that every algorithm rounds the same way. Absent terms hold
+// 0.0, and adding it changes no sum (a sum from +0.0 is never -0.0), so the
+// total needs no per-slot branch.
 class SlotSum {
  public:
-  explicit SlotSum(size_t n_slots) : value_(n_slots, 0.0), present_(n_slots, 0) {}
+  explicit SlotSum(size_t n_slots) : value_(n_slots, 0.0) {}
 
-  void add(size_t slot, double v) {
-    value_[slot] = v;
-    present_[slot] = 1;
-  }
+  void add(size_t slot, double v) { value_[slot] = v; }
 
   double take_total() {
     double s = 0.0;
-    for (size_t i = 0; i < value_.size(); ++i) {
-      if (present_[i]) s += value_[i];
-      present_[i] = 0;
+    for (double& v : value_) {
+      s += v;
+      v = 0.0;
     }
     return s;
   }
 
-  void clear() { std::fill(present_.begin(), present_.end(), 0); }
+  void clear() { std::fill(value_.begin(), value_.end(), 0.0); }
 
  private:
   std::vector<double> value_;
-  std::vector<char> present_;
 };
 
 }  // namespace ragcore

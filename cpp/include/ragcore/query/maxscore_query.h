@@ -103,10 +103,16 @@ inline void maxscore_query(const std::vector<TermScorer>& terms, DocSink& sink) 
           alive = false;
           break;
         }
-        PostingCursor& c = cursors[i];
-        c.next_geq(doc);
-        if (c.doc() != doc) continue;
-        const double v = terms[order[i]].score(c.position());
+        const TermScorer& t = terms[order[i]];
+        double v;
+        if (t.has_doc_bits()) {
+          if (!t.probe(doc, v)) continue;
+        } else {
+          PostingCursor& c = cursors[i];
+          c.next_geq(doc);
+          if (c.doc() != doc) continue;
+          v = t.score(c.position());
+        }
         sum.add(order[i], v);
         partial += v;
       }

@@ -13,6 +13,8 @@
 //                   first block whose last doc is >= d, and reads its metadata
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -43,9 +45,7 @@ class PostingCursor {
   void next_geq(uint32_t target) {
     if (doc_ >= target) return;
     if (list_->block(block_).last_doc < target) {
-      size_t b = block_ + 1;
-      while (b < list_->num_blocks() && list_->block(b).last_doc < target) ++b;
-      load_block(b);
+      load_block(first_block_geq(block_ + 1, target));
       if (doc_ >= target) return;
     }
     while (docs_[pos_] < target) ++pos_;  // the block's last doc is >= target
@@ -53,13 +53,34 @@ class PostingCursor {
   }
 
   void shallow_next_geq(uint32_t target) {
-    while (shallow_ < list_->num_blocks() && list_->block(shallow_).last_doc < target) ++shallow_;
+    if (shallow_ < list_->num_blocks() && list_->block(shallow_).last_doc < target)
+      shallow_ = first_block_geq(shallow_ + 1, target);
   }
   bool shallow_done() const { return shallow_ >= list_->num_blocks(); }
   size_t shallow_index() const { return shallow_; }
   const BlockMeta& shallow_block() const { return list_->block(shallow_); }
 
  private:
+  // The first block from b on whose last doc is >= target (num_blocks() if
+  // none): a few steps linearly (most moves are short), then binary search
+  // (the threshold seed and skips jump far into long lists).
+  size_t first_block_geq(size_t b, uint32_t target) const {
+    const size_t n = list_->num_blocks();
+    for (size_t end = std::min(n, b + 4); b < end; ++b)
+      if (list_->block(b).last_doc >= target) return b;
+    size_t count = n - b;
+    while (count > 0) {
+      const size_t half = count / 2;
+      if (list_->block(b + half).last_doc < target) {
+        b += half + 1;
+        count -= half + 1;
+      } else {
+        count = half;
+      }
+    }
+    return b;
+  }
+
   void load_block(size_t b) {
     block_ = b;
     pos_ = 0;

@@ -20,7 +20,7 @@ import ragcore
 from ragcore import reference as ref
 
 from _hits_check import assert_hits_close, assert_hits_equal
-from test_flat_property import make_data  # the same data, on the GPU
+from test_flat_property import make_data, reference_on_stored, rounding_tolerance  # same data
 
 pytestmark = pytest.mark.skipif(ragcore.cuda_device_count() == 0, reason="needs a CUDA device")
 
@@ -65,17 +65,8 @@ def test_matches_reference_within_rounding(c):
     index = build(c, corpus, ids)
     hits = index.search(queries, c["k"])
     stored = index.to("cpu").stored_vectors()
-    q, metric = queries, c["metric"]
-    if metric == "cosine":
-        q, metric = ref.normalize_rows(queries), "ip"
-    scores = ref.dense_scores(stored, q, metric)
-    stored64 = stored.astype(np.float64)
-    scale = np.linalg.norm(queries, axis=1) * np.linalg.norm(stored64, axis=1).max()
-    if c["metric"] == "l2":
-        scale = (np.linalg.norm(queries, axis=1) + np.linalg.norm(stored64, axis=1).max()) ** 2
-    if c["metric"] == "cosine":
-        scale = np.ones(len(queries))
-    assert_hits_close(hits, scores, index.ids, c["k"], 4e-6 * (c["d"] + 4) * scale)
+    scores = reference_on_stored(stored, queries, c["metric"])
+    assert_hits_close(hits, scores, index.ids, c["k"], rounding_tolerance(queries, stored, c["metric"]))
 
 
 @settings(slow_ok, max_examples=80)

@@ -1,8 +1,8 @@
-"""The demo: exact dense search on synthetic clustered embeddings.
+"""``ragcore demo --synthetic``: exact dense search on synthetic clustered embeddings.
 
 Builds a FlatIndex in each storage dtype, checks its answers against the numpy
 reference on a sample of queries, and prints latency at batch 1 and batched.
-(A hybrid RAG demo on a real corpus replaces this once BM25 and the encoders land.)
+The main demo (``ragcore demo``) is the hybrid pipeline in rag_demo.py.
 """
 
 from __future__ import annotations

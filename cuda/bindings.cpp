@@ -10,9 +10,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "gpu_bm25.h"
 #include "gpu_flat.h"
 
 namespace py = pybind11;
+using ragcore::gpu::Bm25SearchArgs;
+using ragcore::gpu::DeviceBm25;
 using ragcore::gpu::DeviceCorpus;
 using ragcore::gpu::GpuSearchArgs;
 
@@ -94,6 +97,52 @@ void search_device(const DeviceCorpus& c, uintptr_t queries, size_t nq, size_t s
   c.search(a);
 }
 
+std::unique_ptr<DeviceBm25> make_bm25(int device, const py::array& offsets, const py::array& docs,
+                                      const py::array& values, const py::array& rank_of_slot,
+                                      const py::array& sorted_ids) {
+  if (offsets.ndim() != 1 || offsets.size() < 1) fail("offsets", "expected a 1-D array, n_terms + 1");
+  const size_t n_terms = static_cast<size_t>(offsets.size()) - 1;
+  const int64_t* o = contiguous<int64_t>(offsets, n_terms + 1, "offsets");
+  const size_t n_postings = static_cast<size_t>(docs.size());
+  if (n_terms && static_cast<size_t>(o[n_terms]) != n_postings) fail("docs", "offsets[-1] postings expected");
+  const uint32_t* d = contiguous<uint32_t>(docs, n_postings, "docs");
+  const float* v = contiguous<float>(values, n_postings, "values");
+  const size_t n_slots = static_cast<size_t>(rank_of_slot.size());
+  const int32_t* r = contiguous<int32_t>(rank_of_slot, n_slots, "rank_of_slot");
+  const size_t n_live = static_cast<size_t>(sorted_ids.size());
+  const int64_t* ids = contiguous<int64_t>(sorted_ids, n_live, "sorted_ids");
+  py::gil_scoped_release release;
+  return std::make_unique<DeviceBm25>(device, o, n_terms, d, v, r, n_slots, ids, n_live);
+}
+
+py::tuple bm25_search(const DeviceBm25& index, const py::array& terms, const py::array& weights,
+                      const py::array& offsets, const py::array& base, size_t k,
+                      size_t first_chunk_rows, size_t max_chunk_rows, size_t max_group) {
+  if (offsets.ndim() != 1 || offsets.size() < 1) fail("offsets", "expected a 1-D array, nq + 1");
+  Bm25SearchArgs a;
+  a.nq = static_cast<size_t>(offsets.size()) - 1;
+  a.offsets = contiguous<int64_t>(offsets, a.nq + 1, "offsets");
+  const size_t n = static_cast<size_t>(terms.size());
+  if (a.offsets[a.nq] < 0 || static_cast<size_t>(a.offsets[a.nq]) != n)
+    fail("offsets", "offsets[-1] must equal the number of terms");
+  a.terms = contiguous<int64_t>(terms, n, "terms");
+  a.weights = contiguous<double>(weights, n, "weights");
+  a.base = contiguous<double>(base, a.nq, "base");
+  a.k = k;
+  a.first_chunk_rows = first_chunk_rows;
+  a.max_chunk_rows = max_chunk_rows;
+  a.max_group = max_group;
+  py::array_t<float> scores({a.nq, k});
+  py::array_t<int64_t> ids({a.nq, k});
+  a.out_scores = scores.mutable_data();
+  a.out_ids = ids.mutable_data();
+  {
+    py::gil_scoped_release release;
+    index.search(a);
+  }
+  return py::make_tuple(scores, ids);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_cuda, m) {
@@ -126,4 +175,13 @@ PYBIND11_MODULE(_cuda, m) {
            py::arg("k"), py::arg("normalize"), py::arg("out_scores"), py::arg("out_ids"),
            py::arg("path") = 0, py::arg("first_chunk_rows") = 0, py::arg("max_chunk_rows") = 0,
            py::arg("max_group") = 0);
+
+  py::class_<DeviceBm25>(m, "DeviceBm25")
+      .def(py::init(&make_bm25), py::arg("device"), py::arg("offsets"), py::arg("docs"),
+           py::arg("values"), py::arg("rank_of_slot"), py::arg("sorted_ids"))
+      .def_property_readonly("device_bytes", &DeviceBm25::device_bytes)
+      .def_property_readonly("num_terms", &DeviceBm25::num_terms)
+      .def("search", &bm25_search, py::arg("terms"), py::arg("weights"), py::arg("offsets"),
+           py::arg("base"), py::arg("k"), py::arg("first_chunk_rows") = 0,
+           py::arg("max_chunk_rows") = 0, py::arg("max_group") = 0);
 }

@@ -2,6 +2,8 @@
 // (stream-ordered cudaMallocAsync, cheap after the pool has warmed up).
 #pragma once
 
+#include <memory>
+
 #include "common.cuh"
 
 namespace ragcore::gpu {
@@ -46,5 +48,25 @@ class Scratch {
   cudaStream_t stream_;
   void* ptr_ = nullptr;
 };
+
+class DeviceGuard {  // makes `device` current for the scope
+ public:
+  explicit DeviceGuard(int device) {
+    RAGCORE_CUDA_CHECK(cudaGetDevice(&previous_));
+    RAGCORE_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+inline std::shared_ptr<DeviceBuffer> upload(int device, const void* host, size_t bytes) {
+  auto buf = std::make_shared<DeviceBuffer>(device, bytes);
+  if (bytes) RAGCORE_CUDA_CHECK(cudaMemcpy(buf->as<void>(), host, bytes, cudaMemcpyHostToDevice));
+  return buf;
+}
 
 }  // namespace ragcore::gpu

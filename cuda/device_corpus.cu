@@ -1,33 +1,14 @@
 // DeviceCorpus: the corpus, its squared norms and its tie order on the device.
 #include <algorithm>
+#include <mutex>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
 #include "corpus_state.cuh"
+#include "device_limits.h"
 
 namespace ragcore::gpu {
-namespace {
-
-class DeviceGuard {  // makes `device` current for the scope
- public:
-  explicit DeviceGuard(int device) {
-    RAGCORE_CUDA_CHECK(cudaGetDevice(&previous_));
-    RAGCORE_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceGuard() { cudaSetDevice(previous_); }
-
- private:
-  int previous_ = 0;
-};
-
-std::shared_ptr<DeviceBuffer> upload(int device, const void* host, size_t bytes) {
-  auto buf = std::make_shared<DeviceBuffer>(device, bytes);
-  if (bytes) RAGCORE_CUDA_CHECK(cudaMemcpy(buf->as<void>(), host, bytes, cudaMemcpyHostToDevice));
-  return buf;
-}
-
-}  // namespace
-
 int device_count() {
   int n = 0;
   // No driver or no device is not an error here: the answer is zero.
@@ -47,6 +28,27 @@ std::string device_name(int device) {
 void device_memory(int device, size_t* free_bytes, size_t* total_bytes) {
   DeviceGuard guard(device);
   RAGCORE_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+}
+
+DeviceLimits device_limits(int device) {
+  // The attributes never change: read once per device, not on every search.
+  static std::mutex mutex;
+  static std::vector<DeviceLimits> known;
+  DeviceLimits lim;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (known.size() <= static_cast<size_t>(device)) known.resize(device + 1);
+    if (known[device].sms == 0) {
+      int v = 0;
+      RAGCORE_CUDA_CHECK(cudaDeviceGetAttribute(&known[device].sms, cudaDevAttrMultiProcessorCount, device));
+      RAGCORE_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      known[device].shared_optin = static_cast<size_t>(v);
+    }
+    lim = known[device];
+  }
+  size_t total = 0;  // the caller made `device` current
+  RAGCORE_CUDA_CHECK(cudaMemGetInfo(&lim.free_bytes, &total));
+  return lim;
 }
 
 void synchronize_stream(uintptr_t stream) {

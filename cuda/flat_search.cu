@@ -7,6 +7,7 @@
 #include <string>
 
 #include "corpus_state.cuh"
+#include "device_limits.h"
 #include "kernels.h"
 #include "select.h"
 
@@ -118,24 +119,6 @@ int next_pow2(int x) {
   int p = 1;
   while (p < x) p *= 2;
   return p;
-}
-
-// Device facts a search needs, read once per call (cheap).
-struct DeviceLimits {
-  int sms = 0;
-  size_t shared_optin = 0;
-  size_t free_bytes = 0;
-};
-
-DeviceLimits device_limits(int device) {
-  DeviceLimits lim;
-  int v = 0;
-  RAGCORE_CUDA_CHECK(cudaDeviceGetAttribute(&lim.sms, cudaDevAttrMultiProcessorCount, device));
-  RAGCORE_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  lim.shared_optin = static_cast<size_t>(v);
-  size_t total = 0;
-  RAGCORE_CUDA_CHECK(cudaMemGetInfo(&lim.free_bytes, &total));
-  return lim;
 }
 
 enum class Kernel { kScan, kTiled, kMmaNarrow, kMmaWide };

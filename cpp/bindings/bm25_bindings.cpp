@@ -34,6 +34,19 @@ py::array_t<T> to_numpy(const std::vector<T>& v) {
   return out;
 }
 
+// A checked view of flattened queries (terms, weights, offsets).
+QueryBatch query_batch(const py::array& terms, const py::array& weights, const py::array& offsets) {
+  QueryBatch q{data_of<int64_t>(terms, "terms"), data_of<double>(weights, "weights"),
+               data_of<int64_t>(offsets, "offsets"),
+               static_cast<size_t>(std::max<py::ssize_t>(offsets.shape(0) - 1, 0))};
+  if (weights.shape(0) != terms.shape(0) || offsets.shape(0) < 1 || q.offsets[0] != 0)
+    throw std::invalid_argument("terms, weights and offsets do not agree");
+  for (size_t i = 0; i < q.nq; ++i)
+    if (q.offsets[i + 1] < q.offsets[i] || q.offsets[i + 1] > terms.shape(0))
+      throw std::invalid_argument("offsets out of range");
+  return q;
+}
+
 // UTF-8 views of the documents (str or bytes); the list keeps them alive.
 // Errors name documents as first_doc + position in the list.
 std::vector<std::string_view> utf8_views(const py::list& texts, size_t first_doc) {
@@ -227,14 +240,7 @@ void register_bm25(py::module_& m) {
               const py::array& offsets, size_t k, int algorithm, int n_threads) {
              if (k == 0) throw std::invalid_argument("k must be >= 1");
              if (algorithm < 0 || algorithm > 3) throw std::invalid_argument("unknown algorithm code");
-             QueryBatch q{data_of<int64_t>(terms, "terms"), data_of<double>(weights, "weights"),
-                          data_of<int64_t>(offsets, "offsets"),
-                          static_cast<size_t>(std::max<py::ssize_t>(offsets.shape(0) - 1, 0))};
-             if (weights.shape(0) != terms.shape(0) || offsets.shape(0) < 1 || q.offsets[0] != 0)
-               throw std::invalid_argument("terms, weights and offsets do not agree");
-             for (size_t i = 0; i < q.nq; ++i)
-               if (q.offsets[i + 1] < q.offsets[i] || q.offsets[i + 1] > terms.shape(0))
-                 throw std::invalid_argument("offsets out of range");
+             const QueryBatch q = query_batch(terms, weights, offsets);
              py::array_t<float> scores({q.nq, k});
              py::array_t<int64_t> ids({q.nq, k});
              py::array_t<uint8_t> used(static_cast<py::ssize_t>(q.nq));
@@ -259,6 +265,33 @@ void register_bm25(py::module_& m) {
              return out;
            },
            py::arg("terms"), py::arg("weights"))
+      .def("impacts",
+           [](const Bm25Index& self, int n_threads) {
+             Bm25Index::Impacts a;
+             {
+               py::gil_scoped_release release;
+               a = self.impacts(n_threads);
+             }
+             py::dict out;
+             out["offsets"] = to_numpy(a.offsets);
+             out["docs"] = to_numpy(a.docs);
+             out["values"] = to_numpy(a.values);
+             out["slot_ids"] = to_numpy(a.slot_ids);
+             return out;
+           },
+           py::arg("n_threads") = 0)
+      .def("weigh_queries",
+           [](const Bm25Index& self, const py::array& terms, const py::array& weights,
+              const py::array& offsets) {
+             const QueryBatch q = query_batch(terms, weights, offsets);
+             py::array_t<int64_t> out_terms(terms.shape(0));
+             py::array_t<double> out_weights(terms.shape(0));
+             py::array_t<double> out_base(static_cast<py::ssize_t>(q.nq));
+             self.weigh_queries(q, out_terms.mutable_data(), out_weights.mutable_data(),
+                                out_base.mutable_data());
+             return py::make_tuple(out_terms, out_weights, out_base);
+           },
+           py::arg("terms"), py::arg("weights"), py::arg("offsets"))
       .def_property_readonly("num_docs", &Bm25Index::num_docs)
       .def_property_readonly("total_length", &Bm25Index::total_length)
       .def_property_readonly("num_terms", &Bm25Index::num_terms)

@@ -92,7 +92,7 @@ const TermCache& Bm25Index::term_cache(size_t term) const {
     const size_t n = list.decode(b, docs, tfs);
     float* excess = c.excess.data() + b * kBlockSize;
     for (size_t i = 0; i < n; ++i) {
-      excess[i] = static_cast<float>(bm25_tf_part(params_, tfs[i], norm_[docs[i]]) - g0_);
+      excess[i] = posting_excess(tfs[i], docs[i]);
       c.block_max[b] = std::max(c.block_max[b], excess[i]);
     }
     c.list_max = std::max(c.list_max, c.block_max[b]);
@@ -227,21 +227,71 @@ void Bm25Index::remove(const int64_t* ext_ids, size_t n, int n_threads) {
   refresh_id_order();
 }
 
+bool Bm25Index::term_weight(int64_t term, double multiplicity, double& weight) const {
+  if (term < 0 || static_cast<size_t>(term) >= lists_.size()) return false;
+  const PostingList& list = lists_[static_cast<size_t>(term)];
+  if (list.size() == 0) return false;  // a term no live document has contributes nothing
+  weight = multiplicity *
+           bm25_idf(params_, static_cast<double>(list.size()), static_cast<double>(n_live_));
+  return true;
+}
+
 Bm25Index::PreparedQuery Bm25Index::prepare(const int64_t* terms, const double* weights,
                                             size_t n) const {
   PreparedQuery q;
   q.terms.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    if (terms[i] < 0 || static_cast<size_t>(terms[i]) >= lists_.size()) continue;
-    const PostingList& list = lists_[static_cast<size_t>(terms[i])];
-    if (list.size() == 0) continue;  // a term no live document has contributes nothing
-    const double weight = weights[i] * bm25_idf(params_, static_cast<double>(list.size()),
-                                                static_cast<double>(n_live_));
-    q.terms.emplace_back(list, term_cache(static_cast<size_t>(terms[i])), weight, q.terms.size());
+    double weight = 0.0;
+    if (!term_weight(terms[i], weights[i], weight)) continue;
+    const auto t = static_cast<size_t>(terms[i]);
+    q.terms.emplace_back(lists_[t], term_cache(t), weight, q.terms.size());
     q.base += weight * g0_;
-    q.total_postings += list.size();
+    q.total_postings += lists_[t].size();
   }
   return q;
+}
+
+void Bm25Index::weigh_queries(const QueryBatch& queries, int64_t* out_terms, double* out_weights,
+                              double* out_base) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  for (size_t qi = 0; qi < queries.nq; ++qi) {
+    double base = 0.0;
+    for (int64_t i = queries.offsets[qi]; i < queries.offsets[qi + 1]; ++i) {
+      double weight = 0.0;
+      const bool live = term_weight(queries.terms[i], queries.weights[i], weight);
+      out_terms[i] = live ? queries.terms[i] : -1;
+      out_weights[i] = live ? weight : 0.0;
+      if (live) base += weight * g0_;  // the order prepare() adds in
+    }
+    out_base[qi] = base;
+  }
+}
+
+Bm25Index::Impacts Bm25Index::impacts(int n_threads) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  Impacts out;
+  out.offsets.assign(lists_.size() + 1, 0);
+  for (size_t t = 0; t < lists_.size(); ++t)
+    out.offsets[t + 1] = out.offsets[t] + static_cast<int64_t>(lists_[t].size());
+  out.docs.resize(static_cast<size_t>(out.offsets.back()));
+  out.values.resize(out.docs.size());
+  parallel_for((lists_.size() + kTermsPerTask - 1) / kTermsPerTask, n_threads, [&](size_t task, int) {
+    uint32_t docs[kBlockSize], tfs[kBlockSize];
+    const size_t end = std::min(lists_.size(), (task + 1) * kTermsPerTask);
+    for (size_t t = task * kTermsPerTask; t < end; ++t) {
+      const PostingList& list = lists_[t];
+      size_t at = static_cast<size_t>(out.offsets[t]);
+      for (size_t b = 0; b < list.num_blocks(); ++b) {
+        const size_t n = list.decode(b, docs, tfs);
+        for (size_t i = 0; i < n; ++i, ++at) {
+          out.docs[at] = docs[i];
+          out.values[at] = posting_excess(tfs[i], docs[i]);
+        }
+      }
+    }
+  });
+  out.slot_ids = ext_ids_;
+  return out;
 }
 
 void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm,

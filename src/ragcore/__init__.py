@@ -4,6 +4,7 @@ from .bm25 import BM25Index
 from .encoders import BiEncoder, CrossEncoder, Embeddings, LateInteractionReranker
 from .errors import CopyWarning, IndexFileError, TruncationWarning
 from .flat import FlatIndex
+from .gpu_bm25 import GpuBM25Index
 from .gpu_flat import DeviceHits, GpuFlatIndex, cuda_device_count
 from .hits import Hits
 from .ivf import IVFIndex
@@ -15,6 +16,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BM25Index", "BiEncoder", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
-    "FlatIndex", "GpuFlatIndex", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker",
+    "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker",
     "TruncationWarning", "__version__", "cuda_device_count", "evaluate", "fusion", "tokenize",
 ]

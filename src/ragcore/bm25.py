@@ -281,6 +281,29 @@ class BM25Index:
         return (np.array(terms, dtype=np.int64), np.array(weights, dtype=np.float64),
                 np.array(offsets, dtype=np.int64))
 
+    # ---- copies and devices ---------------------------------------------
+
+    def copy(self) -> BM25Index:
+        """An independent copy of the index (same documents, ids and settings)."""
+        with self._lock:
+            clone = self._empty_like()
+            clone._native = _core.Bm25Index.from_arrays(
+                self._k1, self._b, self._delta, _VARIANT_CODE[self._variant],
+                self._lucene_norms, dict(self._native.to_arrays()))
+            clone._terms = list(self._terms)
+            clone._term_ids = dict(self._term_ids)
+            clone._next_id = self._next_id
+        return clone
+
+    def to(self, device):
+        """'cpu' gives this index; 'cuda' / 'cuda:N' a GpuBM25Index (a snapshot: later
+        changes to this index do not reach it) on that device."""
+        if device == "cpu":
+            return self
+        from .gpu_bm25 import GpuBM25Index
+
+        return GpuBM25Index.from_index(self, device)
+
     # ---- persistence ----------------------------------------------------
 
     def save(self, path) -> None:

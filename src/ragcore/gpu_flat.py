@@ -27,46 +27,10 @@ from ._device_arrays import (
     is_device_array,
     to_host,
 )
+from ._cuda_device import _cuda_module, _parse_device, cuda_device_count  # noqa: F401
 from ._storage import STORAGE_CODE
 from .flat import _METRIC_CODE, FlatIndex
 from .hits import Hits
-
-
-def _cuda_module():
-    try:
-        from . import _cuda
-    except ImportError:
-        raise RuntimeError(
-            "ragcore was built without CUDA support (no nvcc at build time); "
-            "reinstall on a machine with the CUDA toolkit to use the GPU"
-        ) from None
-    return _cuda
-
-
-def cuda_device_count() -> int:
-    """Number of CUDA devices ragcore can use (0 without a driver, a GPU or CUDA support)."""
-    try:
-        return _cuda_module().device_count()
-    except RuntimeError:
-        return 0
-
-
-def _parse_device(device) -> int:
-    if isinstance(device, (int, np.integer)) and not isinstance(device, bool):
-        index = int(device)
-    elif isinstance(device, str) and (device == "cuda" or device.startswith("cuda:")):
-        suffix = device[5:]
-        if suffix and not suffix.isdigit():
-            raise ValueError(f"device must be 'cuda', 'cuda:N' or an integer, got {device!r}")
-        index = int(suffix) if suffix else 0
-    else:
-        raise ValueError(f"device must be 'cuda', 'cuda:N' or an integer, got {device!r}")
-    count = _cuda_module().device_count()
-    if not 0 <= index < count:
-        raise RuntimeError(
-            f"device: CUDA device {index} is not available ({count} device(s) found)"
-        )
-    return index
 
 
 @dataclass(frozen=True)

@@ -326,3 +326,27 @@ def filtered_flat_search(corpus, queries, k: int, allowed_ids, metric: str = "ip
     ids = np.arange(len(corpus), dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
     keep = np.isin(ids, np.asarray(allowed_ids, dtype=np.int64))
     return flat_search(corpus[keep], queries, k, metric, ids[keep])
+
+
+# ---- BM25 on the GPU (GpuBM25Index) --------------------------------------------
+
+
+def bm25_impact_search(impacts: dict, terms, weights, offsets, base, k: int) -> Hits:
+    """Top-k as GpuBM25Index computes it, from BM25Index impacts (CSR: term -> slots and
+    float32 score parts) and weighed queries (terms, weights, offsets, base per query):
+    float64 sums of weight * part in query order, then float32(base + sum) for every live
+    slot (removed slots have id -1), ties by id ascending."""
+    offsets_t, docs, values, slot_ids = (impacts[name] for name in
+                                         ("offsets", "docs", "values", "slot_ids"))
+    live = slot_ids >= 0
+    rows = []
+    for q in range(len(offsets) - 1):
+        acc = np.zeros(len(slot_ids), dtype=np.float64)
+        for i in range(offsets[q], offsets[q + 1]):
+            if terms[i] < 0:
+                continue
+            span = slice(offsets_t[terms[i]], offsets_t[terms[i] + 1])
+            acc[docs[span]] += weights[i] * values[span].astype(np.float64)
+        rows.append((base[q] + acc[live]).astype(np.float32))
+    scores = np.array(rows, dtype=np.float32).reshape(len(rows), int(live.sum()))
+    return topk(scores, slot_ids[live], k)

@@ -68,6 +68,24 @@ class Bm25Index {
   // Scores of one query for every live document, in internal order (live_ids()).
   void get_scores(const int64_t* terms, const double* weights, size_t n, float* out) const;
 
+  // What the GPU index scores with, so that it adds the same numbers in the same
+  // order as search: every posting as (slot, g(tf, norm) - g0) grouped by term
+  // (CSR: term t holds [offsets[t], offsets[t+1])), and the external id of every
+  // slot (-1 once removed).
+  struct Impacts {
+    std::vector<int64_t> offsets;
+    std::vector<uint32_t> docs;
+    std::vector<float> values;
+    std::vector<int64_t> slot_ids;
+  };
+  Impacts impacts(int n_threads) const;
+
+  // Each query term's weight (multiplicity * idf) and each query's base score,
+  // exactly as search computes them; a term no live document holds gets term -1
+  // (it contributes nothing, not even to the base).
+  void weigh_queries(const QueryBatch& queries, int64_t* out_terms, double* out_weights,
+                     double* out_base) const;
+
   size_t num_docs() const;       // live documents
   uint64_t total_length() const;
   size_t num_terms() const;
@@ -89,6 +107,13 @@ class Bm25Index {
  private:
   struct PreparedQuery;
   PreparedQuery prepare(const int64_t* terms, const double* weights, size_t n) const;
+  // The weight of a query term under the current statistics, or false when no
+  // live document holds it.
+  bool term_weight(int64_t term, double multiplicity, double& weight) const;
+  // g(tf, norm) - g0 of one posting: what TermCache keeps and the GPU adds.
+  float posting_excess(uint32_t tf, uint32_t doc) const {
+    return static_cast<float>(bm25_tf_part(params_, tf, norm_[doc]) - g0_);
+  }
   void run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm, Accumulator& acc,
                  float* scores, int64_t* ids, uint8_t* used) const;
   void refresh_norms();

@@ -1,0 +1,87 @@
+// The two kernels of GPU BM25 scoring (see gpu_bm25.h).
+#pragma once
+
+#include "common.cuh"
+#include "select.h"
+
+namespace ragcore::gpu {
+
+// The postings one query adds at one query position: list[begin, begin + count)
+// of its term, times weight, into accumulator row `row`. `first` numbers the
+// segment's first posting among all postings of its launch (segments ascend).
+struct Bm25Segment {
+  int64_t begin;
+  int64_t first;
+  double weight;
+  int64_t row;
+};
+
+// One thread per posting of the launch: finds its segment by binary search and
+// adds weight * value to the document's accumulator. A query holds each term
+// once, so no two threads of a launch touch the same accumulator: plain stores,
+// no atomics, and each sum grows in query order. __dmul_rn / __dadd_rn are
+// never fused into an FMA, matching the CPU's separate multiply and add.
+__global__ void bm25_scatter_kernel(const Bm25Segment* segs, int n_segs, int64_t total,
+                                    const uint32_t* docs, const float* values, double* acc,
+                                    uint8_t* touched, int64_t n_slots) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
+       g += step) {
+    int lo = 0, hi = n_segs - 1;  // the last segment with first <= g
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (segs[mid].first <= g) lo = mid; else hi = mid - 1;
+    }
+    const Bm25Segment s = segs[lo];
+    const int64_t p = s.begin + (g - s.first);
+    const int64_t at = s.row * n_slots + docs[p];
+    acc[at] = __dadd_rn(acc[at], __dmul_rn(s.weight, static_cast<double>(values[p])));
+    touched[at] = 1;
+  }
+}
+
+// Grid: (blocks over the chunk, queries of the group). Scores documents
+// [row_begin, row_begin + row_count) of query j as float32(base + sum), the
+// CPU's rounding, and appends those whose key beats the query's k-th best kept
+// so far (keys are unique: ids break ties). Resets every accumulator it reads,
+// so the buffers are zero again for the next group.
+__global__ void bm25_select_kernel(Selection s, const double* base, int64_t row_begin,
+                                   int64_t row_count, const int32_t* ranks, double* acc,
+                                   uint8_t* touched, int64_t n_slots) {
+  const int j = blockIdx.y;
+  const uint64_t floor = s.kept[j] == s.k ? s.candidates[j * s.stride + s.k - 1] : 0;
+  const double b = base[j];
+  uint64_t* out = s.candidates + j * s.stride + s.k;
+  const int lane = threadIdx.x & 31;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  // The loop bound is the same for the whole block, so every lane reaches the ballot.
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x; first < row_count;
+       first += step) {
+    const int64_t r = first + threadIdx.x;
+    bool pass = false;
+    uint64_t key = 0;
+    if (r < row_count) {
+      const int64_t doc = row_begin + r;
+      const int64_t at = j * n_slots + doc;
+      double sum = 0.0;
+      if (touched[at]) {
+        sum = acc[at];
+        acc[at] = 0.0;
+        touched[at] = 0;
+      }
+      const int32_t rank = ranks[doc];
+      if (rank >= 0) {
+        key = result_key(__double2float_rn(__dadd_rn(b, sum)), static_cast<uint32_t>(rank));
+        pass = key > floor;
+      }
+    }
+    const unsigned mask = __ballot_sync(0xFFFFFFFFu, pass);
+    if (mask == 0) continue;
+    uint32_t at = 0;
+    if (lane == 0) at = atomicAdd(s.counts + j, static_cast<uint32_t>(__popc(mask)));
+    at = __shfl_sync(0xFFFFFFFFu, at, 0);
+    if (pass) out[at + __popc(mask & ((1u << lane) - 1))] = key;
+  }
+}
+
+}  // namespace ragcore::gpu

@@ -1,0 +1,210 @@
+// DeviceBm25: the postings on the device, and the batched search (gpu_bm25.h).
+#include <algorithm>
+#include <climits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "bm25_kernels.cuh"
+#include "device_buffer.cuh"
+#include "device_limits.h"
+#include "gpu_bm25.h"
+#include "gpu_flat.h"
+
+namespace ragcore::gpu {
+
+struct DeviceBm25::Buffers {
+  std::shared_ptr<DeviceBuffer> docs, values, ranks, sorted_ids;
+};
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n, int64_t cap) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min((n + kThreads - 1) / kThreads, cap)));
+}
+
+// The scatter launches of a batch: launch l adds segs[launch_begin[l],
+// launch_begin[l + 1]) (launch_total[l] postings); the launches of query group
+// g are [group_begin[g], group_begin[g + 1]), one per query position.
+struct ScatterPlan {
+  std::vector<Bm25Segment> segs;
+  std::vector<size_t> launch_begin, group_begin;
+  std::vector<int64_t> launch_total;
+};
+
+ScatterPlan plan_scatter(const Bm25SearchArgs& a, const std::vector<int64_t>& offsets,
+                         size_t group) {
+  ScatterPlan plan;
+  std::vector<std::vector<std::pair<Bm25Segment, int64_t>>> by_position;  // (segment, count)
+  for (size_t g0 = 0; g0 < a.nq; g0 += group) {
+    plan.group_begin.push_back(plan.launch_total.size());
+    for (auto& launch : by_position) launch.clear();
+    size_t positions = 0;
+    for (size_t q = g0; q < std::min(a.nq, g0 + group); ++q) {
+      size_t position = 0;
+      for (int64_t i = a.offsets[q]; i < a.offsets[q + 1]; ++i) {
+        const int64_t t = a.terms[i];
+        if (t < 0) continue;  // no live document holds it
+        const int64_t count = offsets[t + 1] - offsets[t];
+        if (count == 0) continue;
+        if (by_position.size() <= position) by_position.emplace_back();
+        by_position[position++].push_back(
+            {Bm25Segment{offsets[t], 0, a.weights[i], static_cast<int64_t>(q - g0)}, count});
+      }
+      positions = std::max(positions, position);
+    }
+    for (size_t p = 0; p < positions; ++p) {
+      plan.launch_begin.push_back(plan.segs.size());
+      int64_t first = 0;
+      for (auto [seg, count] : by_position[p]) {
+        seg.first = first;
+        first += count;
+        plan.segs.push_back(seg);
+      }
+      plan.launch_total.push_back(first);
+    }
+  }
+  plan.group_begin.push_back(plan.launch_total.size());
+  plan.launch_begin.push_back(plan.segs.size());
+  return plan;
+}
+
+}  // namespace
+
+DeviceBm25::DeviceBm25(int device, const int64_t* offsets, size_t n_terms, const uint32_t* docs,
+                       const float* values, const int32_t* rank_of_slot, size_t n_slots,
+                       const int64_t* sorted_ids, size_t n_live)
+    : device_(device), n_slots_(n_slots), n_live_(n_live), offsets_(offsets, offsets + n_terms + 1),
+      buffers_(std::make_unique<Buffers>()) {
+  if (device < 0 || device >= device_count())
+    throw std::invalid_argument("device: no CUDA device " + std::to_string(device));
+  if (n_live > n_slots || n_slots >= static_cast<size_t>(INT_MAX))
+    throw std::invalid_argument("n_live and n_slots: out of range");
+  if (offsets_[0] != 0) throw std::invalid_argument("offsets: must start at 0");
+  for (size_t t = 0; t < n_terms; ++t)
+    if (offsets_[t + 1] < offsets_[t]) throw std::invalid_argument("offsets: must not decrease");
+  const auto n_postings = static_cast<size_t>(offsets_.back());
+  for (size_t p = 0; p < n_postings; ++p)
+    if (docs[p] >= n_slots) throw std::invalid_argument("docs: slot out of range");
+  for (size_t d = 0; d < n_slots; ++d)
+    if (rank_of_slot[d] < -1 || rank_of_slot[d] >= static_cast<int64_t>(n_live))
+      throw std::invalid_argument("rank_of_slot: rank out of range");
+  DeviceGuard guard(device_);
+  buffers_->docs = upload(device_, docs, n_postings * sizeof(uint32_t));
+  buffers_->values = upload(device_, values, n_postings * sizeof(float));
+  buffers_->ranks = upload(device_, rank_of_slot, n_slots * sizeof(int32_t));
+  buffers_->sorted_ids = upload(device_, sorted_ids, n_live * sizeof(int64_t));
+}
+
+DeviceBm25::~DeviceBm25() = default;
+
+size_t DeviceBm25::device_bytes() const {
+  return buffers_->docs->bytes() + buffers_->values->bytes() + buffers_->ranks->bytes() +
+         buffers_->sorted_ids->bytes();
+}
+
+void DeviceBm25::search(const Bm25SearchArgs& a) const {
+  if (a.k == 0) throw std::invalid_argument("k: must be >= 1");
+  if (a.nq == 0) return;
+  if (a.k > static_cast<size_t>(INT_MAX) || a.nq > static_cast<size_t>(INT_MAX))
+    throw std::invalid_argument("k and the number of queries must be below 2**31");
+  if (a.offsets[0] != 0) throw std::invalid_argument("offsets: must start at 0");
+  for (size_t q = 0; q < a.nq; ++q)
+    if (a.offsets[q + 1] < a.offsets[q]) throw std::invalid_argument("offsets: must not decrease");
+  for (int64_t i = 0; i < a.offsets[a.nq]; ++i)
+    if (a.terms[i] < -1 || a.terms[i] >= static_cast<int64_t>(num_terms()))
+      throw std::invalid_argument("terms: term id out of range");
+
+  DeviceGuard guard(device_);
+  const cudaStream_t stream = 0;
+  const int64_t k = static_cast<int64_t>(a.k);
+  const int64_t slots = static_cast<int64_t>(n_slots_);
+  const DeviceLimits lim = device_limits(device_);
+
+  // Chunks of documents between merges, as the dense search cuts its corpus.
+  int64_t first = std::min<int64_t>(slots, a.first_chunk_rows ? a.first_chunk_rows
+                                                              : std::max<int64_t>(4 * k, 16384));
+  first = std::max<int64_t>(first, 1);
+  int64_t capacity = a.max_chunk_rows ? a.max_chunk_rows : 131072;
+  capacity = std::max<int64_t>(std::min(capacity, slots), first);
+  // Accumulators (9 bytes per query and document) and selection buffers (16
+  // bytes per slot) get a quarter of the free memory, at most 4 GiB.
+  const int64_t budget = static_cast<int64_t>(std::min<size_t>(lim.free_bytes / 4, size_t{4} << 30));
+  const int64_t per_query = 9 * slots + 16 * (k + capacity) + 64;
+  int64_t group = std::min<int64_t>({static_cast<int64_t>(a.nq), budget / per_query, 65535});
+  if (a.max_group) group = std::min<int64_t>(group, static_cast<int64_t>(a.max_group));
+  group = std::max<int64_t>(group, 1);
+
+  const ScatterPlan plan = plan_scatter(a, offsets_, static_cast<size_t>(group));
+  Scratch segs(plan.segs.size() * sizeof(Bm25Segment), stream);
+  if (!plan.segs.empty())
+    RAGCORE_CUDA_CHECK(cudaMemcpyAsync(segs.as<void>(), plan.segs.data(),
+                                       plan.segs.size() * sizeof(Bm25Segment),
+                                       cudaMemcpyHostToDevice, stream));
+  Scratch base(a.nq * sizeof(double), stream);
+  RAGCORE_CUDA_CHECK(cudaMemcpyAsync(base.as<void>(), a.base, a.nq * sizeof(double),
+                                     cudaMemcpyHostToDevice, stream));
+  const size_t acc_entries = static_cast<size_t>(group) * n_slots_;
+  Scratch acc(acc_entries * sizeof(double), stream), touched(acc_entries, stream);
+  if (acc_entries) {  // zero once: the select kernel resets what the scatter wrote
+    RAGCORE_CUDA_CHECK(cudaMemsetAsync(acc.as<void>(), 0, acc_entries * sizeof(double), stream));
+    RAGCORE_CUDA_CHECK(cudaMemsetAsync(touched.as<void>(), 0, acc_entries, stream));
+  }
+
+  Selection sel;
+  sel.k = k;
+  sel.stride = k + capacity;
+  sel.n_queries = static_cast<int>(group);
+  const int64_t keys = group * sel.stride;
+  Scratch candidates(keys * sizeof(uint64_t), stream), sorted(keys * sizeof(uint64_t), stream);
+  Scratch per_query_buf(group * (2 * sizeof(uint32_t) + sizeof(float) + 2 * sizeof(int64_t)), stream);
+  sel.candidates = candidates.as<uint64_t>();
+  sel.sorted = sorted.as<uint64_t>();
+  sel.begin = per_query_buf.as<int64_t>();
+  sel.end = sel.begin + group;
+  sel.thresholds = reinterpret_cast<float*>(sel.end + group);
+  sel.counts = reinterpret_cast<uint32_t*>(sel.thresholds + group);
+  sel.kept = sel.counts + group;
+  sel.sort_temp_bytes = selection_sort_temp_bytes(sel.n_queries, sel.stride);
+  Scratch sort_temp(sel.sort_temp_bytes, stream);
+  sel.sort_temp = sort_temp.as<void>();
+  Scratch out_scores(a.nq * a.k * sizeof(float), stream), out_ids(a.nq * a.k * sizeof(int64_t), stream);
+
+  const Buffers& buf = *buffers_;
+  const uint32_t* docs = buf.docs->as<uint32_t>();
+  const float* values = buf.values->as<float>();
+  const int32_t* ranks = buf.ranks->as<int32_t>();
+  for (size_t g = 0; g + 1 < plan.group_begin.size(); ++g) {
+    const int64_t g0 = static_cast<int64_t>(g) * group;
+    sel.n_queries = static_cast<int>(std::min<int64_t>(group, static_cast<int64_t>(a.nq) - g0));
+    selection_reset(sel, stream);
+    for (size_t l = plan.group_begin[g]; l < plan.group_begin[g + 1]; ++l) {
+      const size_t s0 = plan.launch_begin[l], n_segs = plan.launch_begin[l + 1] - s0;
+      bm25_scatter_kernel<<<blocks_for(plan.launch_total[l], 16 * lim.sms), kThreads, 0, stream>>>(
+          segs.as<Bm25Segment>() + s0, static_cast<int>(n_segs), plan.launch_total[l], docs, values,
+          acc.as<double>(), touched.as<uint8_t>(), slots);
+      RAGCORE_CUDA_CHECK(cudaGetLastError());
+    }
+    int64_t chunk = first;
+    for (int64_t row = 0; row < slots; row += chunk, chunk = std::min(capacity, chunk * 8)) {
+      const int64_t rows = std::min(chunk, slots - row);
+      const dim3 grid(blocks_for(rows, 1024), static_cast<unsigned>(sel.n_queries));
+      bm25_select_kernel<<<grid, kThreads, 0, stream>>>(sel, base.as<double>() + g0, row, rows,
+                                                        ranks, acc.as<double>(),
+                                                        touched.as<uint8_t>(), slots);
+      RAGCORE_CUDA_CHECK(cudaGetLastError());
+      selection_merge(sel, stream);
+    }
+    selection_write(sel, buf.sorted_ids->as<int64_t>(), out_scores.as<float>() + g0 * k,
+                    out_ids.as<int64_t>() + g0 * k, stream);
+  }
+  RAGCORE_CUDA_CHECK(cudaMemcpyAsync(a.out_scores, out_scores.as<float>(), a.nq * a.k * sizeof(float),
+                                     cudaMemcpyDeviceToHost, stream));
+  RAGCORE_CUDA_CHECK(cudaMemcpyAsync(a.out_ids, out_ids.as<int64_t>(), a.nq * a.k * sizeof(int64_t),
+                                     cudaMemcpyDeviceToHost, stream));
+  RAGCORE_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace ragcore::gpu

@@ -1,0 +1,96 @@
+"""GpuBM25Index: BM25 scoring of query batches on a CUDA device.
+
+A snapshot of a BM25Index (``BM25Index.to("cuda")``): every posting's score part,
+as the CPU index computes it, sits on the device in CSR form (term -> slots and
+float32 parts, 8 bytes per posting), and a batch of queries is scored into
+per-query accumulators, then cut to the top k on the device. Scores are the CPU
+index's to the bit and ties go to the smaller id, so ``search`` returns exactly
+what ``BM25Index.search`` returns (see cuda/gpu_bm25.h for how).
+
+Queries are tokenized and weighted on the host by the snapshot's CPU copy, which
+this index keeps (host memory equal to the CPU index). Changes to the original
+index do not reach the snapshot: take a new one with ``to("cuda")``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._arrays import check_positive_int
+from ._cuda_device import _cuda_module, _parse_device
+from .bm25 import BM25Index
+from .hits import Hits
+
+
+def _rank_of_slot(slot_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rank of each slot's id among the live ids, -1 if removed; the live ids ascending)."""
+    live = slot_ids >= 0
+    sorted_ids = np.sort(slot_ids[live])
+    ranks = np.full(len(slot_ids), -1, dtype=np.int32)
+    ranks[live] = np.searchsorted(sorted_ids, slot_ids[live])
+    return ranks, np.ascontiguousarray(sorted_ids, dtype=np.int64)
+
+
+class GpuBM25Index:
+    """Exact BM25 top-k for batches of queries on a CUDA device (see the module doc).
+
+    Build it with ``BM25Index.to("cuda")`` or ``GpuBM25Index.from_index(index, device)``.
+    """
+
+    def __init__(self, index: BM25Index, device="cuda"):
+        if not isinstance(index, BM25Index):
+            raise TypeError(f"index must be a BM25Index, got {type(index).__name__}")
+        self._device = _parse_device(device)
+        self._host = index.copy()
+        impacts = self._host._native.impacts(0)
+        ranks, sorted_ids = _rank_of_slot(impacts["slot_ids"])
+        self._native = _cuda_module().DeviceBm25(
+            self._device, impacts["offsets"], impacts["docs"], impacts["values"], ranks,
+            sorted_ids)
+        # Private knobs for tests and benchmarks: first_chunk_rows, max_chunk_rows, max_group.
+        self._search_options: dict = {}
+
+    @classmethod
+    def from_index(cls, index: BM25Index, device="cuda") -> GpuBM25Index:
+        """A GPU snapshot of a CPU BM25Index."""
+        return cls(index, device)
+
+    @property
+    def device(self) -> str:
+        return f"cuda:{self._device}"
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._host.ids
+
+    @property
+    def device_bytes(self) -> int:
+        """Device memory of the postings (8 bytes each) and the per-document arrays."""
+        return self._native.device_bytes
+
+    def __len__(self) -> int:
+        return len(self._host)
+
+    def __repr__(self) -> str:
+        h = self._host
+        return (f"GpuBM25Index(k1={h.k1}, b={h.b}, variant={h.variant!r}, "
+                f"device={self.device!r}, n={len(self)})")
+
+    def to(self, device):
+        """'cpu' gives a BM25Index copy; a CUDA device gives a GpuBM25Index there."""
+        if device == "cpu":
+            return self._host.copy()
+        return GpuBM25Index(self._host, device)
+
+    def search(self, queries, k: int) -> Hits:
+        """Top-k documents of each query: ``Hits`` [nq, k], best first, ties by id.
+
+        queries: as for BM25Index.search (a str, a list of str or of token lists).
+        Rows are padded with id -1 / score -inf only when k exceeds the documents.
+        """
+        k = check_positive_int(k, "k")
+        terms, weights, offsets = self._host._encode_queries(queries, 0)
+        terms, weights, base = self._host._native.weigh_queries(terms, weights, offsets)
+        scores, ids = self._native.search(terms, weights, offsets, base, k,
+                                          **self._search_options)
+        return Hits(scores, ids)

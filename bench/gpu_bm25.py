@@ -1,0 +1,117 @@
+"""GPU BM25: GpuBM25Index against the CPU BM25Index in the same run, same queries.
+
+    python bench/gpu_bm25.py --json OUT.json --markdown OUT.md [--n 1000000] [--quick]
+
+Corpus and queries: bench/bm25.py's Zipfian corpus (vocabulary 200,000, lengths
+60-200 tokens; queries of 2-6 distinct mid-frequency words), --n documents, one
+batch of --batch queries (default 1,024), variant "lucene", no stopwords. Per k:
+the CPU index with every core (n_threads=0) and with one thread, and the GPU
+index; each time is the median of --repeats batches after a warm-up batch and
+includes tokenizing and weighing the query strings (both indexes do that on the
+host). The GPU's hits are compared with the CPU's (ids and scores equal).
+
+Standalone on purpose: the GPU machine has numpy, torch and cupy, not the CPU
+benchmark's peers.
+"""
+
+from __future__ import annotations
+
+import _common  # first: re-executes without OPENBLAS_CORETYPE  # noqa: F401
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import ragcore
+from bm25 import zipf_corpus  # the CPU benchmark's corpus, same seed and law
+
+
+def median_seconds(fn, repeats: int):
+    result = fn()  # warm-up; its result is the one compared
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def run(args) -> dict:
+    start = time.perf_counter()
+    texts, queries = zipf_corpus(args.n, 200_000, args.batch, seed=0)
+    generated = time.perf_counter() - start
+    index = ragcore.BM25Index(stopwords=None)
+    start = time.perf_counter()
+    index.index(texts, n_threads=0)
+    built = time.perf_counter() - start
+    del texts
+    start = time.perf_counter()
+    gpu = index.to("cuda")
+    uploaded = time.perf_counter() - start
+    report = {
+        "device": ragcore._cuda.device_name(0), "cpu_cores": os.cpu_count(),
+        "python": platform.python_version(), "n": args.n, "batch": args.batch,
+        "generate_s": generated, "build_s": built, "to_cuda_s": uploaded,
+        "device_bytes": gpu.device_bytes, "rows": [],
+    }
+    for k in args.k:
+        cpu_all, cpu_hits = median_seconds(lambda: index.search(queries, k, n_threads=0), args.repeats)
+        cpu_one, _ = median_seconds(lambda: index.search(queries, k, n_threads=1), args.repeats)
+        gpu_s, gpu_hits = median_seconds(lambda: gpu.search(queries, k), args.repeats)
+        same = bool(np.array_equal(gpu_hits.ids, cpu_hits.ids)
+                    and np.array_equal(gpu_hits.scores, cpu_hits.scores))
+        row = {"k": k, "cpu_all_ms": 1e3 * cpu_all, "cpu_1t_ms": 1e3 * cpu_one,
+               "gpu_ms": 1e3 * gpu_s, "gpu_qps": args.batch / gpu_s,
+               "vs_cpu_all": cpu_all / gpu_s, "vs_cpu_1t": cpu_one / gpu_s, "same_hits": same}
+        report["rows"].append(row)
+        print(row, flush=True)
+    return report
+
+
+def markdown(report) -> str:
+    lines = [
+        f"Device: {report['device']}, host with {report['cpu_cores']} cores; "
+        f"{report['n']:,} documents, batch {report['batch']}; postings on the device: "
+        f"{report['device_bytes'] / 2**20:.0f} MiB.",
+        "",
+        "| k | CPU all cores ms | CPU 1 thread ms | GPU ms | GPU QPS | vs CPU all | vs CPU 1 thread | same hits |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in report["rows"]:
+        lines.append(f"| {r['k']} | {r['cpu_all_ms']:.1f} | {r['cpu_1t_ms']:.1f} | {r['gpu_ms']:.2f} | "
+                     f"{r['gpu_qps']:,.0f} | {r['vs_cpu_all']:.1f} | {r['vs_cpu_1t']:.1f} | "
+                     f"{'yes' if r['same_hits'] else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=1024)
+    parser.add_argument("--k", type=int, nargs="+", default=[10, 100])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="100,000 documents, a smoke test")
+    parser.add_argument("--json")
+    parser.add_argument("--markdown")
+    args = parser.parse_args()
+    if args.quick:
+        args.n = 100_000
+    report = run(args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown(report))
+    print(markdown(report))
+    if not all(r["same_hits"] for r in report["rows"]):
+        raise SystemExit("GPU hits differ from the CPU index's")
+
+
+if __name__ == "__main__":
+    main()

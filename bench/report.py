@@ -133,7 +133,40 @@ those are missing and the rows of that corpus were taken from the run's log.
 
 Against the targets of the CUDA issue: ragcore / torch ranges {min(vs_torch):.2f}-{max(vs_torch):.2f}x
 (target >= 1.5x: **not met** at any cell); batch 1 reads {min(pct):.0f}-{max(pct):.0f}% of the
-measured HBM bandwidth (target >= 80%: **not met**). BM25 on the GPU is not built yet.
+measured HBM bandwidth (target >= 80%: **not met**). The scan kernel's launch changed after
+this run (one full wave of resident blocks) and has not been measured since.
+{gpu_bm25_section()}"""
+
+
+def gpu_bm25_section() -> str:
+    """GPU BM25 against the CPU index, when a device run's results are here."""
+    path = RESULTS / "gpu" / "gpu_bm25.json"
+    if not path.exists():
+        return """
+### BM25 on the GPU
+
+`GpuBM25Index` is built, but `bench/gpu_bm25.py` (GPU against the CPU index, 1M Zipfian
+documents, batch 1,024; target >= 10x) **has not run yet**: no device has been lent since it was
+written. No figure is claimed.
+"""
+    run = json.loads(path.read_text())
+    rows = "\n".join(
+        f"| {r['k']} | {r['cpu_all_ms']:.1f} | {r['cpu_1t_ms']:.1f} | {r['gpu_ms']:.2f} | "
+        f"{r['vs_cpu_all']:.1f}x | {r['vs_cpu_1t']:.1f}x | {'yes' if r['same_hits'] else 'NO'} |"
+        for r in run["rows"])
+    return f"""
+### BM25 on the GPU
+
+```
+python bench/gpu_bm25.py --json bench/results/gpu/gpu_bm25.json   # run by bench/gpu_check.sh
+```
+
+{run['device']}, host with {run['cpu_cores']} cores; {run['n']:,} Zipfian documents, one batch of
+{run['batch']} queries; times include tokenizing and weighing the queries on the host.
+
+| k | CPU all cores ms | CPU 1 thread ms | GPU ms | GPU / CPU all cores | GPU / CPU 1 thread | same hits |
+| ---: | ---: | ---: | ---: | ---: | ---: | --- |
+{rows}
 """
 
 

@@ -90,6 +90,15 @@ def test_snapshot_does_not_follow_the_cpu_index():
     assert gpu.device == "cuda:0" and gpu.device_bytes > 0
 
 
+def test_save_and_load_round_trip(tmp_path):
+    index = build(zipf_corpus(2000, seed=13), "atire", ids=np.arange(2000)[::-1])
+    gpu = index.to("cuda")
+    gpu.save(tmp_path / "bm25.idx")
+    loaded = ragcore.GpuBM25Index.load(tmp_path / "bm25.idx", device="cuda:0")
+    qs = zipf_queries(30, seed=14)
+    assert_hits_equal(loaded.search(qs, 50), index.search(qs, 50))
+
+
 def test_empty_index_and_queries_without_terms():
     index = build([["a"]])
     index.remove([0])

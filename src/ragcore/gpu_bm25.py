@@ -82,6 +82,15 @@ class GpuBM25Index:
             return self._host.copy()
         return GpuBM25Index(self._host, device)
 
+    def save(self, path) -> None:
+        """Writes the snapshot as a BM25Index file (BM25Index.save)."""
+        self._host.save(path)
+
+    @classmethod
+    def load(cls, path, device="cuda") -> GpuBM25Index:
+        """Reads a BM25Index file (BM25Index.load) onto a CUDA device."""
+        return cls(BM25Index.load(path), device)
+
     def search(self, queries, k: int) -> Hits:
         """Top-k documents of each query: ``Hits`` [nq, k], best first, ties by id.
 

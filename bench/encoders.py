@@ -13,8 +13,9 @@ alike). Threads: onnxruntime's intra-op threads for ragcore, torch's for the
 peers. Embeddings are compared in the same run (min cosine to
 sentence-transformers, and fp16 to fp32). fp16 on CPU: onnxruntime has no CPU
 kernels for most fp16 ops and runs them in fp32 behind inserted Casts, so it is
-measured here for agreement and for CI, not as a CPU option. The cross-encoder is a tiny random BERT (no pre-trained
-cross-encoder ships in an installable package): the comparison is of runtimes.
+measured here for agreement and for CI, not as a CPU option. The cross-encoder
+is a tiny random BERT (no pre-trained cross-encoder ships in an installable
+package): the comparison is of runtimes.
 """
 
 from __future__ import annotations

@@ -101,6 +101,30 @@ def encoder(path: Path, provider: str, io_binding: bool, batch: int):
     return enc
 
 
+def node_placement(path: Path, provider: str, batch, workdir: Path) -> dict:
+    """Kernels run per execution provider in one profiled call ({"CUDAExecutionProvider":
+    n, "CPUExecutionProvider": m}): onnxruntime silently puts nodes it has no CUDA
+    kernel for (some fp16 ops) on the CPU, with copies around them."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = str(workdir / "profile")
+    options.log_severity_level = 3
+    names = ["CUDAExecutionProvider", "CPUExecutionProvider"] if provider == "cuda" else \
+        ["CPUExecutionProvider"]
+    session = ort.InferenceSession(str(path), options, providers=names)
+    session.run(None, {i.name: getattr(batch, i.name) for i in session.get_inputs()})
+    profile = Path(session.end_profiling())
+    counts: dict = {}
+    for event in json.loads(profile.read_text()):
+        if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time"):
+            where = event.get("args", {}).get("provider", "unknown")
+            counts[where] = counts.get(where, 0) + 1
+    profile.unlink()
+    return counts
+
+
 def throughput(enc, data: list[str], repeats: int) -> tuple[float, np.ndarray]:
     vectors = enc.encode(data, warn=False)  # warm-up: CUDA context, kernels, memory arena
     times = []
@@ -136,8 +160,11 @@ def run(args, report: dict) -> int:
             cosine = (vectors * reference).sum(axis=1)
             top1 = (vectors @ vectors.T).argsort(axis=1)[:, -2]
             ref_top1 = (reference @ reference.T).argsort(axis=1)[:, -2]
+            placement = None if io_binding else node_placement(  # once per model and provider
+                paths[precision], provider, enc.tokenizer.encode(data[:8]), Path(tmp))
             rows.append({
                 "precision": precision, "provider": enc.provider, "io_binding": enc.model.io_binding,
+                "kernels_per_provider": placement,
                 "provider_options": enc.model.session.get_provider_options().get(enc.provider, {}),
                 "texts_per_s": tps, "min_cosine_to_cpu_fp32": float(cosine.min()),
                 "mean_cosine_to_cpu_fp32": float(cosine.mean()),

@@ -161,6 +161,14 @@ def test_fp16_by_precision_and_name(fp16_model, monkeypatch):
     assert BiEncoder(models.FP16_NAME, providers="cpu").model.path == fp16_model
 
 
+def test_cli_exports_fp16(fp16_model, monkeypatch, capsys):
+    from ragcore.__main__ import main
+
+    monkeypatch.setenv("RAGCORE_CACHE", str(fp16_model.parent.parent))
+    assert main(["models", "export", "--precision", "fp16"]) == 0  # cached: returns the path
+    assert capsys.readouterr().out.strip().endswith(str(fp16_model))
+
+
 def test_fp16_that_disagrees_is_not_kept(fp16_model, monkeypatch):
     before = fp16_model.read_bytes()
     monkeypatch.setattr(models, "FP16_MIN_COSINE", 1.5)  # no model reaches it

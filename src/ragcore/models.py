@@ -189,13 +189,13 @@ def to_fp16(src: Path, out: Path) -> dict:
     """Converts an fp32 ONNX model to fp16 weights and activations, with its inputs
     and outputs kept as they are (Casts at the edges). Needs only onnx and
     onnxruntime (whose float16 converter this is), not torch. Only the ops that
-    converter keeps in fp32 by default stay there: LayerNormalization and Softmax
-    go to fp16 too, as onnxruntime's CUDA kernels accumulate them in fp32 (on CPU,
-    onnxruntime runs most fp16 ops in fp32 behind Casts, slower than fp32).
-    Returns what to record in export.json."""
-    import onnx
-
+    converter keeps in fp32 by default stay there; LayerNormalization and Softmax
+    go to fp16 too (onnxruntime's CUDA LayerNormalization keeps its mean and
+    variance in fp32 for fp16 data; bench/gpu_encoders.py measures the result on
+    a GPU). On CPU, onnxruntime runs most fp16 ops in fp32 behind Casts, slower
+    than fp32. Returns what to record in export.json."""
     try:
+        import onnx
         from onnxruntime.transformers.float16 import convert_float_to_float16
     except ImportError:
         raise ModuleNotFoundError(

@@ -28,9 +28,21 @@ TEXTS = [
 
 
 @pytest.fixture(scope="session")
-def fp32_model(tmp_path_factory):
+def export_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def fp32_model(export_cache):
     """The bundled model exported (and checked against PyTorch) into a fresh cache."""
-    return models.export(cache=tmp_path_factory.mktemp("cache"))
+    return models.export(cache=export_cache)
+
+
+@pytest.fixture(scope="session")
+def fp16_model(export_cache, fp32_model):
+    """The fp32 export converted to fp16 (and checked) in the same cache."""
+    pytest.importorskip("onnx")
+    return models.export(cache=export_cache, precision="fp16")
 
 
 @pytest.fixture(scope="session")
@@ -99,6 +111,82 @@ def test_int8_agrees_with_fp32(fp32_model):
     # Same nearest neighbours among the texts.
     np.testing.assert_array_equal((fp32 @ fp32.T).argsort(axis=1)[:, -2],
                                   (int8 @ int8.T).argsort(axis=1)[:, -2])
+
+
+# Two topics, three texts each: every text's nearest neighbour is in its own topic.
+NEIGHBOUR_TEXTS = [
+    "How do I read a text file line by line in Python?",
+    "Opening files for reading with open() and iterating over the lines.",
+    "json.loads parses a JSON string into Python objects.",
+    "Bananas are rich in potassium and easy to digest.",
+    "An apple a day: fruit as part of a healthy diet.",
+    "Oranges and lemons are citrus fruits full of vitamin C.",
+]
+
+
+def test_fp16_export_is_fp16_and_equals_sentence_transformers(fp16_model, fp32_model):
+    import onnx
+    import onnxruntime
+
+    assert fp16_model.parent.name == models.FP16_NAME and fp16_model.parent.parent == fp32_model.parent.parent
+    graph = onnx.load(str(fp16_model)).graph
+    weights = [init.data_type for init in graph.initializer if init.dims and np.prod(init.dims) >= 1024]
+    assert weights and all(t == onnx.TensorProto.FLOAT16 for t in weights)  # every large tensor
+    session = onnxruntime.InferenceSession(str(fp16_model), providers=["CPUExecutionProvider"])
+    assert {i.type for i in session.get_inputs()} == {"tensor(int64)"}
+    assert session.get_outputs()[0].type == "tensor(float)"
+    mine = BiEncoder(fp16_model, providers="cpu").encode(TEXTS, warn=False)
+    theirs = sentence_transformers_embeddings(TEXTS)
+    assert mine.dtype == np.float32 and mine.shape == (6, 384)
+    assert (mine * theirs).sum(axis=1).min() >= models.FP16_MIN_COSINE
+
+
+def test_fp16_agrees_with_fp32_and_io_binding_changes_nothing(fp16_model, fp32_model):
+    texts = NEIGHBOUR_TEXTS + TEXTS
+    fp32 = BiEncoder(fp32_model, providers="cpu").encode(texts, warn=False)
+    fp16 = BiEncoder(fp16_model, providers="cpu").encode(texts, warn=False)
+    assert (fp32 * fp16).sum(axis=1).min() >= models.FP16_MIN_COSINE
+    topics = (fp32[:6] @ fp32[:6].T).argsort(axis=1)[:, -2] // 3
+    np.testing.assert_array_equal(topics, np.arange(6) // 3)  # the set is fit for purpose
+    np.testing.assert_array_equal((fp16 @ fp16.T).argsort(axis=1)[:, -2],
+                                  (fp32 @ fp32.T).argsort(axis=1)[:, -2])
+    bound = BiEncoder(fp16_model, providers="cpu", io_binding=True).encode(texts, warn=False)
+    np.testing.assert_array_equal(bound, fp16)
+
+
+def test_fp16_by_precision_and_name(fp16_model, monkeypatch):
+    monkeypatch.setenv("RAGCORE_CACHE", str(fp16_model.parent.parent))
+    encoder = models.default_encoder(precision="fp16", providers="cpu")
+    assert encoder.model.path == fp16_model and encoder.max_length == 256
+    assert BiEncoder(models.FP16_NAME, providers="cpu").model.path == fp16_model
+
+
+def test_cli_exports_fp16(fp16_model, monkeypatch, capsys):
+    from ragcore.__main__ import main
+
+    monkeypatch.setenv("RAGCORE_CACHE", str(fp16_model.parent.parent))
+    assert main(["models", "export", "--precision", "fp16"]) == 0  # cached: returns the path
+    assert capsys.readouterr().out.strip().endswith(str(fp16_model))
+
+
+def test_fp16_that_disagrees_is_not_kept(fp16_model, monkeypatch):
+    before = fp16_model.read_bytes()
+    monkeypatch.setattr(models, "FP16_MIN_COSINE", 1.5)  # no model reaches it
+    with pytest.raises(RuntimeError, match="disagrees with PyTorch.*not kept"):
+        models.export(cache=fp16_model.parent.parent, precision="fp16", force=True)
+    assert fp16_model.read_bytes() == before
+    assert sorted(p.name for p in fp16_model.parent.parent.iterdir()) == [models.FP32_NAME,
+                                                                          models.FP16_NAME]
+
+
+@pytest.mark.parametrize("call", [
+    lambda: models.export(precision="bf16"),
+    lambda: models.default_encoder(precision="fp8"),
+    lambda: models.model_name(16),
+])
+def test_bad_precision(call):
+    with pytest.raises(ValueError, match=r"precision must be one of '.*', got "):
+        call()
 
 
 def test_batch_composition_and_order_do_not_change_embeddings():
@@ -241,7 +329,9 @@ def test_wrong_input_names(tmp_path):
         BiEncoder(tmp_path / "odd.onnx", tokenizer_path=models.minilm_dir() / "tokenizer.json")
 
 
-def test_fp32_name_explains_how_to_export(monkeypatch, tmp_path):
+def test_exported_names_explain_how_to_export(monkeypatch, tmp_path):
     monkeypatch.setenv("RAGCORE_CACHE", str(tmp_path))
-    with pytest.raises(FileNotFoundError, match="ragcore models export"):
+    with pytest.raises(FileNotFoundError, match="ragcore models export`"):
         BiEncoder("all-MiniLM-L6-v2")
+    with pytest.raises(FileNotFoundError, match="ragcore models export --precision fp16`"):
+        models.default_encoder(precision="fp16")

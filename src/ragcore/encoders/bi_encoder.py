@@ -54,18 +54,20 @@ class BiEncoder:
         batch_size: texts per model call; texts are sorted by length so each
             batch pads little, and results come back in input order.
         threads: onnxruntime intra-op threads (0: its default, all cores).
+        io_binding: None (default): onnxruntime IOBinding on CUDA, plain runs on
+            CPU; True / False forces either (same numbers on CPU).
     """
 
     def __init__(self, model=DEFAULT_NAME, tokenizer_path=None, providers="auto",
                  max_length: int | None = None, pooling: str = "mean", normalize: bool = True,
-                 batch_size: int = 64, threads: int = 0):
+                 batch_size: int = 64, threads: int = 0, io_binding: bool | None = None):
         spec = resolve(model)
         self.pooling = check_choice(pooling, "pooling", POOLINGS)
         self.normalize = bool(normalize)
         self.batch_size = check_positive_int(batch_size, "batch_size")
         max_length = spec.max_length if max_length is None else check_positive_int(max_length, "max_length")
         self.tokenizer = TextTokenizer(tokenizer_path or spec.tokenizer_path, max_length)
-        self.model = OnnxModel(spec.onnx_path, providers, check_threads(threads))
+        self.model = OnnxModel(spec.onnx_path, providers, check_threads(threads), io_binding)
         expected_rank = 2 if pooling == "graph" else 3
         if self.model.output_rank != expected_rank:
             raise ValueError(

@@ -20,17 +20,19 @@ class CrossEncoder:
     none is bundled: export one you can download (README, "Rerankers") and pass
     its .onnx path. Passages are cut before queries when a pair is longer than
     max_length. The score is the model's relevance logit (the only output, or
-    the last column of a two-class output), or its sigmoid.
+    the last column of a two-class output), or its sigmoid. io_binding: as for
+    BiEncoder (None: IOBinding on CUDA only).
     """
 
     def __init__(self, model_path, tokenizer_path=None, providers="auto", max_length: int = 512,
-                 activation: str = "none", batch_size: int = 32, threads: int = 0):
+                 activation: str = "none", batch_size: int = 32, threads: int = 0,
+                 io_binding: bool | None = None):
         spec = resolve(model_path)
         self.activation = check_choice(activation, "activation", ACTIVATIONS)
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.tokenizer = TextTokenizer(tokenizer_path or spec.tokenizer_path,
                                        check_positive_int(max_length, "max_length"))
-        self.model = OnnxModel(spec.onnx_path, providers, check_threads(threads))
+        self.model = OnnxModel(spec.onnx_path, providers, check_threads(threads), io_binding)
         if self.model.output_rank != 2:
             raise ValueError(f"model_path: {spec.onnx_path} outputs rank {self.model.output_rank}; "
                              "a cross-encoder outputs logits of shape [batch, labels]")

@@ -8,8 +8,9 @@ import numpy as np
 
 from .._arrays import check_positive_int
 
-# splitmix64's finaliser: consecutive or strided ids spread evenly over the shards,
+# splitmix64 (one step): consecutive or strided ids spread over the shards as if at random,
 # where a plain id % n_shards would put ids that are multiples of n_shards on one shard.
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
@@ -17,7 +18,7 @@ _M2 = np.uint64(0x94D049BB133111EB)
 def shard_of(ids, n_shards: int) -> np.ndarray:
     """The shard (0..n_shards-1) each non-negative int64 id is routed to; deterministic."""
     n_shards = check_positive_int(n_shards, "n_shards")
-    x = np.asarray(ids, dtype=np.int64).astype(np.uint64)
+    x = np.asarray(ids, dtype=np.int64).astype(np.uint64) + _GAMMA
     x = (x ^ (x >> np.uint64(30))) * _M1  # uint64 arrays wrap around silently, as intended
     x = (x ^ (x >> np.uint64(27))) * _M2
     x = x ^ (x >> np.uint64(31))

@@ -326,3 +326,19 @@ def filtered_flat_search(corpus, queries, k: int, allowed_ids, metric: str = "ip
     ids = np.arange(len(corpus), dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
     keep = np.isin(ids, np.asarray(allowed_ids, dtype=np.int64))
     return flat_search(corpus[keep], queries, k, metric, ids[keep])
+
+
+# ---- sharded search (ragcore.distributed) ----------------------------------------
+
+
+def merge_topk(lists: list, k: int) -> list:
+    """k-way merge of one query's per-shard results into the best k (id, score) pairs.
+
+    lists holds, per shard, (id, score) pairs in ragcore's order (score descending, ties by
+    id ascending), padding left out; a heap merge keeps that order across the shards.
+    """
+    import heapq
+    import itertools
+
+    merged = heapq.merge(*lists, key=lambda pair: (-pair[1], pair[0]))
+    return list(itertools.islice(merged, k))

@@ -6,23 +6,14 @@ import threading
 
 import numpy as np
 
-from .._arrays import as_id_array, check_positive_int, raw_ids, to_numpy
+from .._arrays import check_positive_int, raw_ids
 from .._ids import check_new_ids
 from ..hits import Hits
-from ._host import ShardHost
-from ._ray import connect, require_ray
+from ._actors import gather, start_actors
+from ._checks import as_items, check_disjoint, common_params, take
+from ._ray import connect
 from .merge import merge_hits
 from .routing import shard_of, shard_paths
-
-
-class ShardError(RuntimeError):
-    """A shard's actor raised or died: ``shard`` is its number, ``cause`` (also
-    ``__cause__``) the error it raised."""
-
-    def __init__(self, message: str, shard: int, cause: BaseException | None = None):
-        super().__init__(message)
-        self.shard = shard
-        self.cause = cause
 
 
 class ShardedIndex:
@@ -43,8 +34,10 @@ class ShardedIndex:
       With more than one BM25 shard this is refused unless ``local_statistics=True``.
 
     add/remove are not atomic across shards: if one shard fails, the others keep their
-    change and the ShardError names the shard. Use one ShardedIndex per set of actors.
-    ``close()`` (or a ``with`` block) kills the actors; Ray itself is left running.
+    change and the ShardError names the shard; a search running during an add may see it
+    on some shards only. Use one ShardedIndex per set of actors.
+    ``close()`` (or a ``with`` block) kills the actors, as Ray does once the ShardedIndex
+    is garbage collected; Ray itself is left running (it is never shut down here).
     """
 
     def __init__(self, actors, infos, *, _ray):
@@ -52,10 +45,10 @@ class ShardedIndex:
         self._ray = _ray
         self._actors = list(actors)
         self._lock = threading.Lock()
-        self._params = _common_params(infos)
+        self._params = common_params(infos)
         self._type = infos[0]["type"]
         ids = self._gather([a.ids.remote() for a in self._actors], "ids")
-        _check_disjoint(ids)
+        check_disjoint(ids)
         self._next_id = max((int(i.max()) + 1 for i in ids if len(i)), default=0)
 
     # ---- construction ---------------------------------------------------
@@ -83,16 +76,16 @@ class ShardedIndex:
         if not callable(factory):
             raise TypeError(f"factory must be a callable returning an empty index, "
                             f"got {type(factory).__name__}")
-        items, count = _as_items(data)
+        items, count = as_items(data)
         ids = check_new_ids(None if ids is None else ids, count, np.empty(0, np.int64), 0)
         shard = shard_of(ids, n_shards)
         ray = connect(address)
-        actors = _start_actors(ray, n_shards, num_cpus, actor_options, startup_timeout)
+        actors = start_actors(ray, n_shards, num_cpus, actor_options, startup_timeout)
         refs = []
         for i, actor in enumerate(actors):
             rows = np.flatnonzero(shard == i)
             # ray.put: a top-level ObjectRef argument reaches the actor without a second copy.
-            refs.append(actor.build.remote(factory, ray.put(_take(items, rows)),
+            refs.append(actor.build.remote(factory, ray.put(take(items, rows)),
                                            ray.put(ids[rows])))
         return cls._started(ray, actors, refs, "build", local_statistics)
 
@@ -117,7 +110,7 @@ class ShardedIndex:
         if not callable(loader):
             raise TypeError("loader must be a callable path -> index, e.g. FlatIndex.load")
         ray = connect(address)
-        actors = _start_actors(ray, len(paths), num_cpus, actor_options, startup_timeout)
+        actors = start_actors(ray, len(paths), num_cpus, actor_options, startup_timeout)
         refs = [actor.load.remote(loader, path) for actor, path in zip(actors, paths)]
         return cls._started(ray, actors, refs, "load", local_statistics)
 
@@ -125,7 +118,7 @@ class ShardedIndex:
     def _started(cls, ray, actors, refs, what, local_statistics) -> ShardedIndex:
         """The index over actors whose build/load calls are refs; kills them on any error."""
         try:
-            infos = _gather(ray, refs, what)
+            infos = gather(ray, refs, what)
             if len(actors) > 1 and any(info["local_statistics"] for info in infos) \
                     and not local_statistics:
                 raise ValueError(
@@ -201,7 +194,7 @@ class ShardedIndex:
         largest id the shards held when this ShardedIndex was made or added since.
         """
         actors = self._live()
-        items, count = _as_items(data)
+        items, count = as_items(data)
         with self._lock:
             if ids is None:
                 new_ids = np.arange(self._next_id, self._next_id + count, dtype=np.int64)
@@ -213,7 +206,7 @@ class ShardedIndex:
             for i, actor in enumerate(actors):
                 rows = np.flatnonzero(shard == i)
                 if len(rows):
-                    refs.append(actor.add.remote(_take(items, rows), new_ids[rows]))
+                    refs.append(actor.add.remote(take(items, rows), new_ids[rows]))
                     touched.append(i)
             self._gather(refs, "add", touched)
             if count:
@@ -277,121 +270,4 @@ class ShardedIndex:
         return self._actors
 
     def _gather(self, refs, what: str, shards=None) -> list:
-        return _gather(self._ray, refs, what, shards)
-
-
-# ---- helpers ------------------------------------------------------------
-
-
-def _start_actors(ray, n_shards: int, num_cpus, actor_options, timeout: float) -> list:
-    if isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float)) or num_cpus < 0:
-        raise ValueError(f"num_cpus must be a number >= 0, got {num_cpus!r}")
-    options = _per_shard_options(actor_options, n_shards)
-    remote = ray.remote(ShardHost)
-    n_threads = max(1, int(num_cpus))
-    actors = [remote.options(num_cpus=num_cpus, **opts).remote(n_threads) for opts in options]
-    try:
-        ray.get([a.ready.remote() for a in actors], timeout=timeout)
-    except ray.exceptions.GetTimeoutError:
-        for actor in actors:
-            ray.kill(actor)
-        cpus = ray.cluster_resources().get("CPU", 0)
-        raise RuntimeError(
-            f"the {n_shards} shard actors were not all placed within {timeout:g} s: they ask "
-            f"for num_cpus={num_cpus} each and the cluster has {cpus:g} CPUs in all; lower "
-            "num_cpus, use fewer shards or add nodes") from None
-    except BaseException:
-        for actor in actors:
-            ray.kill(actor)
-        raise
-    return actors
-
-
-def _per_shard_options(actor_options, n_shards: int) -> list[dict]:
-    if actor_options is None:
-        return [{} for _ in range(n_shards)]
-    if isinstance(actor_options, dict):
-        options = [actor_options] * n_shards
-    else:
-        options = list(actor_options)
-        if len(options) != n_shards or not all(isinstance(o, dict) for o in options):
-            raise ValueError(f"actor_options must be a dict or a list of {n_shards} dicts, "
-                             "one per shard")
-    if any("num_cpus" in o for o in options):
-        raise ValueError("actor_options: pass num_cpus as its own argument")
-    return options
-
-
-def _gather(ray, refs, what: str, shards=None) -> list:
-    """ray.get of each shard's call (all already running), naming the first shard that failed.
-
-    Every ref is read even after a failure, so Ray does not log the other errors as
-    unhandled."""
-    shards = range(len(refs)) if shards is None else shards
-    out, failure = [], None
-    for shard, ref in zip(shards, refs):
-        try:
-            out.append(ray.get(ref))
-        except ray.exceptions.RayTaskError as err:
-            cause = getattr(err, "cause", None) or err
-            failure = failure or ShardError(
-                f"shard {shard} failed in {what}: {type(cause).__name__}: {_first_line(cause)}",
-                shard, cause)
-        except ray.exceptions.RayActorError as err:
-            failure = failure or ShardError(
-                f"shard {shard} is gone (its actor died) during {what}: {_first_line(err)}",
-                shard, err)
-    if failure is not None:
-        raise failure from failure.cause
-    return out
-
-
-def _first_line(err) -> str:
-    text = str(err).strip()
-    return text.splitlines()[-1] if text else repr(err)
-
-
-def _common_params(infos: list[dict]) -> dict:
-    """The scoring parameters all shards share; ValueError naming the first disagreement."""
-    first = infos[0]
-    for i, info in enumerate(infos[1:], 1):
-        if info["type"] != first["type"]:
-            raise ValueError(f"shards hold different index types: shard 0 a {first['type']}, "
-                             f"shard {i} a {info['type']}")
-        for name in sorted(set(first["params"]) | set(info["params"])):
-            a, b = first["params"].get(name), info["params"].get(name)
-            if a != b:
-                raise ValueError(f"shards disagree on {name}: shard 0 has {a!r}, shard {i} has "
-                                 f"{b!r}; their scores could not be merged")
-    return dict(first["params"])
-
-
-def _check_disjoint(ids: list[np.ndarray]) -> None:
-    shard = np.concatenate([np.full(len(x), i) for i, x in enumerate(ids)]) if ids else []
-    all_ids = np.concatenate(ids) if ids else np.empty(0, np.int64)
-    order = np.argsort(all_ids, kind="stable")
-    srt = all_ids[order]
-    dup = np.flatnonzero(srt[1:] == srt[:-1])
-    if dup.size:
-        j = dup[0]
-        raise ValueError(f"id {int(srt[j])} is in shard {int(shard[order[j]])} and in shard "
-                         f"{int(shard[order[j + 1]])}; ids must be unique across shards")
-
-
-def _as_items(data):
-    """(items, count): vectors as an array indexed by row, texts as a list."""
-    if isinstance(data, (str, bytes)):
-        data = [data]
-    if isinstance(data, (list, tuple)):
-        return list(data), len(data)
-    arr = to_numpy(data, "data")
-    if arr.ndim != 2:
-        raise ValueError(f"data must be 2-D vectors (one per row) or a list of texts, "
-                         f"got shape {arr.shape}")
-    return arr, arr.shape[0]
-
-
-def _take(items, rows: np.ndarray):
-    if isinstance(items, list):
-        return [items[i] for i in rows]
-    return np.ascontiguousarray(items[rows])
+        return gather(self._ray, refs, what, shards)

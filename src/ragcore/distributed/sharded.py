@@ -16,6 +16,22 @@ from .merge import merge_hits
 from .routing import shard_of, shard_paths
 
 
+_INLINE_BYTES = 64 * 1024  # below Ray's limit for inlined task arguments (100 KiB)
+
+
+def _nbytes(queries) -> int:
+    """About the bytes of queries: an array's, or a text batch's characters; other kinds
+    count as large."""
+    nbytes = getattr(queries, "nbytes", None)
+    if isinstance(nbytes, (int, np.integer)):
+        return int(nbytes)
+    if isinstance(queries, str):
+        return len(queries)
+    if isinstance(queries, (list, tuple)) and all(isinstance(q, str) for q in queries):
+        return sum(len(q) for q in queries)
+    return _INLINE_BYTES + 1
+
+
 class ShardedIndex:
     """The same ``search(queries, k) -> Hits`` over shards of an index held by Ray actors.
 
@@ -174,7 +190,9 @@ class ShardedIndex:
         k = check_positive_int(k, "k")
         actors = self._live()
         self._check_queries(queries)
-        shared = self._ray.put(queries)  # one copy in the object store for every shard
+        # Large batches go to the object store once for all shards; small ones travel
+        # inline with each call, which spares a round trip.
+        shared = self._ray.put(queries) if _nbytes(queries) > _INLINE_BYTES else queries
         refs = [a.search.remote(shared, k, search_args) for a in actors]
         return merge_hits(self._gather(refs, "search"), k)
 

@@ -176,6 +176,14 @@ def test_flat_shards_equal_one_index_on_float_data():
         assert_hits_equal(index.search(q[0], 10), single.search(q[0], 10))  # one 1-D query
 
 
+def test_a_large_query_batch_equals_one_index():
+    x, _, ids = integer_data(50, 32, 1, seed=4)
+    q = integer_data(1, 32, 700, seed=5)[1]  # 90 KB: put in the object store once, not inline
+    single = single_flat(x, ids)
+    with ShardedIndex.build(lambda: FlatIndex(32), x, ids, 2, **CPUS) as index:
+        assert_hits_equal(index.search(q, 7), single.search(q, 7))
+
+
 def test_more_shards_than_vectors():
     x, q, ids = integer_data(3, 4, 5, seed=3)
     single = single_flat(x, ids)
@@ -316,6 +324,17 @@ def test_save_then_from_files_gives_the_same_answers(tmp_path):
     with ShardedIndex.from_files(paths, FlatIndex, **CPUS) as index:
         assert index.n_shards == 3 and len(index) == 25
         assert_hits_equal(index.search(q, 9), before)
+
+
+def test_relative_directories_are_resolved_by_the_caller(tmp_path, monkeypatch):
+    x, q, ids = integer_data(9, 3, 2, seed=15)
+    monkeypatch.chdir(tmp_path)
+    with ShardedIndex.build(lambda: FlatIndex(3), x, ids, 2, **CPUS) as index:
+        paths = index.save("rel")
+    assert paths == shard_paths(tmp_path / "rel", 2)
+    with ShardedIndex.from_files(["rel/" + p.rsplit("/", 1)[1] for p in paths], FlatIndex,
+                                 **CPUS) as index:
+        assert_hits_equal(index.search(q, 9), single_flat(x, ids).search(q, 9))
 
 
 def save_flat(path, x, ids, metric="ip"):

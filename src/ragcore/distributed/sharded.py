@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -113,12 +114,12 @@ class ShardedIndex:
 
         paths: one file per shard, as the actors see them (on a cluster: a path on the
             actor's machine or a shared file system), e.g. ``shard_paths(dir, n)`` or the
-            list ``save`` returned. loader: ``FlatIndex.load``, ``IVFIndex.load``,
+            list ``save`` returned; relative paths are made absolute here. loader: ``FlatIndex.load``, ``IVFIndex.load``,
             ``BM25Index.load``, or the class itself. Other arguments as for ``build``.
         """
         if isinstance(paths, (str, bytes)) or not hasattr(paths, "__len__"):
             raise TypeError("paths must be a list of shard files, e.g. shard_paths(directory, n)")
-        paths = [str(p) for p in paths]
+        paths = [os.path.abspath(p) for p in paths]  # actors need not share our working dir
         if not paths:
             raise ValueError("paths is empty; pass one file per shard (n_shards must be >= 1)")
         if isinstance(loader, type):
@@ -263,9 +264,10 @@ class ShardedIndex:
 
     def save(self, directory) -> list[str]:
         """Each actor writes its shard to ``shard_paths(directory, n_shards)[i]`` on its own
-        machine; returns those paths (what ``from_files`` takes)."""
+        machine (a relative directory is taken from this process's working directory);
+        returns those paths (what ``from_files`` takes)."""
         actors = self._live()
-        paths = shard_paths(directory, len(actors))
+        paths = shard_paths(os.path.abspath(directory), len(actors))
         return self._gather([a.save.remote(p) for a, p in zip(actors, paths)], "save")
 
     # ---- lifecycle ------------------------------------------------------

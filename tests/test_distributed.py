@@ -308,6 +308,8 @@ def test_build_refuses_bad_arguments():
         ShardedIndex.build(FlatIndex(3), x, ids, 2, **CPUS)
     with pytest.raises(ValueError, match="list of 2 dicts"):
         ShardedIndex.build(lambda: FlatIndex(3), x, ids, 2, actor_options=[{}], **CPUS)
+    with pytest.raises(ValueError, match="num_cpus must be a number >= 0"):
+        ShardedIndex.build(lambda: FlatIndex(3), x, ids, 2, num_cpus=-1)
     with pytest.raises(ValueError, match="already initialised"):
         ShardedIndex.build(lambda: FlatIndex(3), x, ids, 2, address="auto", **CPUS)
 

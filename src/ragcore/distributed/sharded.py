@@ -10,7 +10,7 @@ import numpy as np
 from .._arrays import check_positive_int, raw_ids
 from .._ids import check_new_ids
 from ..hits import Hits
-from ._actors import gather, start_actors
+from ._actors import actor_options_per_shard, gather, start_actors
 from ._checks import as_items, check_disjoint, common_params, take
 from ._ray import connect
 from .merge import merge_hits
@@ -93,11 +93,12 @@ class ShardedIndex:
         if not callable(factory):
             raise TypeError(f"factory must be a callable returning an empty index, "
                             f"got {type(factory).__name__}")
+        options = actor_options_per_shard(num_cpus, actor_options, n_shards)
         items, count = as_items(data)
         ids = check_new_ids(None if ids is None else ids, count, np.empty(0, np.int64), 0)
         shard = shard_of(ids, n_shards)
         ray = connect(address)
-        actors = start_actors(ray, n_shards, num_cpus, actor_options, startup_timeout)
+        actors = start_actors(ray, options, startup_timeout)
         refs = []
         for i, actor in enumerate(actors):
             rows = np.flatnonzero(shard == i)
@@ -114,8 +115,9 @@ class ShardedIndex:
 
         paths: one file per shard, as the actors see them (on a cluster: a path on the
             actor's machine or a shared file system), e.g. ``shard_paths(dir, n)`` or the
-            list ``save`` returned; relative paths are made absolute here. loader: ``FlatIndex.load``, ``IVFIndex.load``,
-            ``BM25Index.load``, or the class itself. Other arguments as for ``build``.
+            list ``save`` returned; relative paths are made absolute here.
+        loader: ``FlatIndex.load``, ``IVFIndex.load``, ``BM25Index.load``, or the class
+            itself. Other arguments as for ``build``.
         """
         if isinstance(paths, (str, bytes)) or not hasattr(paths, "__len__"):
             raise TypeError("paths must be a list of shard files, e.g. shard_paths(directory, n)")
@@ -126,8 +128,9 @@ class ShardedIndex:
             loader = getattr(loader, "load", None)
         if not callable(loader):
             raise TypeError("loader must be a callable path -> index, e.g. FlatIndex.load")
+        options = actor_options_per_shard(num_cpus, actor_options, len(paths))
         ray = connect(address)
-        actors = start_actors(ray, len(paths), num_cpus, actor_options, startup_timeout)
+        actors = start_actors(ray, options, startup_timeout)
         refs = [actor.load.remote(loader, path) for actor, path in zip(actors, paths)]
         return cls._started(ray, actors, refs, "load", local_statistics)
 

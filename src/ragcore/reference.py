@@ -350,3 +350,19 @@ def bm25_impact_search(impacts: dict, terms, weights, offsets, base, k: int) -> 
         rows.append((base[q] + acc[live]).astype(np.float32))
     scores = np.array(rows, dtype=np.float32).reshape(len(rows), int(live.sum()))
     return topk(scores, slot_ids[live], k)
+
+
+# ---- sharded search (ragcore.distributed) ----------------------------------------
+
+
+def merge_topk(lists: list, k: int) -> list:
+    """k-way merge of one query's per-shard results into the best k (id, score) pairs.
+
+    lists holds, per shard, (id, score) pairs in ragcore's order (score descending, ties by
+    id ascending), padding left out; a heap merge keeps that order across the shards.
+    """
+    import heapq
+    import itertools
+
+    merged = heapq.merge(*lists, key=lambda pair: (-pair[1], pair[0]))
+    return list(itertools.islice(merged, k))

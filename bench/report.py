@@ -223,6 +223,21 @@ OPTIONAL_SECTIONS = (
      "1.05x (1 / 2 threads): under contention the 2-thread figures measure the contention, and "
      "torch suffers most from it. At batch 128 the padded attention of the longest texts "
      "dominates both systems (1.07x / 1.30x)."),
+    ("Encoders: the fp16 export on the CPU", "encoders_fp16.md",
+     "env -u OPENBLAS_CORETYPE .venv/bin/python bench/encoders.py --texts 256 --batches 32 "
+     "--threads 1 2 --no-cross \\\n    --json bench/results/encoders_fp16.json "
+     "--markdown bench/results/encoders_fp16.md",
+     "The fp16 export (`ragcore models export --precision fp16`) is meant for GPUs; on the CPU "
+     "onnxruntime runs most fp16 ops in fp32 behind Casts, so it is slower than fp32 and its "
+     "cosines show fp16 weights and rounding between ops, not fp16 arithmetic. The machine was "
+     "idle. No GPU figure exists yet (`bench/gpu_encoders.py` has not run on a device)."),
+    ("Sharded search on Ray: what it costs on one machine", "sharded.md",
+     ".venv/bin/python bench/sharded.py",
+     "ShardedIndex over 1 and 2 FlatIndex shards in local Ray actors against one FlatIndex, "
+     "same total threads; the sharded answers are checked equal to the single index's first. "
+     "On one 2-core machine this is the overhead of sharding (a Ray round trip of about 1.5 ms "
+     "per search, the object store, the merge), not scale-out, which needs shards on separate "
+     "machines. This run had the machine to itself."),
 )
 
 

@@ -17,9 +17,9 @@ benchmark's peers.
 from __future__ import annotations
 
 import _common  # first: re-executes without OPENBLAS_CORETYPE  # noqa: F401
+from _common import write_json, write_text
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -103,11 +103,9 @@ def main() -> None:
         args.n = 100_000
     report = run(args)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+        write_json(args.json, report)
     if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(markdown(report))
+        write_text(args.markdown, markdown(report))
     print(markdown(report))
     if not all(r["same_hits"] for r in report["rows"]):
         raise SystemExit("GPU hits differ from the CPU index's")

@@ -40,3 +40,22 @@ def _parse_device(device) -> int:
             f"device: CUDA device {index} is not available ({count} device(s) found)"
         )
     return index
+
+
+class HostBackedGpuIndex:
+    """What the GPU indexes share: a CPU copy of the index (``_host``), which answers
+    for the ids and the size, on CUDA device number ``_device``."""
+
+    _host: object
+    _device: int
+
+    @property
+    def device(self) -> str:
+        return f"cuda:{self._device}"
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._host.ids
+
+    def __len__(self) -> int:
+        return len(self._host)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._arrays import check_positive_int
-from ._cuda_device import _cuda_module, _parse_device
+from ._cuda_device import HostBackedGpuIndex, _cuda_module, _parse_device
 from .bm25 import BM25Index
 from .hits import Hits
 
@@ -31,7 +31,7 @@ def _rank_of_slot(slot_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ranks, np.ascontiguousarray(sorted_ids, dtype=np.int64)
 
 
-class GpuBM25Index:
+class GpuBM25Index(HostBackedGpuIndex):
     """Exact BM25 top-k for batches of queries on a CUDA device (see the module doc).
 
     Build it with ``BM25Index.to("cuda")`` or ``GpuBM25Index.from_index(index, device)``.
@@ -56,20 +56,9 @@ class GpuBM25Index:
         return cls(index, device)
 
     @property
-    def device(self) -> str:
-        return f"cuda:{self._device}"
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self._host.ids
-
-    @property
     def device_bytes(self) -> int:
         """Device memory of the postings (8 bytes each) and the per-document arrays."""
         return self._native.device_bytes
-
-    def __len__(self) -> int:
-        return len(self._host)
 
     def __repr__(self) -> str:
         h = self._host

@@ -27,7 +27,8 @@ from ._device_arrays import (
     is_device_array,
     to_host,
 )
-from ._cuda_device import _cuda_module, _parse_device, cuda_device_count  # noqa: F401
+from ._cuda_device import (  # noqa: F401 - cuda_device_count is public here
+    HostBackedGpuIndex, _cuda_module, _parse_device, cuda_device_count)
 from ._storage import STORAGE_CODE
 from .flat import _METRIC_CODE, FlatIndex
 from .hits import Hits
@@ -45,7 +46,7 @@ class DeviceHits:
                     np.ascontiguousarray(to_host(self.ids, "ids")))
 
 
-class GpuFlatIndex:
+class GpuFlatIndex(HostBackedGpuIndex):
     """Exact top-k search with the corpus on a CUDA device; see FlatIndex for the arguments.
 
     Args:
@@ -86,20 +87,9 @@ class GpuFlatIndex:
         return self._host.dtype
 
     @property
-    def device(self) -> str:
-        return f"cuda:{self._device}"
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self._host.ids
-
-    @property
     def device_bytes(self) -> int:
         """Device memory held by the corpus (rows padded to 16 elements, ids, norms)."""
         return self._corpus.device_bytes
-
-    def __len__(self) -> int:
-        return len(self._host)
 
     def __repr__(self) -> str:
         return (f"GpuFlatIndex(dim={self.dim}, metric={self.metric!r}, dtype={self.dtype!r}, "

@@ -6,6 +6,12 @@
 
 namespace ragcore::gpu {
 
+// Documents per "touched" flag. A flag per document costs the scatter a 32-byte
+// memory transaction per posting for one byte; a flag per 32 documents (the
+// 256 bytes of their float64 sums) is written once per warp where a list is
+// dense, and still lets the select pass skip the sums of untouched runs.
+constexpr int64_t kDocsPerFlag = 32;
+
 // The postings one query adds at one query position: list[begin, begin + count)
 // of its term, times weight, into accumulator row `row`. `first` numbers the
 // segment's first posting among all postings of its launch (segments ascend).
@@ -21,9 +27,10 @@ struct Bm25Segment {
 // once, so no two threads of a launch touch the same accumulator: plain stores,
 // no atomics, and each sum grows in query order. __dmul_rn / __dadd_rn are
 // never fused into an FMA, matching the CPU's separate multiply and add.
+// touched: one byte per kDocsPerFlag documents per query (every writer writes 1).
 __global__ void bm25_scatter_kernel(const Bm25Segment* segs, int n_segs, int64_t total,
                                     const uint32_t* docs, const float* values, double* acc,
-                                    uint8_t* touched, int64_t n_slots) {
+                                    uint8_t* touched, int64_t n_slots, int64_t n_flags) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
        g += step) {
@@ -34,20 +41,22 @@ __global__ void bm25_scatter_kernel(const Bm25Segment* segs, int n_segs, int64_t
     }
     const Bm25Segment s = segs[lo];
     const int64_t p = s.begin + (g - s.first);
-    const int64_t at = s.row * n_slots + docs[p];
+    const uint32_t doc = docs[p];
+    const int64_t at = s.row * n_slots + doc;
     acc[at] = __dadd_rn(acc[at], __dmul_rn(s.weight, static_cast<double>(values[p])));
-    touched[at] = 1;
+    touched[s.row * n_flags + doc / kDocsPerFlag] = 1;
   }
 }
 
 // Grid: (blocks over the chunk, queries of the group). Scores documents
 // [row_begin, row_begin + row_count) of query j as float32(base + sum), the
 // CPU's rounding, and appends those whose key beats the query's k-th best kept
-// so far (keys are unique: ids break ties). Resets every accumulator it reads,
-// so the buffers are zero again for the next group.
+// so far (keys are unique: ids break ties). Sums of untouched runs are 0 and
+// not read; every sum read is reset to 0 for the next group (the flags are
+// cleared after the group's last chunk).
 __global__ void bm25_select_kernel(Selection s, const double* base, int64_t row_begin,
                                    int64_t row_count, const int32_t* ranks, double* acc,
-                                   uint8_t* touched, int64_t n_slots) {
+                                   const uint8_t* touched, int64_t n_slots, int64_t n_flags) {
   const int j = blockIdx.y;
   const uint64_t floor = s.kept[j] == s.k ? s.candidates[j * s.stride + s.k - 1] : 0;
   const double b = base[j];
@@ -64,10 +73,9 @@ __global__ void bm25_select_kernel(Selection s, const double* base, int64_t row_
       const int64_t doc = row_begin + r;
       const int64_t at = j * n_slots + doc;
       double sum = 0.0;
-      if (touched[at]) {
+      if (touched[j * n_flags + doc / kDocsPerFlag]) {
         sum = acc[at];
         acc[at] = 0.0;
-        touched[at] = 0;
       }
       const int32_t rank = ranks[doc];
       if (rank >= 0) {

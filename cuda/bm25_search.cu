@@ -129,10 +129,11 @@ void DeviceBm25::search(const Bm25SearchArgs& a) const {
   first = std::max<int64_t>(first, 1);
   int64_t capacity = a.max_chunk_rows ? a.max_chunk_rows : 131072;
   capacity = std::max<int64_t>(std::min(capacity, slots), first);
-  // Accumulators (9 bytes per query and document) and selection buffers (16
-  // bytes per slot) get a quarter of the free memory, at most 4 GiB.
+  // Accumulators (8 bytes per query and document, plus the flags) and selection
+  // buffers (16 bytes per slot) get a quarter of the free memory, at most 4 GiB.
+  const int64_t flags = (slots + kDocsPerFlag - 1) / kDocsPerFlag;
   const int64_t budget = static_cast<int64_t>(std::min<size_t>(lim.free_bytes / 4, size_t{4} << 30));
-  const int64_t per_query = 9 * slots + 16 * (k + capacity) + 64;
+  const int64_t per_query = 8 * slots + flags + 16 * (k + capacity) + 64;
   int64_t group = std::min<int64_t>({static_cast<int64_t>(a.nq), budget / per_query, 65535});
   if (a.max_group) group = std::min<int64_t>(group, static_cast<int64_t>(a.max_group));
   group = std::max<int64_t>(group, 1);
@@ -147,10 +148,11 @@ void DeviceBm25::search(const Bm25SearchArgs& a) const {
   RAGCORE_CUDA_CHECK(cudaMemcpyAsync(base.as<void>(), a.base, a.nq * sizeof(double),
                                      cudaMemcpyHostToDevice, stream));
   const size_t acc_entries = static_cast<size_t>(group) * n_slots_;
-  Scratch acc(acc_entries * sizeof(double), stream), touched(acc_entries, stream);
-  if (acc_entries) {  // zero once: the select kernel resets what the scatter wrote
+  const size_t flag_bytes = static_cast<size_t>(group * flags);
+  Scratch acc(acc_entries * sizeof(double), stream), touched(flag_bytes, stream);
+  if (acc_entries) {  // zero once: the select kernel resets the sums it reads
     RAGCORE_CUDA_CHECK(cudaMemsetAsync(acc.as<void>(), 0, acc_entries * sizeof(double), stream));
-    RAGCORE_CUDA_CHECK(cudaMemsetAsync(touched.as<void>(), 0, acc_entries, stream));
+    RAGCORE_CUDA_CHECK(cudaMemsetAsync(touched.as<void>(), 0, flag_bytes, stream));
   }
 
   Selection sel;
@@ -184,7 +186,7 @@ void DeviceBm25::search(const Bm25SearchArgs& a) const {
       const size_t s0 = plan.launch_begin[l], n_segs = plan.launch_begin[l + 1] - s0;
       bm25_scatter_kernel<<<blocks_for(plan.launch_total[l], 16 * lim.sms), kThreads, 0, stream>>>(
           segs.as<Bm25Segment>() + s0, static_cast<int>(n_segs), plan.launch_total[l], docs, values,
-          acc.as<double>(), touched.as<uint8_t>(), slots);
+          acc.as<double>(), touched.as<uint8_t>(), slots, flags);
       RAGCORE_CUDA_CHECK(cudaGetLastError());
     }
     int64_t chunk = first;
@@ -193,10 +195,12 @@ void DeviceBm25::search(const Bm25SearchArgs& a) const {
       const dim3 grid(blocks_for(rows, 1024), static_cast<unsigned>(sel.n_queries));
       bm25_select_kernel<<<grid, kThreads, 0, stream>>>(sel, base.as<double>() + g0, row, rows,
                                                         ranks, acc.as<double>(),
-                                                        touched.as<uint8_t>(), slots);
+                                                        touched.as<uint8_t>(), slots, flags);
       RAGCORE_CUDA_CHECK(cudaGetLastError());
       selection_merge(sel, stream);
     }
+    if (flag_bytes)
+      RAGCORE_CUDA_CHECK(cudaMemsetAsync(touched.as<void>(), 0, flag_bytes, stream));
     selection_write(sel, buf.sorted_ids->as<int64_t>(), out_scores.as<float>() + g0 * k,
                     out_ids.as<int64_t>() + g0 * k, stream);
   }

@@ -78,6 +78,14 @@ class Bm25Index:
     def get_scores(
         self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
     ) -> npt.NDArray[np.float32]: ...
+    def impacts(self, n_threads: int = 0) -> dict[str, npt.NDArray]:
+        """CSR of every posting's score part: offsets (int64, terms + 1), docs (uint32
+        slots), values (float32), slot_ids (int64 per slot, -1 once removed)."""
+    def weigh_queries(
+        self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64],
+        offsets: npt.NDArray[np.int64],
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """(terms with -1 for those no live document holds, weights, base per query)."""
     @property
     def num_docs(self) -> int: ...
     @property

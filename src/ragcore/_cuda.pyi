@@ -1,6 +1,7 @@
 """Type stub of the private CUDA module ragcore._cuda (see cuda/bindings.cpp).
 
-Built only when nvcc is found at build time; import it through ragcore.gpu_flat.
+Built only when nvcc is found at build time; use it through ragcore.gpu_flat and
+ragcore.gpu_bm25.
 """
 
 import numpy as np
@@ -32,3 +33,17 @@ class DeviceCorpus:
         out_ids: int, path: int = 0, first_chunk_rows: int = 0, max_chunk_rows: int = 0,
         max_group: int = 0,
     ) -> None: ...
+
+class DeviceBm25:
+    device_bytes: int
+    num_terms: int
+    def __init__(
+        self, device: int, offsets: npt.NDArray[np.int64], docs: npt.NDArray[np.uint32],
+        values: npt.NDArray[np.float32], rank_of_slot: npt.NDArray[np.int32],
+        sorted_ids: npt.NDArray[np.int64],
+    ) -> None: ...
+    def search(
+        self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64],
+        offsets: npt.NDArray[np.int64], base: npt.NDArray[np.float64], k: int,
+        first_chunk_rows: int = 0, max_chunk_rows: int = 0, max_group: int = 0,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...

@@ -352,6 +352,55 @@ def bm25_impact_search(impacts: dict, terms, weights, offsets, base, k: int) -> 
     return topk(scores, slot_ids[live], k)
 
 
+def bm25_dense_bound(weights_and_maxima, base: float) -> float:
+    """The best float32 score a document holding none of a query's essential terms can
+    reach: float32(base + sum of weight * (largest score part) over its other terms with
+    a positive weight), with a 1e-9 relative margin for the order of the additions."""
+    bound = sum(w * float(m) for w, m in weights_and_maxima if w > 0)
+    return float(np.float32(base + bound * (1.0 + 1e-9)))
+
+
+def bm25_candidate_search(impacts: dict, terms, weights, offsets, base, k: int,
+                          dense_min_df: int) -> tuple[Hits, np.ndarray]:
+    """GpuBM25Index's pruned search, and for each query whether it fell back.
+
+    A query's terms whose lists hold fewer than dense_min_df postings are essential: the
+    documents holding one are the candidates, scored exactly (every query term, in query
+    order, as bm25_impact_search). The other documents hold only dense terms, so none can
+    score above bm25_dense_bound; when the k-th best candidate scores strictly above it, the
+    candidates' top k is the exact top k. Otherwise (no essential term, fewer than k
+    candidates, or a bound too high) the query falls back to bm25_impact_search."""
+    offsets_t, docs, values, slot_ids = (impacts[name] for name in
+                                         ("offsets", "docs", "values", "slot_ids"))
+    nq = len(offsets) - 1
+    exhaustive = bm25_impact_search(impacts, terms, weights, offsets, base, k)
+    out_scores, out_ids = exhaustive.scores.copy(), exhaustive.ids.copy()
+    fell_back = np.ones(nq, dtype=bool)
+    for q in range(nq):
+        kept = [(int(terms[i]), weights[i]) for i in range(offsets[q], offsets[q + 1])
+                if terms[i] >= 0 and offsets_t[terms[i] + 1] > offsets_t[terms[i]]]
+        df = {t: offsets_t[t + 1] - offsets_t[t] for t, _ in kept}
+        essential = [t for t, _ in kept if df[t] < dense_min_df]
+        if not essential:
+            continue
+        candidates = np.unique(np.concatenate(
+            [docs[offsets_t[t]:offsets_t[t + 1]] for t in essential]))
+        if len(candidates) < k:
+            continue
+        acc = np.zeros(len(slot_ids), dtype=np.float64)
+        for t, w in kept:
+            span = slice(offsets_t[t], offsets_t[t + 1])
+            acc[docs[span]] += w * values[span].astype(np.float64)
+        scores = (base[q] + acc[candidates]).astype(np.float32)
+        best = topk(scores[None, :], slot_ids[candidates], k)
+        bound = bm25_dense_bound([(w, values[offsets_t[t]:offsets_t[t + 1]].max())
+                                  for t, w in kept if df[t] >= dense_min_df], base[q])
+        if bound < best.scores[0, k - 1]:
+            out_scores[q], out_ids[q] = best.scores[0], best.ids[0]
+            fell_back[q] = False
+    return Hits(out_scores, out_ids), fell_back
+
+
 # ---- sharded search (ragcore.distributed) ----------------------------------------
 
 

@@ -6,7 +6,7 @@ Corpus and queries: bench/bm25.py's Zipfian corpus (vocabulary 200,000, lengths
 60-200 tokens; queries of 2-6 distinct mid-frequency words), --n documents, one
 batch of --batch queries (default 1,024), variant "lucene", no stopwords. Per k:
 the CPU index with every core (n_threads=0) and with one thread, and the GPU
-index; each time is the median of --repeats batches after a warm-up batch and
+index with its default (pruned) plan and with the exhaustive plan forced; each time is the median of --repeats batches after a warm-up batch and
 includes tokenizing and weighing the query strings (both indexes do that on the
 host). The GPU's hits are compared with the CPU's (ids and scores equal).
 
@@ -60,11 +60,16 @@ def run(args) -> dict:
     for k in args.k:
         cpu_all, cpu_hits = median_seconds(lambda: index.search(queries, k, n_threads=0), args.repeats)
         cpu_one, _ = median_seconds(lambda: index.search(queries, k, n_threads=1), args.repeats)
-        gpu_s, gpu_hits = median_seconds(lambda: gpu.search(queries, k), args.repeats)
-        same = bool(np.array_equal(gpu_hits.ids, cpu_hits.ids)
-                    and np.array_equal(gpu_hits.scores, cpu_hits.scores))
+        gpu._search_options = {}
+        gpu_s, (gpu_hits, exhaustive) = median_seconds(lambda: gpu._search(queries, k), args.repeats)
+        gpu._search_options = {"exhaustive": True}
+        gpu_ex_s, gpu_ex_hits = median_seconds(lambda: gpu.search(queries, k), args.repeats)
+        gpu._search_options = {}
+        same = all(np.array_equal(h.ids, cpu_hits.ids) and np.array_equal(h.scores, cpu_hits.scores)
+                   for h in (gpu_hits, gpu_ex_hits))
         row = {"k": k, "cpu_all_ms": 1e3 * cpu_all, "cpu_1t_ms": 1e3 * cpu_one,
                "gpu_ms": 1e3 * gpu_s, "gpu_qps": args.batch / gpu_s,
+               "gpu_exhaustive_ms": 1e3 * gpu_ex_s, "fell_back": float(exhaustive.mean()),
                "vs_cpu_all": cpu_all / gpu_s, "vs_cpu_1t": cpu_one / gpu_s, "same_hits": same}
         report["rows"].append(row)
         print(row, flush=True)
@@ -72,17 +77,23 @@ def run(args) -> dict:
     host = index.copy()
     report["host_prepare_ms"] = 1e3 * median_seconds(
         lambda: host._native.weigh_queries(*host._encode_queries(queries, 0)), args.repeats)[0]
-    if args.sweep:  # the knobs GpuBM25Index chooses automatically, at k = 10
+    if args.sweep:  # the choices GpuBM25Index makes automatically, at k = 10
         report["sweep"] = []
-        for group in (64, 256, 0):
-            for chunk in (0, 1 << 20):
-                gpu._search_options = {n: v for n, v in (("max_group", group),
-                                                         ("max_chunk_rows", chunk)) if v}
-                seconds, _ = median_seconds(lambda: gpu.search(queries, 10), args.repeats)
-                point = {"max_group": group or "auto", "max_chunk_rows": chunk or "auto",
-                         "gpu_ms": 1e3 * seconds}
-                report["sweep"].append(point)
-                print(point, flush=True)
+        ex = {"exhaustive": True}
+        for options in ({"max_group": 64}, {"max_group": 256}, {}, {**ex, "max_group": 64},
+                        {**ex, "max_group": 256}, ex, {**ex, "max_chunk_rows": 1 << 20}):
+            gpu._search_options = options
+            seconds, _ = median_seconds(lambda: gpu.search(queries, 10), args.repeats)
+            report["sweep"].append({"options": dict(options), "gpu_ms": 1e3 * seconds})
+            print(report["sweep"][-1], flush=True)
+        gpu._search_options = {}
+        for dense_min_df in (args.n // 4, args.n // 64):
+            other = ragcore.GpuBM25Index(index, "cuda", dense_min_df)
+            seconds, (_, fell) = median_seconds(lambda: other._search(queries, 10), args.repeats)
+            report["sweep"].append({"options": {"dense_min_df": dense_min_df}, "gpu_ms": 1e3 * seconds,
+                                    "fell_back": float(fell.mean())})
+            print(report["sweep"][-1], flush=True)
+            del other
     return report
 
 
@@ -92,17 +103,19 @@ def markdown(report) -> str:
         f"{report['n']:,} documents, batch {report['batch']}; postings on the device: "
         f"{report['device_bytes'] / 2**20:.0f} MiB.",
         "",
-        "| k | CPU all cores ms | CPU 1 thread ms | GPU ms | GPU QPS | vs CPU all | vs CPU 1 thread | same hits |",
-        "|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| k | CPU all cores ms | CPU 1 thread ms | GPU ms | GPU QPS | fell back | GPU exhaustive ms "
+        "| vs CPU all | vs CPU 1 thread | same hits |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in report["rows"]:
         lines.append(f"| {r['k']} | {r['cpu_all_ms']:.1f} | {r['cpu_1t_ms']:.1f} | {r['gpu_ms']:.2f} | "
-                     f"{r['gpu_qps']:,.0f} | {r['vs_cpu_all']:.1f} | {r['vs_cpu_1t']:.1f} | "
+                     f"{r['gpu_qps']:,.0f} | {r['fell_back']:.0%} | {r['gpu_exhaustive_ms']:.2f} | "
+                     f"{r['vs_cpu_all']:.1f} | {r['vs_cpu_1t']:.1f} | "
                      f"{'yes' if r['same_hits'] else 'NO'} |")
     lines.append(f"\nHost share (tokenize + weigh the batch): {report['host_prepare_ms']:.1f} ms.")
     for p in report.get("sweep", []):
-        lines.append(f"- max_group {p['max_group']}, max_chunk_rows {p['max_chunk_rows']}: "
-                     f"{p['gpu_ms']:.2f} ms")
+        lines.append(f"- k = 10, {p['options'] or 'defaults'}: {p['gpu_ms']:.2f} ms"
+                     + (f" ({p['fell_back']:.0%} fell back)" if "fell_back" in p else ""))
     return "\n".join(lines) + "\n"
 
 

@@ -99,7 +99,7 @@ void search_device(const DeviceCorpus& c, uintptr_t queries, size_t nq, size_t s
 
 std::unique_ptr<DeviceBm25> make_bm25(int device, const py::array& offsets, const py::array& docs,
                                       const py::array& values, const py::array& rank_of_slot,
-                                      const py::array& sorted_ids) {
+                                      const py::array& sorted_ids, size_t dense_min_df) {
   if (offsets.ndim() != 1 || offsets.size() < 1) fail("offsets", "expected a 1-D array, n_terms + 1");
   const size_t n_terms = static_cast<size_t>(offsets.size()) - 1;
   const int64_t* o = contiguous<int64_t>(offsets, n_terms + 1, "offsets");
@@ -112,11 +112,12 @@ std::unique_ptr<DeviceBm25> make_bm25(int device, const py::array& offsets, cons
   const size_t n_live = static_cast<size_t>(sorted_ids.size());
   const int64_t* ids = contiguous<int64_t>(sorted_ids, n_live, "sorted_ids");
   py::gil_scoped_release release;
-  return std::make_unique<DeviceBm25>(device, o, n_terms, d, v, r, n_slots, ids, n_live);
+  return std::make_unique<DeviceBm25>(device, o, n_terms, d, v, r, n_slots, ids, n_live,
+                                      dense_min_df);
 }
 
 py::tuple bm25_search(const DeviceBm25& index, const py::array& terms, const py::array& weights,
-                      const py::array& offsets, const py::array& base, size_t k,
+                      const py::array& offsets, const py::array& base, size_t k, bool exhaustive,
                       size_t first_chunk_rows, size_t max_chunk_rows, size_t max_group) {
   if (offsets.ndim() != 1 || offsets.size() < 1) fail("offsets", "expected a 1-D array, nq + 1");
   Bm25SearchArgs a;
@@ -132,15 +133,18 @@ py::tuple bm25_search(const DeviceBm25& index, const py::array& terms, const py:
   a.first_chunk_rows = first_chunk_rows;
   a.max_chunk_rows = max_chunk_rows;
   a.max_group = max_group;
+  a.exhaustive = exhaustive;
   py::array_t<float> scores({a.nq, k});
   py::array_t<int64_t> ids({a.nq, k});
+  py::array_t<bool> scored_exhaustively(static_cast<py::ssize_t>(a.nq));
   a.out_scores = scores.mutable_data();
   a.out_ids = ids.mutable_data();
+  a.out_exhaustive = reinterpret_cast<uint8_t*>(scored_exhaustively.mutable_data());
   {
     py::gil_scoped_release release;
     index.search(a);
   }
-  return py::make_tuple(scores, ids);
+  return py::make_tuple(scores, ids, scored_exhaustively);
 }
 
 }  // namespace
@@ -178,10 +182,12 @@ PYBIND11_MODULE(_cuda, m) {
 
   py::class_<DeviceBm25>(m, "DeviceBm25")
       .def(py::init(&make_bm25), py::arg("device"), py::arg("offsets"), py::arg("docs"),
-           py::arg("values"), py::arg("rank_of_slot"), py::arg("sorted_ids"))
+           py::arg("values"), py::arg("rank_of_slot"), py::arg("sorted_ids"),
+           py::arg("dense_min_df") = 0)
       .def_property_readonly("device_bytes", &DeviceBm25::device_bytes)
       .def_property_readonly("num_terms", &DeviceBm25::num_terms)
+      .def_property_readonly("dense_min_df", &DeviceBm25::dense_min_df)
       .def("search", &bm25_search, py::arg("terms"), py::arg("weights"), py::arg("offsets"),
-           py::arg("base"), py::arg("k"), py::arg("first_chunk_rows") = 0,
+           py::arg("base"), py::arg("k"), py::arg("exhaustive") = false, py::arg("first_chunk_rows") = 0,
            py::arg("max_chunk_rows") = 0, py::arg("max_group") = 0);
 }

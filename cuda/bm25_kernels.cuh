@@ -1,6 +1,7 @@
-// The two kernels of GPU BM25 scoring (see gpu_bm25.h).
+// The two kernels of the exhaustive GPU BM25 plan (see gpu_bm25.h).
 #pragma once
 
+#include "bm25_segment.cuh"
 #include "common.cuh"
 #include "select.h"
 
@@ -11,16 +12,6 @@ namespace ragcore::gpu {
 // 256 bytes of their float64 sums) is written once per warp where a list is
 // dense, and still lets the select pass skip the sums of untouched runs.
 constexpr int64_t kDocsPerFlag = 32;
-
-// The postings one query adds at one query position: list[begin, begin + count)
-// of its term, times weight, into accumulator row `row`. `first` numbers the
-// segment's first posting among all postings of its launch (segments ascend).
-struct Bm25Segment {
-  int64_t begin;
-  int64_t first;
-  double weight;
-  int64_t row;
-};
 
 // One thread per posting of the launch: finds its segment by binary search and
 // adds weight * value to the document's accumulator. A query holds each term

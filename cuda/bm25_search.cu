@@ -6,24 +6,16 @@
 #include <utility>
 
 #include "bm25_kernels.cuh"
-#include "device_buffer.cuh"
+#include "bm25_state.cuh"
 #include "device_limits.h"
-#include "gpu_bm25.h"
 #include "gpu_flat.h"
 
 namespace ragcore::gpu {
 
-struct DeviceBm25::Buffers {
-  std::shared_ptr<DeviceBuffer> docs, values, ranks, sorted_ids;
-};
-
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n, int64_t cap) {
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min((n + kThreads - 1) / kThreads, cap)));
-}
+constexpr int kThreads = kBm25Threads;
+unsigned blocks_for(int64_t n, int64_t cap) { return bm25_blocks(n, cap); }
 
 // The scatter launches of a batch: launch l adds segs[launch_begin[l],
 // launch_begin[l + 1]) (launch_total[l] postings); the launches of query group
@@ -75,8 +67,10 @@ ScatterPlan plan_scatter(const Bm25SearchArgs& a, const std::vector<int64_t>& of
 
 DeviceBm25::DeviceBm25(int device, const int64_t* offsets, size_t n_terms, const uint32_t* docs,
                        const float* values, const int32_t* rank_of_slot, size_t n_slots,
-                       const int64_t* sorted_ids, size_t n_live)
-    : device_(device), n_slots_(n_slots), n_live_(n_live), offsets_(offsets, offsets + n_terms + 1),
+                       const int64_t* sorted_ids, size_t n_live, size_t dense_min_df)
+    : device_(device), n_slots_(n_slots), n_live_(n_live),
+      dense_min_df_(dense_min_df ? dense_min_df : std::max<size_t>(1, (n_slots + 15) / 16)),
+      offsets_(offsets, offsets + n_terms + 1), dense_index_(n_terms, -1), list_max_(n_terms, 0.0f),
       buffers_(std::make_unique<Buffers>()) {
   if (device < 0 || device >= device_count())
     throw std::invalid_argument("device: no CUDA device " + std::to_string(device));
@@ -85,24 +79,58 @@ DeviceBm25::DeviceBm25(int device, const int64_t* offsets, size_t n_terms, const
   if (offsets_[0] != 0) throw std::invalid_argument("offsets: must start at 0");
   for (size_t t = 0; t < n_terms; ++t)
     if (offsets_[t + 1] < offsets_[t]) throw std::invalid_argument("offsets: must not decrease");
-  const auto n_postings = static_cast<size_t>(offsets_.back());
-  for (size_t p = 0; p < n_postings; ++p)
-    if (docs[p] >= n_slots) throw std::invalid_argument("docs: slot out of range");
+  for (size_t t = 0; t < n_terms; ++t)
+    for (int64_t p = offsets_[t]; p < offsets_[t + 1]; ++p) {
+      if (docs[p] >= n_slots) throw std::invalid_argument("docs: slot out of range");
+      if (p > offsets_[t] && docs[p] <= docs[p - 1])
+        throw std::invalid_argument("docs: slots must ascend within a term");
+      list_max_[t] = std::max(list_max_[t], values[p]);
+    }
   for (size_t d = 0; d < n_slots; ++d)
     if (rank_of_slot[d] < -1 || rank_of_slot[d] >= static_cast<int64_t>(n_live))
       throw std::invalid_argument("rank_of_slot: rank out of range");
+
+  // Bitmaps of the dense terms (3/16 byte per slot each; at most 16 times the
+  // average distinct terms per document of them).
+  const int64_t n_words = static_cast<int64_t>(n_slots / 64 + 1);
+  std::vector<uint64_t> bits;
+  std::vector<uint32_t> rank_before;
+  int32_t n_dense = 0;
+  for (size_t t = 0; t < n_terms; ++t) {
+    if (static_cast<size_t>(offsets_[t + 1] - offsets_[t]) < dense_min_df_) continue;
+    dense_index_[t] = n_dense++;
+    bits.resize(static_cast<size_t>(n_dense) * n_words, 0);
+    uint64_t* word = bits.data() + static_cast<size_t>(n_dense - 1) * n_words;
+    for (int64_t p = offsets_[t]; p < offsets_[t + 1]; ++p) word[docs[p] / 64] |= uint64_t{1} << (docs[p] % 64);
+    uint32_t count = 0;
+    for (int64_t w = 0; w < n_words; ++w) {
+      rank_before.push_back(count);
+      count += static_cast<uint32_t>(__builtin_popcountll(word[w]));
+    }
+  }
+  buffers_->n_words = n_words;
+
   DeviceGuard guard(device_);
+  const auto n_postings = static_cast<size_t>(offsets_.back());
   buffers_->docs = upload(device_, docs, n_postings * sizeof(uint32_t));
   buffers_->values = upload(device_, values, n_postings * sizeof(float));
   buffers_->ranks = upload(device_, rank_of_slot, n_slots * sizeof(int32_t));
   buffers_->sorted_ids = upload(device_, sorted_ids, n_live * sizeof(int64_t));
+  buffers_->offsets = upload(device_, offsets_.data(), offsets_.size() * sizeof(int64_t));
+  buffers_->dense_index = upload(device_, dense_index_.data(), n_terms * sizeof(int32_t));
+  buffers_->bits = upload(device_, bits.data(), bits.size() * sizeof(uint64_t));
+  buffers_->rank_before = upload(device_, rank_before.data(), rank_before.size() * sizeof(uint32_t));
 }
 
 DeviceBm25::~DeviceBm25() = default;
 
 size_t DeviceBm25::device_bytes() const {
-  return buffers_->docs->bytes() + buffers_->values->bytes() + buffers_->ranks->bytes() +
-         buffers_->sorted_ids->bytes();
+  const Buffers& b = *buffers_;
+  size_t bytes = 0;
+  for (const auto* buf : {&b.docs, &b.values, &b.ranks, &b.sorted_ids, &b.offsets, &b.dense_index,
+                          &b.bits, &b.rank_before})
+    bytes += (*buf)->bytes();
+  return bytes;
 }
 
 void DeviceBm25::search(const Bm25SearchArgs& a) const {
@@ -116,9 +144,46 @@ void DeviceBm25::search(const Bm25SearchArgs& a) const {
   for (int64_t i = 0; i < a.offsets[a.nq]; ++i)
     if (a.terms[i] < -1 || a.terms[i] >= static_cast<int64_t>(num_terms()))
       throw std::invalid_argument("terms: term id out of range");
-
   DeviceGuard guard(device_);
-  const cudaStream_t stream = 0;
+  const std::vector<uint8_t> exact = a.exhaustive ? std::vector<uint8_t>(a.nq, 0) : search_pruned(a);
+  std::vector<size_t> rest;  // the queries the pruned plan could not answer
+  for (size_t q = 0; q < a.nq; ++q)
+    if (!exact[q]) rest.push_back(q);
+  if (a.out_exhaustive)
+    for (size_t q = 0; q < a.nq; ++q) a.out_exhaustive[q] = exact[q] ? 0 : 1;
+  if (rest.empty()) return;
+  if (rest.size() == a.nq) return search_exhaustive(a);
+  // Score the rest as a batch of their own, then put their rows in place.
+  std::vector<int64_t> terms, offsets{0};
+  std::vector<double> weights, base;
+  for (size_t q : rest) {
+    for (int64_t i = a.offsets[q]; i < a.offsets[q + 1]; ++i) {
+      terms.push_back(a.terms[i]);
+      weights.push_back(a.weights[i]);
+    }
+    offsets.push_back(static_cast<int64_t>(terms.size()));
+    base.push_back(a.base[q]);
+  }
+  std::vector<float> scores(rest.size() * a.k);
+  std::vector<int64_t> ids(rest.size() * a.k);
+  Bm25SearchArgs sub = a;
+  sub.terms = terms.data();
+  sub.weights = weights.data();
+  sub.offsets = offsets.data();
+  sub.base = base.data();
+  sub.nq = rest.size();
+  sub.out_scores = scores.data();
+  sub.out_ids = ids.data();
+  sub.out_exhaustive = nullptr;
+  search_exhaustive(sub);
+  for (size_t r = 0; r < rest.size(); ++r) {
+    std::copy_n(scores.data() + r * a.k, a.k, a.out_scores + rest[r] * a.k);
+    std::copy_n(ids.data() + r * a.k, a.k, a.out_ids + rest[r] * a.k);
+  }
+}
+
+void DeviceBm25::search_exhaustive(const Bm25SearchArgs& a) const {
+  const cudaStream_t stream = 0;  // the caller made the device current
   const int64_t k = static_cast<int64_t>(a.k);
   const int64_t slots = static_cast<int64_t>(n_slots_);
   const DeviceLimits lim = device_limits(device_);

@@ -2,11 +2,12 @@
 
 Skipped without a CUDA device. The GPU adds the same float32 score parts with
 the same float64 weights in the same order as the CPU index, so hits must be
-equal to the bit: ids and scores, ties by id. Covers every variant, removals,
-ids that do not ascend with insertion order, k beyond the documents, chunk and
-group sizes small enough that many chunks merge and the k-th best moves,
-queries without known terms, a Zipfian corpus of many blocks, concurrency and
-bad input.
+equal to the bit: ids and scores, ties by id. Both plans (pruned, with its
+fallback, and exhaustive) are checked, and the pruned plan's decision to fall
+back must be the reference's. Covers every variant, removals, ids that do not
+ascend with insertion order, k beyond the documents, chunk and group sizes
+small enough that many chunks merge and the k-th best moves, queries without
+known terms, a Zipfian corpus of many blocks, concurrency and bad input.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragcore
+from ragcore import reference as ref
 
 from _bm25_corpora import VARIANTS, build, corpora, queries, zipf_corpus, zipf_queries
 from _hits_check import assert_hits_equal
@@ -26,30 +28,47 @@ from _hits_check import assert_hits_equal
 pytestmark = pytest.mark.skipif(ragcore.cuda_device_count() == 0, reason="needs a CUDA device")
 
 KNOBS = st.fixed_dictionaries({
+    "exhaustive": st.booleans(),
     "first_chunk_rows": st.sampled_from((0, 1, 5, 64)),
     "max_chunk_rows": st.sampled_from((0, 1, 7, 1000)),
     "max_group": st.sampled_from((0, 1, 2, 3)),
 })
 
 
-def gpu_copy(index, **knobs):
-    gpu = index.to("cuda")
+def gpu_copy(index, dense_min_df=None, **knobs):
+    gpu = ragcore.GpuBM25Index(index, "cuda", dense_min_df)
     gpu._search_options = {name: value for name, value in knobs.items() if value}
     return gpu
+
+
+def reference_plan(index, qs, k, dense_min_df):
+    """The reference's hits and which queries it scores exhaustively."""
+    terms, weights, offsets = index._encode_queries(qs, 1)
+    terms, weights, base = index._native.weigh_queries(terms, weights, offsets)
+    return ref.bm25_candidate_search(index._native.impacts(0), terms, weights, offsets, base,
+                                     k, dense_min_df)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corpus=corpora, qs=st.lists(queries, min_size=1, max_size=6),
        variant=st.sampled_from(VARIANTS), k=st.integers(1, 35), seed=st.integers(0, 2**16),
-       n_removed=st.integers(0, 5), knobs=KNOBS)
-def test_small_corpora_equal_the_cpu_index(corpus, qs, variant, k, seed, n_removed, knobs):
+       n_removed=st.integers(0, 5), knobs=KNOBS, dense_min_df=st.sampled_from((None, 1, 2, 4, 99)))
+def test_small_corpora_equal_the_cpu_index(corpus, qs, variant, k, seed, n_removed, knobs,
+                                           dense_min_df):
     rng = np.random.default_rng(seed)
     ids = rng.permutation(10 * len(corpus))[: len(corpus)]
     index = build(corpus, variant, ids=ids)
     removed = rng.choice(ids, size=min(n_removed, len(ids) - 1), replace=False)
     if len(removed):
         index.remove(removed)
-    assert_hits_equal(gpu_copy(index, **knobs).search(qs, k), index.search(qs, k))
+    gpu = gpu_copy(index, dense_min_df, **knobs)
+    hits, exhaustive = gpu._search(qs, k)
+    assert_hits_equal(hits, index.search(qs, k))
+    if not knobs["exhaustive"]:
+        _, fell_back = reference_plan(index, qs, k, gpu.dense_min_df)
+        np.testing.assert_array_equal(exhaustive, fell_back)
+    else:
+        assert exhaustive.all()
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -58,12 +77,21 @@ def test_zipf_corpus_equals_the_cpu_index(variant):
     index.remove(np.arange(0, 20000, 11))
     qs = zipf_queries(300, vocab=2000, seed=8)
     gpu = index.to("cuda")
+    exhaustive_gpu = gpu_copy(index, exhaustive=True)
     for k in (1, 10, 100, 3000):
-        assert_hits_equal(gpu.search(qs, k), index.search(qs, k))
+        expected = index.search(qs, k)
+        hits, exhaustive = gpu._search(qs, k)
+        assert_hits_equal(hits, expected)
+        assert_hits_equal(exhaustive_gpu.search(qs, k), expected)
+        _, fell_back = reference_plan(index, qs, k, gpu.dense_min_df)
+        np.testing.assert_array_equal(exhaustive, fell_back)
+        if k <= 10:
+            assert exhaustive.mean() < 0.5  # the pruned plan answers most queries
 
 
 @pytest.mark.parametrize("knobs", [dict(max_group=7), dict(first_chunk_rows=3, max_chunk_rows=50),
-                                   dict(first_chunk_rows=1, max_chunk_rows=1, max_group=1)])
+                                   dict(first_chunk_rows=1, max_chunk_rows=1, max_group=1),
+                                   dict(exhaustive=True, max_group=5)])
 def test_groups_and_chunks_do_not_change_the_hits(knobs):
     index = build(zipf_corpus(3000, seed=9), "bm25l")
     qs = zipf_queries(40, seed=10)
@@ -71,13 +99,15 @@ def test_groups_and_chunks_do_not_change_the_hits(knobs):
     assert_hits_equal(gpu_copy(index, **knobs).search(qs, 25), expected)
 
 
-def test_ties_go_to_the_smaller_id_whatever_the_slot_order():
+@pytest.mark.parametrize("dense_min_df", [None, 1, 60, 1000])
+def test_ties_go_to_the_smaller_id_whatever_the_slot_order(dense_min_df):
     # Identical documents tie exactly; ids descend with insertion order.
     corpus = [["a", "b"]] * 50 + [["a"]] * 50 + [["c"]] * 20
     index = build(corpus, ids=np.arange(120)[::-1] * 3)
-    gpu = index.to("cuda")
+    gpu = gpu_copy(index, dense_min_df)
+    qs = [["a", "b"], ["b"], ["zzz"], []]
     for k in (1, 7, 60, 130):
-        assert_hits_equal(gpu.search([["a", "b"], ["zzz"], []], k), index.search([["a", "b"], ["zzz"], []], k))
+        assert_hits_equal(gpu.search(qs, k), index.search(qs, k))
 
 
 def test_snapshot_does_not_follow_the_cpu_index():
@@ -142,3 +172,5 @@ def test_bad_input():
         build([["a"]]).to(f"cuda:{ragcore.cuda_device_count()}")
     with pytest.raises(TypeError, match="BM25Index"):
         ragcore.GpuBM25Index([["a"]])
+    with pytest.raises(ValueError, match="dense_min_df"):
+        ragcore.GpuBM25Index(build([["a"]]), "cuda", dense_min_df=0)

@@ -37,13 +37,16 @@ class DeviceCorpus:
 class DeviceBm25:
     device_bytes: int
     num_terms: int
+    dense_min_df: int
     def __init__(
         self, device: int, offsets: npt.NDArray[np.int64], docs: npt.NDArray[np.uint32],
         values: npt.NDArray[np.float32], rank_of_slot: npt.NDArray[np.int32],
-        sorted_ids: npt.NDArray[np.int64],
+        sorted_ids: npt.NDArray[np.int64], dense_min_df: int = 0,
     ) -> None: ...
     def search(
         self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64],
         offsets: npt.NDArray[np.int64], base: npt.NDArray[np.float64], k: int,
-        first_chunk_rows: int = 0, max_chunk_rows: int = 0, max_group: int = 0,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
+        exhaustive: bool = False, first_chunk_rows: int = 0, max_chunk_rows: int = 0,
+        max_group: int = 0,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """(scores, ids, whether each query was scored exhaustively)."""

@@ -25,12 +25,7 @@ __global__ void bm25_scatter_kernel(const Bm25Segment* segs, int n_segs, int64_t
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
        g += step) {
-    int lo = 0, hi = n_segs - 1;  // the last segment with first <= g
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (segs[mid].first <= g) lo = mid; else hi = mid - 1;
-    }
-    const Bm25Segment s = segs[lo];
+    const Bm25Segment s = segment_of(segs, n_segs, g);
     const int64_t p = s.begin + (g - s.first);
     const uint32_t doc = docs[p];
     const int64_t at = s.row * n_slots + doc;

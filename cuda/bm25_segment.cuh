@@ -1,6 +1,8 @@
 // What both GPU BM25 plans read postings by (see gpu_bm25.h).
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstdint>
 
 namespace ragcore::gpu {
@@ -14,5 +16,15 @@ struct Bm25Segment {
   double weight;
   int64_t row;
 };
+
+// The segment holding posting number g of a launch: the last with first <= g.
+__device__ __forceinline__ Bm25Segment segment_of(const Bm25Segment* segs, int n_segs, int64_t g) {
+  int lo = 0, hi = n_segs - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (segs[mid].first <= g) lo = mid; else hi = mid - 1;
+  }
+  return segs[lo];
+}
 
 }  // namespace ragcore::gpu

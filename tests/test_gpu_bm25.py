@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragcore
-from ragcore import reference as ref
 
+from _bm25_plans import candidate_search
 from _bm25_corpora import VARIANTS, build, corpora, queries, zipf_corpus, zipf_queries
 from _hits_check import assert_hits_equal
 
@@ -41,14 +41,6 @@ def gpu_copy(index, dense_min_df=None, **knobs):
     return gpu
 
 
-def reference_plan(index, qs, k, dense_min_df):
-    """The reference's hits and which queries it scores exhaustively."""
-    terms, weights, offsets = index._encode_queries(qs, 1)
-    terms, weights, base = index._native.weigh_queries(terms, weights, offsets)
-    return ref.bm25_candidate_search(index._native.impacts(0), terms, weights, offsets, base,
-                                     k, dense_min_df)
-
-
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corpus=corpora, qs=st.lists(queries, min_size=1, max_size=6),
        variant=st.sampled_from(VARIANTS), k=st.integers(1, 35), seed=st.integers(0, 2**16),
@@ -65,7 +57,7 @@ def test_small_corpora_equal_the_cpu_index(corpus, qs, variant, k, seed, n_remov
     hits, exhaustive = gpu._search(qs, k)
     assert_hits_equal(hits, index.search(qs, k))
     if not knobs["exhaustive"]:
-        _, fell_back = reference_plan(index, qs, k, gpu.dense_min_df)
+        _, fell_back = candidate_search(index, qs, k, gpu.dense_min_df)
         np.testing.assert_array_equal(exhaustive, fell_back)
     else:
         assert exhaustive.all()
@@ -83,7 +75,7 @@ def test_zipf_corpus_equals_the_cpu_index(variant):
         hits, exhaustive = gpu._search(qs, k)
         assert_hits_equal(hits, expected)
         assert_hits_equal(exhaustive_gpu.search(qs, k), expected)
-        _, fell_back = reference_plan(index, qs, k, gpu.dense_min_df)
+        _, fell_back = candidate_search(index, qs, k, gpu.dense_min_df)
         np.testing.assert_array_equal(exhaustive, fell_back)
         if k <= 10:
             assert exhaustive.mean() < 0.5  # the pruned plan answers most queries

@@ -23,9 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragcore import reference as ref
+from ragcore.hits import Hits
 from ragcore.gpu_bm25 import _rank_of_slot
 
+from _bm25_plans import candidate_search, weighed_queries
 from _bm25_corpora import VARIANTS, build, corpora, queries, zipf_corpus, zipf_queries
 from _hits_check import assert_hits_equal
 
@@ -50,8 +51,7 @@ def emulated_search(runner, index, qs, k, folder, exhaustive=False, dense_min_df
     folder.mkdir(parents=True, exist_ok=True)
     impacts = index._native.impacts(0)
     ranks, sorted_ids = _rank_of_slot(impacts["slot_ids"])
-    terms, weights, offsets = index._encode_queries(qs, 1)
-    terms, weights, base = index._native.weigh_queries(terms, weights, offsets)
+    terms, weights, offsets, base = weighed_queries(index, qs)
     arrays = dict(offsets=impacts["offsets"], docs=impacts["docs"], values=impacts["values"],
                   ranks=ranks, sorted_ids=sorted_ids, terms=terms, weights=weights,
                   q_offsets=offsets, base=base)
@@ -65,14 +65,7 @@ def emulated_search(runner, index, qs, k, folder, exhaustive=False, dense_min_df
     ids = np.fromfile(folder / "ids", np.int64).reshape(nq, k)
     fell_back = np.fromfile(folder / "exhaustive", np.uint8).astype(bool)
     used_dense_min_df = int(done.stdout.split()[-1])
-    return ref.Hits(scores, ids), fell_back, used_dense_min_df
-
-
-def reference_fell_back(index, qs, k, dense_min_df):
-    terms, weights, offsets = index._encode_queries(qs, 1)
-    terms, weights, base = index._native.weigh_queries(terms, weights, offsets)
-    return ref.bm25_candidate_search(index._native.impacts(0), terms, weights, offsets, base, k,
-                                     dense_min_df)[1]
+    return Hits(scores, ids), fell_back, used_dense_min_df
 
 
 @settings(max_examples=120, deadline=None,
@@ -97,7 +90,7 @@ def test_small_corpora_equal_the_cpu_index(runner, tmp_path, corpus, qs, variant
     if exhaustive:
         assert fell_back.all()
     else:
-        np.testing.assert_array_equal(fell_back, reference_fell_back(index, qs, k, used))
+        np.testing.assert_array_equal(fell_back, candidate_search(index, qs, k, used)[1])
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -109,7 +102,7 @@ def test_zipf_corpus_both_plans(runner, tmp_path, variant):
         expected = index.search(qs, k)
         pruned, fell_back, used = emulated_search(runner, index, qs, k, tmp_path / f"p{k}")
         assert_hits_equal(pruned, expected)
-        np.testing.assert_array_equal(fell_back, reference_fell_back(index, qs, k, used))
+        np.testing.assert_array_equal(fell_back, candidate_search(index, qs, k, used)[1])
         if k <= 10:
             assert fell_back.mean() < 0.5  # the pruned plan answers most queries
         exhaustive, _, _ = emulated_search(runner, index, qs, k, tmp_path / f"e{k}",

@@ -15,17 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ragcore
-from ragcore import reference as ref
 from ragcore.gpu_bm25 import _rank_of_slot
 
+from _bm25_plans import candidate_search, impact_search
 from _bm25_corpora import VARIANTS, build, corpora, queries, zipf_corpus, zipf_queries
 from _hits_check import assert_hits_equal
-
-
-def impact_search(index, qs, k):
-    terms, weights, offsets = index._encode_queries(qs, 1)
-    terms, weights, base = index._native.weigh_queries(terms, weights, offsets)
-    return ref.bm25_impact_search(index._native.impacts(0), terms, weights, offsets, base, k)
 
 
 @settings(max_examples=150, deadline=None)
@@ -102,13 +96,6 @@ def test_to_cuda_without_a_device_is_a_clear_error():
         index.to("cuda")
     with pytest.raises(ValueError, match="device must be"):
         index.to("gpu")
-
-
-def candidate_search(index, qs, k, dense_min_df):
-    terms, weights, offsets = index._encode_queries(qs, 1)
-    terms, weights, base = index._native.weigh_queries(terms, weights, offsets)
-    return ref.bm25_candidate_search(index._native.impacts(0), terms, weights, offsets, base,
-                                     k, dense_min_df)
 
 
 @settings(max_examples=150, deadline=None)

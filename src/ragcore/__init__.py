@@ -4,8 +4,9 @@ from .bm25 import BM25Index
 from .encoders import BiEncoder, CrossEncoder, Embeddings, LateInteractionReranker
 from .errors import CopyWarning, IndexFileError, TruncationWarning
 from .flat import FlatIndex
+from ._cuda_device import cuda_device_count
 from .gpu_bm25 import GpuBM25Index
-from .gpu_flat import DeviceHits, GpuFlatIndex, cuda_device_count
+from .gpu_flat import DeviceHits, GpuFlatIndex
 from .hits import Hits
 from .ivf import IVFIndex
 from .tokenizer import tokenize

@@ -27,8 +27,7 @@ from ._device_arrays import (
     is_device_array,
     to_host,
 )
-from ._cuda_device import (  # noqa: F401 - cuda_device_count is public here
-    HostBackedGpuIndex, _cuda_module, _parse_device, cuda_device_count)
+from ._cuda_device import HostBackedGpuIndex, _cuda_module, _parse_device
 from ._storage import STORAGE_CODE
 from .flat import _METRIC_CODE, FlatIndex
 from .hits import Hits

@@ -1,0 +1,24 @@
+"""The GPU BM25 plans' numpy twins (ragcore.reference) run on a CPU BM25Index, for the
+tests of GpuBM25Index (host-side, emulated and on a device)."""
+
+from __future__ import annotations
+
+from ragcore import reference as ref
+
+
+def weighed_queries(index, qs):
+    """(terms, weights, offsets, base) as GpuBM25Index sends them to the device."""
+    terms, weights, offsets = index._encode_queries(qs, 1)
+    terms, weights, base = index._native.weigh_queries(terms, weights, offsets)
+    return terms, weights, offsets, base
+
+
+def impact_search(index, qs, k):
+    """The exhaustive plan's hits."""
+    return ref.bm25_impact_search(index._native.impacts(0), *weighed_queries(index, qs), k)
+
+
+def candidate_search(index, qs, k, dense_min_df):
+    """The pruned plan's hits, and which queries it leaves to the exhaustive plan."""
+    return ref.bm25_candidate_search(index._native.impacts(0), *weighed_queries(index, qs), k,
+                                     dense_min_df)

@@ -43,3 +43,15 @@ def build(corpus, variant="lucene", ids=None, **kw) -> BM25Index:
     index = BM25Index(variant=variant, stopwords=None, **kw)
     index.add(corpus, ids=ids)
     return index
+
+
+def build_shuffled(corpus, variant, seed: int, n_removed: int) -> BM25Index:
+    """An index whose ids do not ascend with insertion order, after removing up to
+    n_removed documents (never all of them)."""
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(10 * len(corpus))[: len(corpus)]
+    index = build(corpus, variant, ids=ids)
+    removed = rng.choice(ids, size=min(n_removed, len(ids) - 1), replace=False)
+    if len(removed):
+        index.remove(removed)
+    return index

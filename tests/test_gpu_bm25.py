@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import ragcore
 
 from _bm25_plans import candidate_search
-from _bm25_corpora import VARIANTS, build, corpora, queries, zipf_corpus, zipf_queries
+from _bm25_corpora import VARIANTS, build, build_shuffled, corpora, queries, zipf_corpus, zipf_queries
 from _hits_check import assert_hits_equal
 
 pytestmark = pytest.mark.skipif(ragcore.cuda_device_count() == 0, reason="needs a CUDA device")
@@ -47,12 +47,7 @@ def gpu_copy(index, dense_min_df=None, **knobs):
        n_removed=st.integers(0, 5), knobs=KNOBS, dense_min_df=st.sampled_from((None, 1, 2, 4, 99)))
 def test_small_corpora_equal_the_cpu_index(corpus, qs, variant, k, seed, n_removed, knobs,
                                            dense_min_df):
-    rng = np.random.default_rng(seed)
-    ids = rng.permutation(10 * len(corpus))[: len(corpus)]
-    index = build(corpus, variant, ids=ids)
-    removed = rng.choice(ids, size=min(n_removed, len(ids) - 1), replace=False)
-    if len(removed):
-        index.remove(removed)
+    index = build_shuffled(corpus, variant, seed, n_removed)
     gpu = gpu_copy(index, dense_min_df, **knobs)
     hits, exhaustive = gpu._search(qs, k)
     assert_hits_equal(hits, index.search(qs, k))

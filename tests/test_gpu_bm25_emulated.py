@@ -27,7 +27,7 @@ from ragcore.hits import Hits
 from ragcore.gpu_bm25 import _rank_of_slot
 
 from _bm25_plans import candidate_search, weighed_queries
-from _bm25_corpora import VARIANTS, build, corpora, queries, zipf_corpus, zipf_queries
+from _bm25_corpora import VARIANTS, build, build_shuffled, corpora, queries, zipf_corpus, zipf_queries
 from _hits_check import assert_hits_equal
 
 sys.path.insert(0, str(Path(__file__).parent / "cuda_emu"))
@@ -78,12 +78,7 @@ def emulated_search(runner, index, qs, k, folder, exhaustive=False, dense_min_df
 def test_small_corpora_equal_the_cpu_index(runner, tmp_path, corpus, qs, variant, k, seed,
                                            n_removed, exhaustive, dense_min_df, first, chunk,
                                            group):
-    rng = np.random.default_rng(seed)
-    ids = rng.permutation(10 * len(corpus))[: len(corpus)]
-    index = build(corpus, variant, ids=ids)
-    removed = rng.choice(ids, size=min(n_removed, len(ids) - 1), replace=False)
-    if len(removed):
-        index.remove(removed)
+    index = build_shuffled(corpus, variant, seed, n_removed)
     hits, fell_back, used = emulated_search(runner, index, qs, k, tmp_path / f"case{seed}",
                                             exhaustive, dense_min_df, first, chunk, group)
     assert_hits_equal(hits, index.search(qs, k))

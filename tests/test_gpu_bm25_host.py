@@ -18,7 +18,7 @@ import ragcore
 from ragcore.gpu_bm25 import _rank_of_slot
 
 from _bm25_plans import candidate_search, impact_search
-from _bm25_corpora import VARIANTS, build, corpora, queries, zipf_corpus, zipf_queries
+from _bm25_corpora import VARIANTS, build, build_shuffled, corpora, queries, zipf_corpus, zipf_queries
 from _hits_check import assert_hits_equal
 
 
@@ -27,12 +27,7 @@ from _hits_check import assert_hits_equal
        variant=st.sampled_from(VARIANTS), k=st.integers(1, 35), seed=st.integers(0, 2**16),
        n_removed=st.integers(0, 5))
 def test_impacts_give_the_cpu_hits_bit_for_bit(corpus, qs, variant, k, seed, n_removed):
-    rng = np.random.default_rng(seed)
-    ids = rng.permutation(10 * len(corpus))[: len(corpus)]  # not ascending with slots
-    index = build(corpus, variant, ids=ids)
-    removed = rng.choice(ids, size=min(n_removed, len(ids) - 1), replace=False)
-    if len(removed):
-        index.remove(removed)
+    index = build_shuffled(corpus, variant, seed, n_removed)
     assert_hits_equal(impact_search(index, qs, k), index.search(qs, k))
 
 

@@ -6,9 +6,11 @@ Corpus and queries: bench/bm25.py's Zipfian corpus (vocabulary 200,000, lengths
 60-200 tokens; queries of 2-6 distinct mid-frequency words), --n documents, one
 batch of --batch queries (default 1,024), variant "lucene", no stopwords. Per k:
 the CPU index with every core (n_threads=0) and with one thread, and the GPU
-index with its default (pruned) plan and with the exhaustive plan forced; each time is the median of --repeats batches after a warm-up batch and
-includes tokenizing and weighing the query strings (both indexes do that on the
-host). The GPU's hits are compared with the CPU's (ids and scores equal).
+index with its default (pruned) plan and with the exhaustive plan forced. Each
+time is the median of --repeats batches after a warm-up batch and includes
+tokenizing and weighing the query strings (both indexes do that on the host).
+The GPU's hits are compared with the CPU's (ids and scores equal). --sweep also
+times query-group and chunk sizes and two dense-term thresholds at k = 10.
 
 Standalone on purpose (numpy and ragcore only): the GPU machine lacks the CPU
 benchmark's dependencies.
@@ -17,7 +19,6 @@ benchmark's dependencies.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -26,6 +27,7 @@ import time
 import numpy as np
 
 import ragcore
+from _gpu_output import write_report
 from _zipf import zipf_corpus  # the CPU benchmark's corpus, same seed and law
 
 
@@ -134,13 +136,7 @@ def main() -> None:
     if args.quick:
         args.n = 100_000
     report = run(args)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(markdown(report))
-    print(markdown(report))
+    write_report(report, args.json, args.markdown, markdown(report))
     if not all(r["same_hits"] for r in report["rows"]):
         raise SystemExit("GPU hits differ from the CPU index's")
 

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 import ragcore
+from _gpu_output import write_json, write_report
 
 BATCHES = (1, 16, 256, 4096)
 KS = (10, 100, 2048, 16384)
@@ -192,13 +193,8 @@ def main() -> None:
               "hbm": bw, "rows": []}
     for name, n, d, dtype in corpora:
         report["rows"] += run_corpus(name, n, d, dtype, args, cp, bw)
-        if args.json:  # partial results survive a timeout
-            with open(args.json, "w") as f:
-                json.dump(report, f, indent=1)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(markdown(report))
-    print(markdown(report))
+        write_json(args.json, report)  # partial results survive a timeout
+    write_report(report, args.json, args.markdown, markdown(report))
 
 
 if __name__ == "__main__":

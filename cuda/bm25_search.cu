@@ -14,8 +14,6 @@ namespace ragcore::gpu {
 
 namespace {
 
-constexpr int kThreads = kBm25Threads;
-unsigned blocks_for(int64_t n, int64_t cap) { return bm25_blocks(n, cap); }
 
 // The scatter launches of a batch: launch l adds segs[launch_begin[l],
 // launch_begin[l + 1]) (launch_total[l] postings); the launches of query group
@@ -249,7 +247,7 @@ void DeviceBm25::search_exhaustive(const Bm25SearchArgs& a) const {
     selection_reset(sel, stream);
     for (size_t l = plan.group_begin[g]; l < plan.group_begin[g + 1]; ++l) {
       const size_t s0 = plan.launch_begin[l], n_segs = plan.launch_begin[l + 1] - s0;
-      bm25_scatter_kernel<<<blocks_for(plan.launch_total[l], 16 * lim.sms), kThreads, 0, stream>>>(
+      bm25_scatter_kernel<<<bm25_blocks(plan.launch_total[l], 16 * lim.sms), kBm25Threads, 0, stream>>>(
           segs.as<Bm25Segment>() + s0, static_cast<int>(n_segs), plan.launch_total[l], docs, values,
           acc.as<double>(), touched.as<uint8_t>(), slots, flags);
       RAGCORE_CUDA_CHECK(cudaGetLastError());
@@ -257,8 +255,8 @@ void DeviceBm25::search_exhaustive(const Bm25SearchArgs& a) const {
     int64_t chunk = first;
     for (int64_t row = 0; row < slots; row += chunk, chunk = std::min(capacity, chunk * 8)) {
       const int64_t rows = std::min(chunk, slots - row);
-      const dim3 grid(blocks_for(rows, 1024), static_cast<unsigned>(sel.n_queries));
-      bm25_select_kernel<<<grid, kThreads, 0, stream>>>(sel, base.as<double>() + g0, row, rows,
+      const dim3 grid(bm25_blocks(rows, 1024), static_cast<unsigned>(sel.n_queries));
+      bm25_select_kernel<<<grid, kBm25Threads, 0, stream>>>(sel, base.as<double>() + g0, row, rows,
                                                         ranks, acc.as<double>(),
                                                         touched.as<uint8_t>(), slots, flags);
       RAGCORE_CUDA_CHECK(cudaGetLastError());

@@ -105,7 +105,7 @@ def ragcore_info() -> dict:
     time, and the repository's commit (with whether the native sources differ from it)."""
     import ragcore
     from ragcore import _core
-    from ragcore._storage import STORAGE_CODE
+    from ragcore.dense._storage import STORAGE_CODE
 
     level = _core.best_simd_level()
     so = Path(_core.__file__)
@@ -125,7 +125,7 @@ def ragcore_info() -> dict:
 
 def _native_module_sha256() -> str:
     from ragcore import _core
-    from ragcore._storage import STORAGE_CODE
+    from ragcore.dense._storage import STORAGE_CODE
 
     return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:16]
 

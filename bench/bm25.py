@@ -82,7 +82,7 @@ def stdlib_corpus(n_queries: int, seed: int = 0) -> tuple[list[str], list[str]]:
             if len(para) >= 40:
                 texts.append(para)
     rng = np.random.default_rng(seed)
-    stop = set(ragcore.tokenizer.STOPWORDS_EN)
+    stop = set(ragcore.sparse.tokenizer.STOPWORDS_EN)
     queries = []
     while len(queries) < n_queries:
         tokens = list(dict.fromkeys(t for t in ragcore.tokenize(texts[rng.integers(len(texts))])

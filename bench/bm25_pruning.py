@@ -22,8 +22,6 @@ import numpy as np
 import ragcore
 from _zipf import zipf_corpus
 from ragcore import reference as ref
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=200_000)
@@ -35,11 +33,10 @@ def main() -> None:
     index = ragcore.BM25Index(stopwords=None)
     index.index(texts, show_progress=False)
     del texts
-    impacts = index._native.impacts(0)
+    impacts = index.impacts()
     lists = np.diff(impacts["offsets"])
     dense_min_df = max(1, (len(impacts["slot_ids"]) + 15) // 16)  # GpuBM25Index's default
-    terms, weights, offsets = index._encode_queries(queries, 0)
-    terms, weights, base = index._native.weigh_queries(terms, weights, offsets)
+    terms, weights, offsets, base = index.weighed_queries(queries)
     report = {"n": args.n, "batch": args.batch, "dense_min_df": dense_min_df, "rows": []}
     for k in args.k:
         hits, fell_back = ref.bm25_candidate_search(impacts, terms, weights, offsets, base, k,

@@ -8,7 +8,7 @@ of the shared machine hits both) at batch sizes 1 .. 64, on 1 and 2 threads,
 with float32 and float16 storage. Prints, per (threads, storage), the smallest batch from
 which blocked is faster at every larger batch measured, next to the constant
 the automatic path uses (ragcore._core.blocked_path_min_batch, from
-kBlockedFromBatch* in cpp/src/dense_flat.cpp). Also checks that both paths
+kBlockedFromBatch* in cpp/src/dense/flat.cpp). Also checks that both paths
 return the same ids.
 
 Run:  .venv/bin/python bench/crossover.py            (about 2 minutes)
@@ -27,9 +27,8 @@ from _common import RESULTS_DIR, fmt_num, text_table, time_calls, unit_vectors, 
 import numpy as np
 
 import ragcore
-from ragcore._storage import STORAGE_CODE
+from ragcore.dense._storage import STORAGE_CODE
 from ragcore import _core
-
 DIM = 384
 PATHS = {"scan": 1, "blocked": 2}
 

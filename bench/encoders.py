@@ -60,10 +60,9 @@ def bi_encoder_rows(texts, args) -> tuple[list, dict]:
     import sentence_transformers as st
 
     import ragcore
-    from ragcore import models
-
-    fp32_path = models.export()
-    fp16_path = models.export(precision="fp16")
+    from ragcore.encoders import export, models
+    fp32_path = export.export()
+    fp16_path = export.export(precision="fp16")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         st_model = st.SentenceTransformer(str(models.minilm_dir()), device="cpu")
@@ -103,15 +102,14 @@ def cross_encoder_rows(texts, args) -> list:
     import transformers
 
     import ragcore
-    from ragcore import models
-
+    from ragcore.encoders import export, models
     config = transformers.BertConfig(vocab_size=30522, hidden_size=128, num_hidden_layers=2,
                                      num_attention_heads=2, intermediate_size=512, num_labels=1)
     torch.manual_seed(0)
     model = transformers.BertForSequenceClassification(config).eval()
 
     tmp = Path(tempfile.mkdtemp())
-    models.onnx_export(models.output_module(model, "logits"), tmp / "model.onnx", "logits")
+    export.onnx_export(export.output_module(model, "logits"), tmp / "model.onnx", "logits")
     (tmp / "tokenizer.json").write_bytes((models.minilm_dir() / "tokenizer.json").read_bytes())
     hf_tok = transformers.AutoTokenizer.from_pretrained(str(models.minilm_dir()), local_files_only=True)
     query, passages = "how do I read a file", texts

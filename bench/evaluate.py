@@ -1,4 +1,4 @@
-"""Speed of ragcore.evaluate and ragcore.fusion on a million-row run.
+"""Speed of ragcore.evaluate and ragcore.rag.fusion on a million-row run.
 
 A run of Q = 10,000 queries x 100 results (1,000,000 rows) with 20 graded judgments per query;
 times (best of 3, seconds) for: evaluating nine metrics from Hits with a docid table, from a
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from ragcore import fusion
+from ragcore.rag import fusion
 from ragcore.evaluate import evaluate, read_run, write_run
 from ragcore.hits import Hits
 

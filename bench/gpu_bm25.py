@@ -78,7 +78,7 @@ def run(args) -> dict:
     # Host share of a GPU search: tokenizing and weighing the batch.
     host = index.copy()
     report["host_prepare_ms"] = 1e3 * median_seconds(
-        lambda: host._native.weigh_queries(*host._encode_queries(queries, 0)), args.repeats)[0]
+        lambda: host.weighed_queries(queries), args.repeats)[0]
     if args.sweep:  # the choices GpuBM25Index makes automatically, at k = 10
         report["sweep"] = []
         ex = {"exhaustive": True}

@@ -38,8 +38,8 @@ fi
 
 if wanted tests; then
   step tests
-  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_flat.py tests/test_gpu_bm25.py \
-    tests/test_gpu_host.py tests/test_gpu_bm25_host.py --junitxml "$OUT/gpu_tests.xml"
+  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gpu_flat.py tests/gpu/test_gpu_bm25.py \
+    tests/gpu/test_gpu_host.py tests/gpu/test_gpu_bm25_host.py --junitxml "$OUT/gpu_tests.xml"
   echo "tests exit code: $?"
 fi
 

@@ -4,7 +4,7 @@ with IO binding (the default on CUDA) and without, against the CPU provider.
     python bench/gpu_encoders.py --out OUT.json [--texts 1024] [--batch 64]
         [--fp32 model.onnx] [--fp16 model.onnx] [--dry-run-on-cpu]
 
-Every variant embeds the same texts (documents of ragcore.datasets.stdlib_docs,
+Every variant embeds the same texts (documents of ragcore.cli.datasets.stdlib_docs,
 built from the running Python's sources: nothing is downloaded). Each is checked
 against CPU fp32: every text's cosine must reach MIN_COSINE for its precision,
 else the exit code is 1. Throughput: texts per second, the median of --repeats
@@ -59,7 +59,7 @@ def cuda_provider() -> tuple[bool, dict]:
 
 
 def texts(n: int) -> list[str]:
-    from ragcore.datasets import stdlib_docs
+    from ragcore.cli.datasets import stdlib_docs
 
     docs = stdlib_docs(max_docs=n).documents
     if len(docs) < n:
@@ -68,14 +68,13 @@ def texts(n: int) -> list[str]:
 
 
 def model_paths(args, workdir: Path) -> dict:
-    from ragcore import models
-
+    from ragcore.encoders import export, models
     fp32 = Path(args.fp32) if args.fp32 else models.exported_path(models.FP32_NAME)
     if not fp32.is_file():
         if args.fp32:
             raise SetupError(f"--fp32: {fp32} does not exist")
         try:
-            fp32 = models.export()
+            fp32 = export.export()
         except ModuleNotFoundError as err:
             raise SetupError(f"no fp32 export at {fp32} and none can be made here ({err}); run "
                              "`python -m ragcore models export` elsewhere and pass --fp32") from None
@@ -85,14 +84,13 @@ def model_paths(args, workdir: Path) -> dict:
             raise SetupError(f"--fp16: {fp16} does not exist")
         fp16 = workdir / "fp16" / "model.onnx"
         fp16.parent.mkdir()
-        models.to_fp16(fp32, fp16)
+        export.to_fp16(fp32, fp16)
         shutil.copy(fp32.parent / "tokenizer.json", fp16.parent / "tokenizer.json")
     return {"fp32": fp32, "fp16": fp16}
 
 
 def encoder(path: Path, provider: str, io_binding: bool, batch: int):
     from ragcore import BiEncoder
-
     try:
         enc = BiEncoder(path, providers=provider, io_binding=io_binding, batch_size=batch,
                         max_length=256)  # all-MiniLM-L6-v2's; a converted copy has no manifest

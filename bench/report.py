@@ -354,7 +354,7 @@ about that wheel on Zen 5 than about the search code.
 
 N = {cross['n']:,}, d = {cross['dim']}, k = {cross['k']}, SIMD level {cross['simd_level']}; both
 paths forced at every batch size, same ids on both paths. The automatic choice uses the constants
-`kBlockedFromBatch*` in `cpp/src/dense_flat.cpp`.
+`kBlockedFromBatch*` in `cpp/src/dense/flat.cpp`.
 
 {crossover_table(cross)}
 {avx2_section()}{gpu_section()}{optional_sections()}"""

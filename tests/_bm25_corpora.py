@@ -8,7 +8,6 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ragcore import BM25Index
-
 WORDS = ["w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"]
 VARIANTS = ("lucene", "lucene_legacy", "okapi", "robertson", "atire", "bm25l", "bm25+")
 

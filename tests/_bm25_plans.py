@@ -4,21 +4,12 @@ tests of GpuBM25Index (host-side, emulated and on a device)."""
 from __future__ import annotations
 
 from ragcore import reference as ref
-
-
-def weighed_queries(index, qs):
-    """(terms, weights, offsets, base) as GpuBM25Index sends them to the device."""
-    terms, weights, offsets = index._encode_queries(qs, 1)
-    terms, weights, base = index._native.weigh_queries(terms, weights, offsets)
-    return terms, weights, offsets, base
-
-
 def impact_search(index, qs, k):
     """The exhaustive plan's hits."""
-    return ref.bm25_impact_search(index._native.impacts(0), *weighed_queries(index, qs), k)
+    return ref.bm25_impact_search(index.impacts(), *index.weighed_queries(qs), k)
 
 
 def candidate_search(index, qs, k, dense_min_df):
     """The pruned plan's hits, and which queries it leaves to the exhaustive plan."""
-    return ref.bm25_candidate_search(index._native.impacts(0), *weighed_queries(index, qs), k,
+    return ref.bm25_candidate_search(index.impacts(), *index.weighed_queries(qs), k,
                                      dense_min_df)

@@ -20,6 +20,6 @@ class _QueryRecorder:
 
 @pytest.fixture
 def recorder(monkeypatch):
-    rec = _QueryRecorder(ragcore.flat._core)
-    monkeypatch.setattr(ragcore.flat, "_core", rec)
+    rec = _QueryRecorder(ragcore.dense.flat._core)
+    monkeypatch.setattr(ragcore.dense.flat, "_core", rec)
     return rec

@@ -1,4 +1,4 @@
-"""Generates cpp/include/ragcore/unicode_tables.h from the running Python.
+"""Generates cpp/include/ragcore/sparse/unicode_tables.h from the running Python.
 
 The native tokenizer must reproduce ``re.findall(r"(?u)\\b\\w\\w+\\b", text.lower())``
 exactly, so every table comes from the Python that defines that behaviour:
@@ -20,7 +20,7 @@ import pathlib
 import sys
 import unicodedata
 
-OUT = pathlib.Path(__file__).resolve().parents[1] / "cpp/include/ragcore/unicode_tables.h"
+OUT = pathlib.Path(__file__).resolve().parents[1] / "cpp/include/ragcore/sparse/unicode_tables.h"
 MAX_CP = 0x110000
 BLOCK = 256
 CAPITAL_SIGMA = 0x3A3

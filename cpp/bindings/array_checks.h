@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "ragcore/filter.h"
+#include "ragcore/util/filter.h"
 
 namespace ragcore_bindings {
 

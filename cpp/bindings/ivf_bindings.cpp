@@ -8,8 +8,8 @@
 #include <string>
 
 #include "array_checks.h"
-#include "ragcore/ivf.h"
-#include "ragcore/kmeans.h"
+#include "ragcore/dense/ivf.h"
+#include "ragcore/dense/kmeans.h"
 
 namespace py = pybind11;
 using namespace ragcore;

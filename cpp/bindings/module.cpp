@@ -10,8 +10,8 @@
 #include <string>
 
 #include "array_checks.h"
-#include "ragcore/dense.h"
-#include "ragcore/simd.h"
+#include "ragcore/dense/flat.h"
+#include "ragcore/simd/simd.h"
 
 namespace py = pybind11;
 using namespace ragcore;

@@ -1,7 +1,7 @@
 """Type stub of the private CUDA module ragcore._cuda (see cuda/bindings.cpp).
 
-Built only when nvcc is found at build time; use it through ragcore.gpu_flat and
-ragcore.gpu_bm25.
+Built only when nvcc is found at build time; use it through ragcore.dense.gpu and
+ragcore.sparse.gpu.
 """
 
 import numpy as np

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._arrays import to_numpy
+from .._util.arrays import to_numpy
 
 
 def common_params(infos: list[dict]) -> dict:

@@ -91,6 +91,6 @@ def _plain(value):
 
 def _collection_dependent(index) -> bool:
     """Whether scores depend on statistics of the whole collection (BM25: N, avgdl, df)."""
-    from ..bm25 import BM25Index
+    from ..sparse.bm25 import BM25Index
 
     return isinstance(index, BM25Index)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._arrays import check_positive_int
+from .._util.arrays import check_positive_int
 from ..hits import PADDING_ID, Hits
 
 

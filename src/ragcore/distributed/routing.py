@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from .._arrays import check_positive_int
+from .._util.arrays import check_positive_int
 
 # splitmix64 (one step): consecutive or strided ids spread over the shards as if at random,
 # where a plain id % n_shards would put ids that are multiples of n_shards on one shard.

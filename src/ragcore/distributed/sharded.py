@@ -7,8 +7,8 @@ import threading
 
 import numpy as np
 
-from .._arrays import check_positive_int, raw_ids
-from .._ids import check_new_ids
+from .._util.arrays import check_positive_int, raw_ids
+from .._util.ids import check_new_ids
 from ..hits import Hits
 from ._actors import actor_options_per_shard, gather, start_actors
 from ._checks import as_items, check_disjoint, common_params, take

@@ -4,8 +4,10 @@ and LateInteractionReranker (ColBERT-style MaxSim over BiEncoder token vectors).
 onnxruntime and tokenizers are imported when an encoder is created, not here.
 """
 
-from .bi_encoder import BiEncoder, Embeddings
+from ._text import TextTokenizer
+from .bi_encoder import BiEncoder, Embeddings, default_encoder
 from .cross_encoder import CrossEncoder
 from .late_interaction import LateInteractionReranker
 
-__all__ = ["BiEncoder", "CrossEncoder", "Embeddings", "LateInteractionReranker"]
+__all__ = ["BiEncoder", "CrossEncoder", "Embeddings", "LateInteractionReranker", "TextTokenizer",
+           "default_encoder"]

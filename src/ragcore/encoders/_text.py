@@ -27,7 +27,7 @@ def check_texts(texts, name: str = "texts") -> list[str]:
 
 def ranked(scores: np.ndarray, top_k) -> list[tuple[int, float]]:
     """(index, score) pairs, best first; equal scores by index ascending."""
-    from .._arrays import check_positive_int
+    from .._util.arrays import check_positive_int
 
     order = np.lexsort((np.arange(len(scores)), -np.asarray(scores, dtype=np.float64)))
     if top_k is not None:

@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 
-from .._arrays import check_choice, check_positive_int, check_threads
+from .._util.arrays import check_choice, check_positive_int, check_threads
 from ..errors import TruncationWarning
-from ..models import DEFAULT_NAME, resolve
+from .models import DEFAULT_NAME, model_name, resolve
 from ._onnx import OnnxModel, embedding_rows
 from ._text import TextTokenizer, check_texts
 
@@ -142,3 +142,10 @@ class BiEncoder:
         if self.pooling == "cls":
             return output[:, 0, :].astype(np.float32, copy=False)
         return mean_pool(output, mask)
+
+
+def default_encoder(precision: str = "int8", **kwargs) -> BiEncoder:
+    """The bundled bi-encoder (all-MiniLM-L6-v2) at a precision, ready to encode:
+    "int8" (default, no export needed), "fp32" or "fp16" (export them first with
+    ``ragcore models export``)."""
+    return BiEncoder(model_name(precision), **kwargs)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._arrays import check_choice, check_positive_int, check_threads
-from ..models import resolve
+from .._util.arrays import check_choice, check_positive_int, check_threads
+from .models import resolve
 from ._onnx import OnnxModel
 from ._text import TextTokenizer, check_texts, ranked
 

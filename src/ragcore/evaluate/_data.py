@@ -48,7 +48,7 @@ class Run:
             raise ValueError(f"qids has {len(qids)} ids but the hits have {hits.nq} queries")
         valid = hits.ids != PADDING_ID
         q = np.broadcast_to(np.arange(hits.nq)[:, None], hits.ids.shape)[valid]
-        return cls._checked(qids, q, _map_docids(hits.ids[valid], docids),
+        return cls.from_arrays(qids, q, _map_docids(hits.ids[valid], docids),
                             hits.scores[valid].astype(np.float64))
 
     @classmethod
@@ -59,10 +59,11 @@ class Run:
             scores = np.asarray(scores, dtype=np.float64)
         except (TypeError, ValueError):
             raise TypeError("run scores must be numbers") from None
-        return cls._checked(qids, np.repeat(np.arange(len(run)), sizes), docids, scores)
+        return cls.from_arrays(qids, np.repeat(np.arange(len(run)), sizes), docids, scores)
 
     @classmethod
-    def _checked(cls, qids, q, docids, scores) -> Run:
+    def from_arrays(cls, qids, q, docids, scores) -> Run:
+        """A Run from columns: distinct query ids, each row's query index, doc ids, scores."""
         if len(np.unique(qids)) != len(qids):
             raise ValueError("query ids must be distinct")
         if not np.isfinite(scores).all():
@@ -96,10 +97,11 @@ class Qrels:
     def from_dict(cls, qrels: dict) -> Qrels:
         """From ``{qid: {docid: grade}}``."""
         qids, sizes, docids, grades = _flatten(qrels, "qrels", "grade")
-        return cls._checked(np.repeat(qids, sizes), docids, np.array(grades))
+        return cls.from_arrays(np.repeat(qids, sizes), docids, np.array(grades))
 
     @classmethod
-    def _checked(cls, qids, docids, grades) -> Qrels:
+    def from_arrays(cls, qids, docids, grades) -> Qrels:
+        """Qrels from columns: each judgement's query id, doc id and integer grade."""
         grades = np.asarray(grades)
         if len(grades) and grades.dtype.kind not in "iu":
             if grades.dtype.kind != "f" or not (grades == np.round(grades)).all():
@@ -155,8 +157,8 @@ def _map_docids(ids: np.ndarray, docids) -> np.ndarray:
     return table[ids]
 
 
-def as_run(run, docids=None, qids=None) -> Run:
-    """A Run from a Run, Hits (with docids / qids), a dict, or a TREC run file path."""
+def run_from(run, docids=None, qids=None, expected: str = "Hits, a Run or a dict") -> Run:
+    """A Run from a Run, Hits (with docids / qids) or a dict (no files: see _coerce.as_run)."""
     if isinstance(run, Run):
         return run
     if isinstance(run, Hits):
@@ -165,21 +167,13 @@ def as_run(run, docids=None, qids=None) -> Run:
         raise ValueError("docids and qids apply to Hits input only")
     if isinstance(run, dict):
         return Run.from_dict(run)
-    from ._trec_io import read_run, is_path
-
-    if is_path(run):
-        return read_run(run)
-    raise TypeError(f"run must be Hits, a Run, a dict or a TREC run file path, got {type(run).__name__}")
+    raise TypeError(f"run must be {expected}, got {type(run).__name__}")
 
 
-def as_qrels(qrels) -> Qrels:
-    """Qrels from Qrels, a dict, or a TREC qrels file path."""
+def qrels_from(qrels, expected: str = "Qrels or a dict") -> Qrels:
+    """Qrels from Qrels or a dict (no files: see _coerce.as_qrels)."""
     if isinstance(qrels, Qrels):
         return qrels
     if isinstance(qrels, dict):
         return Qrels.from_dict(qrels)
-    from ._trec_io import read_qrels, is_path
-
-    if is_path(qrels):
-        return read_qrels(qrels)
-    raise TypeError(f"qrels must be Qrels, a dict or a TREC qrels file path, got {type(qrels).__name__}")
+    raise TypeError(f"qrels must be {expected}, got {type(qrels).__name__}")

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._data import Qrels, Run, as_qrels, as_run, find
+from ._coerce import as_qrels, as_run
+from ._data import Qrels, Run, find
 
 TIES = ("trec_eval", "as_ranked")
 

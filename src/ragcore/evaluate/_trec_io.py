@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._data import Qrels, Run, as_qrels, as_run
+from ._data import Qrels, Run, qrels_from, run_from
 
 
 def is_path(x) -> bool:
@@ -60,13 +60,13 @@ def read_run(path) -> Run:
     q = rank_of[inverse.ravel()]
     rows = np.argsort(q, kind="stable")
     scores = _numbers(cols[rows, 4], path, float, "score")
-    return Run._checked(uniq[order], q[rows], cols[rows, 2], scores)
+    return Run.from_arrays(uniq[order], q[rows], cols[rows, 2], scores)
 
 
 def read_qrels(path) -> Qrels:
     """A TREC qrels file; grades must be integers."""
     cols = _columns(path, 4, "qrels")
-    return Qrels._checked(cols[:, 0], cols[:, 2], _numbers(cols[:, 3], path, int, "grade"))
+    return Qrels.from_arrays(cols[:, 0], cols[:, 2], _numbers(cols[:, 3], path, int, "grade"))
 
 
 def _check_tokens(values: np.ndarray, what: str) -> None:
@@ -87,7 +87,7 @@ def write_run(run, path, tag: str = "ragcore", docids=None, qids=None) -> None:
     Scores are written with repr precision, so reading the file back gives the same floats.
     A query without results has no line (trec_eval's format cannot express it).
     """
-    run = as_run(run, docids=docids, qids=qids)
+    run = run_from(run, docids=docids, qids=qids)
     if not tag or any(c.isspace() for c in tag):
         raise ValueError(f"tag must be a non-empty word without whitespace, got {tag!r}")
     _check_tokens(run.qids, "query id")
@@ -104,7 +104,7 @@ def write_run(run, path, tag: str = "ragcore", docids=None, qids=None) -> None:
 
 def write_qrels(qrels, path) -> None:
     """Write qrels (Qrels or dict) as a TREC qrels file (iteration column 0)."""
-    qrels = as_qrels(qrels)
+    qrels = qrels_from(qrels)
     _check_tokens(qrels.qids, "query id")
     _check_tokens(qrels.docids, "document id")
     lines = (f"{a} 0 {d} {g}\n" for a, d, g in

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 # The fixed sentence the grounded prompt (ragcore.context) asks the model to reply with when
 # the sources do not hold the answer; an answer that is exactly this is an abstention.
-from ..context import ABSTENTION
+from ..rag.context import ABSTENTION
 
 _CITATION = re.compile(r"\s*\[\^?\d+(?:\s*,\s*\^?\d+)*\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")

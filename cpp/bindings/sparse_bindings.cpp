@@ -1,0 +1,329 @@
+// Bindings of the tokenizer and the BM25 index (registered from module.cpp).
+// Array checks, GIL release and error translation only: arguments are
+// validated and explained in src/ragcore/bm25.py and tokenize.py.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ragcore/sparse/bm25_index.h"
+#include "ragcore/util/parallel.h"
+#include "ragcore/sparse/tokenize.h"
+
+namespace py = pybind11;
+using namespace ragcore;
+
+namespace {
+
+template <class T>
+const T* data_of(const py::array& a, const std::string& name) {
+  if (!py::isinstance<py::array_t<T>>(a) || a.ndim() != 1 || !(a.flags() & py::array::c_style))
+    throw std::invalid_argument(name + ": expected a contiguous 1-D array of the right dtype");
+  return static_cast<const T*>(a.data());
+}
+
+template <class T>
+py::array_t<T> to_numpy(const std::vector<T>& v) {
+  py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
+}
+
+// A checked view of flattened queries (terms, weights, offsets).
+QueryBatch query_batch(const py::array& terms, const py::array& weights, const py::array& offsets) {
+  QueryBatch q{data_of<int64_t>(terms, "terms"), data_of<double>(weights, "weights"),
+               data_of<int64_t>(offsets, "offsets"),
+               static_cast<size_t>(std::max<py::ssize_t>(offsets.shape(0) - 1, 0))};
+  if (weights.shape(0) != terms.shape(0) || offsets.shape(0) < 1 || q.offsets[0] != 0)
+    throw std::invalid_argument("terms, weights and offsets do not agree");
+  for (size_t i = 0; i < q.nq; ++i)
+    if (q.offsets[i + 1] < q.offsets[i] || q.offsets[i + 1] > terms.shape(0))
+      throw std::invalid_argument("offsets out of range");
+  return q;
+}
+
+// UTF-8 views of the documents (str or bytes); the list keeps them alive.
+// Errors name documents as first_doc + position in the list.
+std::vector<std::string_view> utf8_views(const py::list& texts, size_t first_doc) {
+  std::vector<std::string_view> views;
+  views.reserve(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    PyObject* obj = texts[i].ptr();
+    if (PyUnicode_Check(obj)) {
+      Py_ssize_t size = 0;
+      const char* data = PyUnicode_AsUTF8AndSize(obj, &size);
+      if (data == nullptr) {
+        PyErr_Clear();
+        throw py::value_error("document " + std::to_string(first_doc + i) +
+                              " cannot be encoded as UTF-8 (it holds a lone surrogate)");
+      }
+      views.emplace_back(data, static_cast<size_t>(size));
+    } else if (PyBytes_Check(obj)) {
+      views.emplace_back(PyBytes_AS_STRING(obj), static_cast<size_t>(PyBytes_GET_SIZE(obj)));
+    } else {
+      throw py::type_error("document " + std::to_string(first_doc + i) +
+                           " must be str or bytes, got " +
+                           std::string(Py_TYPE(obj)->tp_name));
+    }
+  }
+  return views;
+}
+
+// Runs a tokenizing call without the GIL, naming documents from first_doc.
+template <class F>
+void tokenize_released(size_t first_doc, F&& run) {
+  try {
+    py::gil_scoped_release release;
+    run();
+  } catch (const Utf8Error& e) {
+    throw py::value_error(Utf8Error(first_doc + e.doc, e.offset).what());
+  }
+}
+
+py::tuple batch_to_numpy(const TokenizedBatch& batch) {
+  return py::make_tuple(to_numpy(batch.tokens), to_numpy(batch.offsets));
+}
+
+// The vocabulary of surface words seen in a corpus (the Python layer maps
+// each word to a term once: stopwords, stemming).
+class Vocabulary {
+ public:
+  py::tuple tokenize(const py::list& texts, int n_threads, size_t first_doc) {
+    const auto views = utf8_views(texts, first_doc);
+    TokenizedBatch batch;
+    tokenize_released(first_doc, [&] { batch = tokenize_batch(views, words_, n_threads); });
+    return batch_to_numpy(batch);
+  }
+
+  // Pre-tokenized documents: lists of str tokens, used as they are.
+  py::tuple add_tokens(const py::list& docs, size_t first_doc) {
+    TokenizedBatch batch;
+    batch.offsets.push_back(0);
+    for (size_t d = 0; d < docs.size(); ++d) {
+      const py::handle doc = docs[d];
+      if (!py::isinstance<py::list>(doc) && !py::isinstance<py::tuple>(doc))
+        throw py::type_error("document " + std::to_string(first_doc + d) +
+                             ": expected a list of str tokens");
+      for (const py::handle tok : doc) {
+        if (!PyUnicode_Check(tok.ptr()))
+          throw py::type_error("document " + std::to_string(first_doc + d) +
+                               ": tokens must be str, got " +
+                               std::string(Py_TYPE(tok.ptr())->tp_name));
+        Py_ssize_t size = 0;
+        const char* data = PyUnicode_AsUTF8AndSize(tok.ptr(), &size);
+        if (data == nullptr) {
+          PyErr_Clear();
+          throw py::value_error("document " + std::to_string(first_doc + d) +
+                                ": a token is not valid UTF-8");
+        }
+        batch.tokens.push_back(words_.insert(std::string_view(data, static_cast<size_t>(size))));
+      }
+      batch.offsets.push_back(static_cast<int64_t>(batch.tokens.size()));
+    }
+    return batch_to_numpy(batch);
+  }
+
+  py::list words(size_t start) const {
+    py::list out;
+    for (size_t i = start; i < words_.size(); ++i) {
+      const std::string_view w = words_.word(static_cast<uint32_t>(i));
+      out.append(py::str(w.data(), w.size()));
+    }
+    return out;
+  }
+
+  size_t size() const { return words_.size(); }
+
+ private:
+  StringIdMap words_;
+};
+
+py::list tokenize_texts(const py::list& texts, int n_threads) {
+  const auto views = utf8_views(texts, 0);
+  std::vector<std::vector<std::string>> tokens(views.size());
+  tokenize_released(0, [&] {
+    constexpr size_t kPerTask = 256;
+    parallel_for((views.size() + kPerTask - 1) / kPerTask, n_threads, [&](size_t task, int) {
+      WordTokenizer tokenizer;
+      for (size_t d = task * kPerTask; d < std::min(views.size(), (task + 1) * kPerTask); ++d)
+        tokenizer.tokenize(views[d], d, [&](std::string_view w) { tokens[d].emplace_back(w); });
+    });
+  });
+  py::list out;
+  for (const auto& doc : tokens) {
+    py::list words;
+    for (const auto& w : doc) words.append(py::str(w));
+    out.append(words);
+  }
+  return out;
+}
+
+Bm25Params make_params(double k1, double b, double delta, int variant, bool lucene_norms) {
+  Bm25Params p;
+  p.k1 = k1;
+  p.b = b;
+  p.delta = delta;
+  p.variant = static_cast<Variant>(variant);
+  p.lucene_norms = lucene_norms;
+  check_params(p);
+  return p;
+}
+
+template <class T>
+std::vector<T> vector_from(const py::dict& arrays, const char* key) {
+  const py::array a = arrays[key];
+  const T* p = data_of<T>(a, key);
+  return std::vector<T>(p, p + a.shape(0));
+}
+
+}  // namespace
+
+void register_bm25(py::module_& m) {
+  py::class_<Vocabulary>(m, "Vocabulary")
+      .def(py::init<>())
+      .def("tokenize", &Vocabulary::tokenize, py::arg("texts"), py::arg("n_threads") = 0,
+           py::arg("first_doc") = 0,
+           "Tokenizes texts, adding new words; returns (word ids uint32, offsets int64).")
+      .def("add_tokens", &Vocabulary::add_tokens, py::arg("docs"), py::arg("first_doc") = 0,
+           "Word ids of pre-tokenized documents; returns (word ids uint32, offsets int64).")
+      .def("words", &Vocabulary::words, py::arg("start") = 0, "The words with ids >= start.")
+      .def("__len__", &Vocabulary::size);
+
+  m.def("tokenize_texts", &tokenize_texts, py::arg("texts"), py::arg("n_threads") = 0,
+        "Tokens of each text (the default rule), as lists of str.");
+
+  py::class_<Bm25Index>(m, "Bm25Index")
+      .def(py::init([](double k1, double b, double delta, int variant, bool lucene_norms) {
+             return std::make_unique<Bm25Index>(make_params(k1, b, delta, variant, lucene_norms));
+           }),
+           py::arg("k1"), py::arg("b"), py::arg("delta"), py::arg("variant"),
+           py::arg("lucene_norms"))
+      .def("add",
+           [](Bm25Index& self, const py::array& words, const py::array& offsets,
+              const py::array& word_to_term, const py::array& ids, int n_threads) {
+             const auto* w = data_of<uint32_t>(words, "words");
+             const auto* o = data_of<int64_t>(offsets, "offsets");
+             const auto* map = data_of<int64_t>(word_to_term, "word_to_term");
+             const auto* e = data_of<int64_t>(ids, "ids");
+             const size_t n_docs = static_cast<size_t>(ids.shape(0));
+             if (static_cast<size_t>(offsets.shape(0)) != n_docs + 1 ||
+                 (n_docs && static_cast<size_t>(o[n_docs]) != static_cast<size_t>(words.shape(0))))
+               throw std::invalid_argument("offsets do not match words and ids");
+             py::gil_scoped_release release;
+             self.add(w, o, n_docs, map, static_cast<size_t>(word_to_term.shape(0)), e, n_threads);
+           },
+           py::arg("words"), py::arg("offsets"), py::arg("word_to_term"), py::arg("ids"),
+           py::arg("n_threads") = 0)
+      .def("remove",
+           [](Bm25Index& self, const py::array& ids, int n_threads) {
+             const auto* e = data_of<int64_t>(ids, "ids");
+             py::gil_scoped_release release;
+             self.remove(e, static_cast<size_t>(ids.shape(0)), n_threads);
+           },
+           py::arg("ids"), py::arg("n_threads") = 0)
+      .def("has_ids",
+           [](const Bm25Index& self, const py::array& ids) {
+             const auto* e = data_of<int64_t>(ids, "ids");
+             py::array_t<bool> out(ids.shape(0));
+             self.has_ids(e, static_cast<size_t>(ids.shape(0)),
+                          reinterpret_cast<uint8_t*>(out.mutable_data()));
+             return out;
+           },
+           py::arg("ids"))
+      .def("search",
+           [](const Bm25Index& self, const py::array& terms, const py::array& weights,
+              const py::array& offsets, size_t k, int algorithm, int n_threads) {
+             if (k == 0) throw std::invalid_argument("k must be >= 1");
+             if (algorithm < 0 || algorithm > 3) throw std::invalid_argument("unknown algorithm code");
+             const QueryBatch q = query_batch(terms, weights, offsets);
+             py::array_t<float> scores({q.nq, k});
+             py::array_t<int64_t> ids({q.nq, k});
+             py::array_t<uint8_t> used(static_cast<py::ssize_t>(q.nq));
+             {
+               py::gil_scoped_release release;
+               self.search(q, k, static_cast<QueryAlgorithm>(algorithm), n_threads,
+                           scores.mutable_data(), ids.mutable_data(), used.mutable_data());
+             }
+             return py::make_tuple(scores, ids, used);
+           },
+           py::arg("terms"), py::arg("weights"), py::arg("offsets"), py::arg("k"),
+           py::arg("algorithm") = 0, py::arg("n_threads") = 0)
+      .def("get_scores",
+           [](const Bm25Index& self, const py::array& terms, const py::array& weights) {
+             const auto* t = data_of<int64_t>(terms, "terms");
+             const auto* w = data_of<double>(weights, "weights");
+             if (weights.shape(0) != terms.shape(0))
+               throw std::invalid_argument("terms and weights differ in length");
+             py::array_t<float> out(static_cast<py::ssize_t>(self.num_docs()));
+             py::gil_scoped_release release;
+             self.get_scores(t, w, static_cast<size_t>(terms.shape(0)), out.mutable_data());
+             return out;
+           },
+           py::arg("terms"), py::arg("weights"))
+      .def("impacts",
+           [](const Bm25Index& self, int n_threads) {
+             Bm25Index::Impacts a;
+             {
+               py::gil_scoped_release release;
+               a = self.impacts(n_threads);
+             }
+             py::dict out;
+             out["offsets"] = to_numpy(a.offsets);
+             out["docs"] = to_numpy(a.docs);
+             out["values"] = to_numpy(a.values);
+             out["slot_ids"] = to_numpy(a.slot_ids);
+             return out;
+           },
+           py::arg("n_threads") = 0)
+      .def("weigh_queries",
+           [](const Bm25Index& self, const py::array& terms, const py::array& weights,
+              const py::array& offsets) {
+             const QueryBatch q = query_batch(terms, weights, offsets);
+             py::array_t<int64_t> out_terms(terms.shape(0));
+             py::array_t<double> out_weights(terms.shape(0));
+             py::array_t<double> out_base(static_cast<py::ssize_t>(q.nq));
+             self.weigh_queries(q, out_terms.mutable_data(), out_weights.mutable_data(),
+                                out_base.mutable_data());
+             return py::make_tuple(out_terms, out_weights, out_base);
+           },
+           py::arg("terms"), py::arg("weights"), py::arg("offsets"))
+      .def_property_readonly("num_docs", &Bm25Index::num_docs)
+      .def_property_readonly("total_length", &Bm25Index::total_length)
+      .def_property_readonly("num_terms", &Bm25Index::num_terms)
+      .def("live_ids", [](const Bm25Index& self) { return to_numpy(self.live_ids()); })
+      .def("doc_freqs", [](const Bm25Index& self) { return to_numpy(self.doc_freqs()); })
+      .def("memory_bytes", &Bm25Index::memory_bytes)
+      .def("postings_bytes", &Bm25Index::postings_bytes)
+      .def("to_arrays",
+           [](const Bm25Index& self) {
+             const auto a = self.to_arrays();
+             py::dict out;
+             out["doc_ids"] = to_numpy(a.doc_ids);
+             out["doc_lengths"] = to_numpy(a.doc_lengths);
+             out["list_sizes"] = to_numpy(a.list_sizes);
+             out["list_ends"] = to_numpy(a.list_ends);
+             out["postings"] = to_numpy(a.postings);
+             return out;
+           })
+      .def_static(
+          "from_arrays",
+          [](double k1, double b, double delta, int variant, bool lucene_norms,
+             const py::dict& arrays) {
+            Bm25Index::Arrays a;
+            a.doc_ids = vector_from<int64_t>(arrays, "doc_ids");
+            a.doc_lengths = vector_from<int64_t>(arrays, "doc_lengths");
+            a.list_sizes = vector_from<int64_t>(arrays, "list_sizes");
+            a.list_ends = vector_from<int64_t>(arrays, "list_ends");
+            a.postings = vector_from<uint8_t>(arrays, "postings");
+            const Bm25Params p = make_params(k1, b, delta, variant, lucene_norms);
+            py::gil_scoped_release release;
+            return Bm25Index::from_arrays(p, a);
+          },
+          py::arg("k1"), py::arg("b"), py::arg("delta"), py::arg("variant"),
+          py::arg("lucene_norms"), py::arg("arrays"));
+}

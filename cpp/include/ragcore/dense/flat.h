@@ -1,0 +1,64 @@
+// Exact dense top-k over a flat corpus.
+//
+// Two paths, picked by batch size (see kBlockedFromBatch* in dense_flat.cpp):
+//  - scan: for a few queries, stream each corpus block once and score it against
+//    every query with dot_rows; memory-bound, so narrow storage is speed.
+//  - blocked: for many queries, tiles of the query x corpus product computed by
+//    the register-blocked micro-kernel, with the k-selection fused into the tile
+//    loop, so the nq x n score matrix never exists.
+//
+// Why an own micro-kernel rather than linking a BLAS: the package then has no
+// BLAS to ship or to find at build time; the kernel reads fp32 corpus rows in
+// place and fp16/bf16 rows converted once per tile; the score tile is selected
+// while it is still in L2; and it reaches 85-103% of this machine's measured
+// sgemm rate (BENCHMARKS.md), so a BLAS would buy nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ragcore/util/filter.h"
+#include "ragcore/simd/simd.h"
+
+namespace ragcore {
+
+// Scores are "higher is better": inner product, or minus the squared L2
+// distance. Cosine is inner product over normalised vectors (the caller
+// normalises).
+enum class Metric : int { InnerProduct = 0, L2 = 1 };
+enum class DensePath : int { Auto = 0, Scan = 1, Blocked = 2 };
+
+struct FlatSearchArgs {
+  const void* corpus = nullptr;  // n rows of d elements of `storage`
+  Storage storage = Storage::F32;
+  size_t n = 0;
+  size_t d = 0;
+  size_t corpus_stride = 0;        // elements between rows (>= d)
+  const int64_t* ids = nullptr;    // n external ids, or nullptr for row positions
+  const float* sq_norms = nullptr; // n squared norms of the stored rows; L2 only
+  Metric metric = Metric::InnerProduct;
+
+  const float* queries = nullptr;  // nq rows of d float32
+  size_t nq = 0;
+  size_t query_stride = 0;         // elements between rows (>= d)
+  size_t k = 0;                    // >= 1; rows shorter than k are padded (-inf, -1)
+
+  AllowFilter allow;               // rows a result may come from (default: all)
+
+  float* out_scores = nullptr;     // nq x k, best first
+  int64_t* out_ids = nullptr;      // nq x k
+
+  int n_threads = 0;               // <= 0: all cores
+  DensePath path = DensePath::Auto;
+  int simd_level = -1;             // < 0: best available; else a SimdLevel
+  size_t tile_rows = 0;            // 0: default corpus rows per tile (tests set small)
+  size_t tile_depth = 0;           // 0: default dimensions per k-block (tests set small)
+};
+
+// Throws std::invalid_argument on inconsistent arguments.
+void flat_search(const FlatSearchArgs& args);
+
+// Smallest batch that the automatic choice sends to the blocked path.
+size_t blocked_path_min_batch(SimdLevel level, Storage storage);
+
+}  // namespace ragcore

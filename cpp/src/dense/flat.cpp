@@ -1,0 +1,296 @@
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ragcore/dense/flat.h"
+#include "ragcore/util/parallel.h"
+#include "ragcore/topk/topk_batch.h"
+
+namespace ragcore {
+namespace {
+
+// Measured crossover (bench/crossover.py, N = 200k, d = 384): from this batch
+// the blocked path wins. Narrow storage crosses later because its scan reads
+// half the bytes while its blocked path converts every tile.
+constexpr size_t kBlockedFromBatchAvx512[kNumStorage] = {8, 16, 16};
+constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};
+constexpr size_t kBlockedFromBatchScalar = 4;
+// Scan path: corpus rows per block, sized so a block stays in L1 across queries.
+constexpr size_t kScanBlockBytes = 32 * 1024;
+// Blocked path: corpus rows per tile, queries per block and dimensions per
+// k-block, sized so a query panel (kc x nr) stays in L1 and the corpus tile
+// (nc x kc), the query block and the score tile fit in a 1 MiB L2.
+constexpr size_t kTileRows = 240;
+constexpr size_t kTileQueries = 256;
+constexpr size_t kTileDepth = 256;
+// Below this many multiply-adds a call runs on one thread: spawning costs more.
+constexpr double kMinWorkPerThread = 1e6;
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+class FlatSearch {
+ public:
+  explicit FlatSearch(const FlatSearchArgs& a)
+      : a_(a),
+        kern_(dense_kernels(a.simd_level < 0 ? best_simd_level()
+                                             : static_cast<SimdLevel>(a.simd_level))),
+        kk_(std::min(a.k, a.n)) {}
+
+  void run() {
+    if (kk_ == 0 || a_.nq == 0) {  // empty corpus: all padding
+      TopKBatch none(a_.nq, 1);
+      for (size_t i = 0; i < a_.nq; ++i) none.finish(i, out_scores(i), out_ids(i), a_.k);
+      return;
+    }
+    blocked_ = a_.path == DensePath::Blocked ||
+               (a_.path == DensePath::Auto && a_.nq >= blocked_path_min_batch(kern_.level, a_.storage));
+    // A batch that fits one narrow panel would leave half of a wide panel's lanes idle.
+    micro_ = a_.nq <= kern_.narrow.nr ? kern_.narrow : kern_.wide;
+    if (a_.metric == Metric::L2) compute_query_norms();
+    if (blocked_) pack_queries();
+
+    int threads = resolve_threads(a_.n_threads);
+    double work = static_cast<double>(a_.n) * a_.nq * a_.d;
+    threads = static_cast<int>(std::max(1.0, std::min<double>(threads, work / kMinWorkPerThread)));
+
+    // Split the corpus when each worker would get too few queries to fill its
+    // panels (measured: from two wide panels per worker, splitting queries wins,
+    // by ~10% at k = 100, as no worker keeps candidates for every query).
+    const size_t rows_per_tile = corpus_tile_rows();
+    const bool few_queries = a_.nq < static_cast<size_t>(threads) * 2 * kern_.wide.nr;
+    if (threads > 1 && few_queries && a_.n >= static_cast<size_t>(threads) * 2 * rows_per_tile) {
+      search_split_corpus(threads, rows_per_tile);
+    } else {
+      search_split_queries(threads);
+    }
+  }
+
+ private:
+  float* out_scores(size_t i) const { return a_.out_scores + i * a_.k; }
+  int64_t* out_ids(size_t i) const { return a_.out_ids + i * a_.k; }
+
+  // ---- setup -------------------------------------------------------------
+
+  void compute_query_norms() {
+    qnorms_.resize(a_.nq);
+    for (size_t i = 0; i < a_.nq; ++i) {
+      const float* q = a_.queries + i * a_.query_stride;
+      float s = 0.0f;
+      for (size_t p = 0; p < a_.d; ++p) s += q[p] * q[p];
+      qnorms_[i] = s;
+    }
+  }
+
+  // Panels of nr queries, laid out [panel][dimension][lane], zero-padded lanes.
+  void pack_queries() {
+    const size_t nr = micro_.nr;
+    const size_t panels = ceil_div(a_.nq, nr);
+    qpacked_.assign(panels * a_.d * nr, 0.0f);
+    for (size_t i = 0; i < a_.nq; ++i) {
+      const float* q = a_.queries + i * a_.query_stride;
+      float* dst = qpacked_.data() + (i / nr) * a_.d * nr + (i % nr);
+      for (size_t p = 0; p < a_.d; ++p) dst[p * nr] = q[p];
+    }
+  }
+
+  size_t corpus_tile_rows() const {
+    if (a_.tile_rows) return a_.tile_rows;
+    if (blocked_) return kTileRows;
+    size_t row_bytes = a_.d * storage_bytes(a_.storage);
+    return std::max<size_t>(16, kScanBlockBytes / std::max<size_t>(row_bytes, 1));
+  }
+
+  int64_t id_of(size_t row) const {
+    return a_.ids ? a_.ids[row] : static_cast<int64_t>(row);
+  }
+
+  bool allowed(size_t row) const { return !a_.allow.active() || a_.allow.allows(row, id_of(row)); }
+
+  // ---- work split --------------------------------------------------------
+
+  // Each worker keeps candidates for every query over its share of the corpus;
+  // they are merged at the end (the order does not matter: ranking is total).
+  void search_split_corpus(int threads, size_t rows_per_tile) {
+    const size_t tasks_wanted = static_cast<size_t>(threads) * 16;  // fine grain: balances a core that is busy elsewhere
+    const size_t rows_per_task =
+        ceil_div(ceil_div(a_.n, tasks_wanted), rows_per_tile) * rows_per_tile;
+    const size_t n_tasks = ceil_div(a_.n, rows_per_task);
+    std::vector<TopKBatch> per_worker;
+    per_worker.reserve(threads);
+    for (int w = 0; w < threads; ++w) per_worker.emplace_back(a_.nq, kk_);
+
+    parallel_for(n_tasks, threads, [&](size_t task, int worker) {
+      size_t j0 = task * rows_per_task, j1 = std::min(a_.n, j0 + rows_per_task);
+      search_range(0, a_.nq, j0, j1, per_worker[worker]);
+    });
+
+    TopKBatch& merged = per_worker[0];
+    for (size_t i = 0; i < a_.nq; ++i) {
+      for (int w = 1; w < threads; ++w) merged.merge_from(per_worker[w], i, i);
+      merged.finish(i, out_scores(i), out_ids(i), a_.k);
+    }
+  }
+
+  // Each task owns a block of queries and scans the whole corpus for them.
+  void search_split_queries(int threads) {
+    // Blocked tasks start on a panel boundary; scan tasks take any block.
+    const size_t unit = blocked_ ? micro_.nr : 1;
+    size_t per_task = ceil_div(ceil_div(a_.nq, static_cast<size_t>(threads)), unit) * unit;
+    if (blocked_) per_task = std::min(per_task, query_block());
+    const size_t n_tasks = ceil_div(a_.nq, per_task);
+    parallel_for(n_tasks, threads, [&](size_t task, int) {
+      size_t q0 = task * per_task, q1 = std::min(a_.nq, q0 + per_task);
+      TopKBatch top(q1 - q0, kk_);
+      search_range(q0, q1, 0, a_.n, top);
+      for (size_t i = q0; i < q1; ++i) top.finish(i - q0, out_scores(i), out_ids(i), a_.k);
+    });
+  }
+
+  // Queries [q0, q1) against corpus rows [j0, j1); query i is top's query i - q0
+  // in split-queries mode and i in split-corpus mode (where q0 = 0).
+  void search_range(size_t q0, size_t q1, size_t j0, size_t j1, TopKBatch& top) {
+    if (blocked_) {
+      blocked_range(q0, q1, j0, j1, top);
+    } else {
+      scan_range(q0, q1, j0, j1, top);
+    }
+  }
+
+  size_t query_block() const { return ceil_div(kTileQueries, micro_.nr) * micro_.nr; }
+
+  const void* corpus_row(size_t j) const {
+    return static_cast<const unsigned char*>(a_.corpus) +
+           j * a_.corpus_stride * storage_bytes(a_.storage);
+  }
+
+  // Turns inner products into the metric's score.
+  float finish_score(float dot, size_t i, size_t j) const {
+    return a_.metric == Metric::L2 ? 2.0f * dot - a_.sq_norms[j] - qnorms_[i] : dot;
+  }
+
+  // ---- scan path ---------------------------------------------------------
+
+  void scan_range(size_t q0, size_t q1, size_t j0, size_t j1, TopKBatch& top) {
+    const size_t block = corpus_tile_rows();
+    std::vector<float> scores(block);
+    auto dot_rows = kern_.dot_rows[static_cast<int>(a_.storage)];
+    for (size_t jb = j0; jb < j1; jb += block) {
+      const size_t rows = std::min(block, j1 - jb);
+      for (size_t i = q0; i < q1; ++i) {
+        dot_rows(a_.queries + i * a_.query_stride, corpus_row(jb), a_.corpus_stride, rows, a_.d,
+                 scores.data());
+        const size_t slot = i - q0;
+        float threshold = top.threshold(slot);
+        for (size_t r = 0; r < rows; ++r) {
+          float s = finish_score(scores[r], i, jb + r);
+          if (s < threshold) continue;  // rejects most rows with one compare
+          if (!allowed(jb + r)) continue;
+          top.push(slot, s, id_of(jb + r));
+          threshold = top.threshold(slot);
+        }
+      }
+    }
+  }
+
+  // ---- blocked path ------------------------------------------------------
+
+  void blocked_range(size_t q0, size_t q1, size_t j0, size_t j1, TopKBatch& top) {
+    const size_t nr = micro_.nr, mr = micro_.mr, d = a_.d;
+    const size_t tile_rows = corpus_tile_rows();
+    const size_t depth = a_.tile_depth ? a_.tile_depth : kTileDepth;
+    const size_t qblock = query_block();
+    const size_t ld_tile = qblock;  // score tile: [corpus row][query lane]
+
+    std::vector<float> tile(tile_rows * ld_tile);
+    // fp16/bf16 tiles are converted once, then reused by every query of the batch.
+    // (Copying fp32 tiles too was measured: no faster, even for one panel.)
+    const bool convert_tiles = a_.storage != Storage::F32;
+    std::vector<float> converted(convert_tiles ? tile_rows * d : 0);
+    std::vector<uint32_t> hits(qblock);
+
+    for (size_t jc = j0; jc < j1; jc += tile_rows) {
+      const size_t nc = std::min(tile_rows, j1 - jc);
+      const float* x;
+      size_t ldx;
+      if (!convert_tiles) {
+        x = static_cast<const float*>(corpus_row(jc));
+        ldx = a_.corpus_stride;
+      } else {
+        kern_.to_f32[static_cast<int>(a_.storage)](corpus_row(jc), a_.corpus_stride, nc, d,
+                                                    converted.data());
+        x = converted.data();
+        ldx = d;
+      }
+      for (size_t qb = q0; qb < q1; qb += qblock) {
+        const size_t nqb = std::min(qblock, q1 - qb);
+        const size_t panels = ceil_div(nqb, nr);
+        for (size_t pc = 0; pc < d; pc += depth) {
+          const size_t kc = std::min(depth, d - pc);
+          for (size_t pan = 0; pan < panels; ++pan) {
+            const float* qp = qpacked_.data() + (qb / nr + pan) * d * nr + pc * nr;
+            for (size_t jr = 0; jr < nc; jr += mr)
+              micro_.fn(kc, qp, x + jr * ldx + pc, ldx, std::min(mr, nc - jr),
+                          tile.data() + jr * ld_tile + pan * nr, ld_tile, pc > 0);
+          }
+        }
+        select_from_tile(tile.data(), ld_tile, nc, jc, qb, nqb, qb - q0, hits.data(), top);
+      }
+    }
+  }
+
+  // Row r of the tile holds the scores of corpus row jc + r for queries qb.. (top
+  // slots slot0..); the SIMD filter compares a whole row with the thresholds.
+  void select_from_tile(float* tile, size_t ld_tile, size_t nc, size_t jc, size_t qb, size_t nqb,
+                        size_t slot0, uint32_t* hits, TopKBatch& top) {
+    for (size_t r = 0; r < nc; ++r) {
+      if (!allowed(jc + r)) continue;
+      float* row = tile + r * ld_tile;
+      if (a_.metric == Metric::L2)
+        for (size_t l = 0; l < nqb; ++l) row[l] = finish_score(row[l], qb + l, jc + r);
+      const size_t count = kern_.at_least(row, top.thresholds() + slot0, nqb, hits);
+      for (size_t h = 0; h < count; ++h) top.push(slot0 + hits[h], row[hits[h]], id_of(jc + r));
+    }
+  }
+
+  const FlatSearchArgs& a_;
+  const DenseKernels& kern_;
+  const size_t kk_;  // slots filled by real rows: min(k, n)
+  bool blocked_ = false;
+  MicroKernel micro_{};
+  std::vector<float> qnorms_;
+  std::vector<float> qpacked_;
+};
+
+void check_args(const FlatSearchArgs& a) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("flat_search: " + what); };
+  if (a.k == 0) fail("k must be >= 1");
+  if (a.d == 0) fail("d must be >= 1");
+  if (a.n > 0 && !a.corpus) fail("corpus is null");
+  if (a.nq > 0 && !a.queries) fail("queries is null");
+  if (a.corpus_stride < a.d) fail("corpus_stride must be >= d");
+  if (a.query_stride < a.d) fail("query_stride must be >= d");
+  if (a.metric == Metric::L2 && a.n > 0 && !a.sq_norms) fail("L2 needs sq_norms");
+  if (a.nq > 0 && (!a.out_scores || !a.out_ids)) fail("outputs are null");
+}
+
+}  // namespace
+
+size_t blocked_path_min_batch(SimdLevel level, Storage storage) {
+  switch (level) {
+    case SimdLevel::Avx512:
+      return kBlockedFromBatchAvx512[static_cast<int>(storage)];
+    case SimdLevel::Avx2:
+      return kBlockedFromBatchAvx2[static_cast<int>(storage)];
+    default:
+      return kBlockedFromBatchScalar;
+  }
+}
+
+void flat_search(const FlatSearchArgs& args) {
+  check_args(args);
+  FlatSearch(args).run();
+}
+
+}  // namespace ragcore

@@ -1,0 +1,185 @@
+// Kernel bodies shared by the SIMD levels, written once over a vector-traits type
+// V (see simd_avx2.cpp, simd_avx512.cpp). Included only by files compiled with
+// that level's target flags.
+#pragma once
+
+#include <cstring>
+#include <utility>
+
+#include "ragcore/simd/simd.h"
+
+namespace ragcore {
+namespace simd_impl {
+
+// Loads V::kWidth stored elements of type T starting at x as float32 lanes.
+template <class V, Storage S>
+typename V::Reg load_row(const void* x, size_t offset) {
+  if constexpr (S == Storage::F32) {
+    return V::load(static_cast<const float*>(x) + offset);
+  } else if constexpr (S == Storage::F16) {
+    return V::load_f16(static_cast<const uint16_t*>(x) + offset);
+  } else if constexpr (S == Storage::BF16) {
+    return V::load_bf16(static_cast<const uint16_t*>(x) + offset);
+  } else {
+    return V::load_u8(static_cast<const uint8_t*>(x) + offset);
+  }
+}
+
+// The last d % kWidth elements of a row, zero-padded to a full register.
+template <class V, Storage S>
+typename V::Reg load_row_tail(const void* x, size_t offset, size_t count) {
+  constexpr size_t bytes = storage_bytes(S);
+  alignas(64) unsigned char buf[V::kWidth * 4] = {};
+  std::memcpy(buf, static_cast<const unsigned char*>(x) + offset * bytes, count * bytes);
+  return load_row<V, S>(buf, 0);
+}
+
+// Rows ahead of the current four that dot_rows prefetches (a hint: it never faults).
+constexpr size_t kPrefetchRows = 12;
+
+// Four rows at a time share each query load; every row runs one accumulator
+// chain over the full chunks, then its zero-padded tail, then the same
+// horizontal sum, so a row's score does not depend on where it sits.
+template <class V, Storage S>
+void dot_rows(const float* q, const void* x, size_t ldx, size_t n_rows, size_t d, float* out) {
+  using Reg = typename V::Reg;
+  constexpr size_t W = V::kWidth;
+  const size_t full = d - d % W;
+  const size_t tail = d - full;
+  alignas(64) float q_tail[W] = {};
+  std::memcpy(q_tail, q + full, tail * sizeof(float));
+  const Reg qt = V::load(q_tail);
+
+  size_t j = 0;
+  for (; j + 4 <= n_rows; j += 4) {
+    const size_t r0 = j * ldx, r1 = r0 + ldx, r2 = r1 + ldx, r3 = r2 + ldx;
+    Reg a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+    for (size_t p = 0; p < full; p += W) {
+      // Hardware prefetchers keep too few lines in flight for four interleaved
+      // row streams of narrow (fp16/bf16) rows; fetch the rows kPrefetchRows ahead.
+      const char* ahead = static_cast<const char*>(x) + (r0 + kPrefetchRows * ldx + p) * storage_bytes(S);
+      __builtin_prefetch(ahead);
+      __builtin_prefetch(ahead + ldx * storage_bytes(S));
+      __builtin_prefetch(ahead + 2 * ldx * storage_bytes(S));
+      __builtin_prefetch(ahead + 3 * ldx * storage_bytes(S));
+      const Reg qv = V::load(q + p);
+      a0 = V::fma(qv, load_row<V, S>(x, r0 + p), a0);
+      a1 = V::fma(qv, load_row<V, S>(x, r1 + p), a1);
+      a2 = V::fma(qv, load_row<V, S>(x, r2 + p), a2);
+      a3 = V::fma(qv, load_row<V, S>(x, r3 + p), a3);
+    }
+    if (tail) {
+      a0 = V::fma(qt, load_row_tail<V, S>(x, r0 + full, tail), a0);
+      a1 = V::fma(qt, load_row_tail<V, S>(x, r1 + full, tail), a1);
+      a2 = V::fma(qt, load_row_tail<V, S>(x, r2 + full, tail), a2);
+      a3 = V::fma(qt, load_row_tail<V, S>(x, r3 + full, tail), a3);
+    }
+    out[j] = V::sum(a0);
+    out[j + 1] = V::sum(a1);
+    out[j + 2] = V::sum(a2);
+    out[j + 3] = V::sum(a3);
+  }
+  for (; j < n_rows; ++j) {
+    const size_t r0 = j * ldx;
+    Reg a0 = V::zero();
+    for (size_t p = 0; p < full; p += W) a0 = V::fma(V::load(q + p), load_row<V, S>(x, r0 + p), a0);
+    if (tail) a0 = V::fma(qt, load_row_tail<V, S>(x, r0 + full, tail), a0);
+    out[j] = V::sum(a0);
+  }
+}
+
+template <class V, Storage S>
+void to_f32(const void* x, size_t ldx, size_t n_rows, size_t d, float* dst) {
+  constexpr size_t W = V::kWidth;
+  const size_t full = d - d % W;
+  for (size_t j = 0; j < n_rows; ++j) {
+    float* row = dst + j * d;
+    for (size_t p = 0; p < full; p += W) V::store(row + p, load_row<V, S>(x, j * ldx + p));
+    if (full < d) {
+      alignas(64) float buf[W];
+      V::store(buf, load_row_tail<V, S>(x, j * ldx + full, d - full));
+      std::memcpy(row + full, buf, (d - full) * sizeof(float));
+    }
+  }
+}
+
+// Rows x (Regs registers of queries) block: each c element is one FMA chain over p.
+template <class V, size_t Regs, size_t Rows>
+void micro_fixed(size_t kc, const float* qp, const float* x, size_t ldx, float* c, size_t ldc,
+                 bool accumulate) {
+  using Reg = typename V::Reg;
+  constexpr size_t W = V::kWidth;
+  constexpr size_t Nr = Regs * W;
+  Reg acc[Rows][Regs];
+#pragma GCC unroll 32
+  for (size_t r = 0; r < Rows; ++r)
+#pragma GCC unroll 2
+    for (size_t g = 0; g < Regs; ++g)
+      acc[r][g] = accumulate ? V::loadu(c + r * ldc + g * W) : V::zero();
+  for (size_t p = 0; p < kc; ++p) {
+    Reg q[Regs];
+#pragma GCC unroll 2
+    for (size_t g = 0; g < Regs; ++g) q[g] = V::load(qp + p * Nr + g * W);
+#pragma GCC unroll 32
+    for (size_t r = 0; r < Rows; ++r) {
+      const Reg xb = V::broadcast(x + r * ldx + p);
+#pragma GCC unroll 2
+      for (size_t g = 0; g < Regs; ++g) acc[r][g] = V::fma(xb, q[g], acc[r][g]);
+    }
+  }
+#pragma GCC unroll 32
+  for (size_t r = 0; r < Rows; ++r)
+#pragma GCC unroll 2
+    for (size_t g = 0; g < Regs; ++g) V::storeu(c + r * ldc + g * W, acc[r][g]);
+}
+
+template <class V, size_t Regs, size_t... R>
+void micro_dispatch(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows, float* c,
+                    size_t ldc, bool accumulate, std::index_sequence<R...>) {
+  static constexpr MicroKernelFn table[] = {[](size_t kc_, const float* qp_, const float* x_,
+                                               size_t ldx_, size_t, float* c_, size_t ldc_,
+                                               bool acc_) {
+    micro_fixed<V, Regs, R + 1>(kc_, qp_, x_, ldx_, c_, ldc_, acc_);
+  }...};
+  table[rows - 1](kc, qp, x, ldx, rows, c, ldc, accumulate);
+}
+
+template <class V, size_t Regs, size_t Mr>
+void micro(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows, float* c,
+           size_t ldc, bool accumulate) {
+  micro_dispatch<V, Regs>(kc, qp, x, ldx, rows, c, ldc, accumulate, std::make_index_sequence<Mr>{});
+}
+
+template <class V>
+size_t at_least(const float* s, const float* thr, size_t n, uint32_t* idx) {
+  constexpr size_t W = V::kWidth;
+  size_t count = 0;
+  size_t i = 0;
+  for (; i + W <= n; i += W) {
+    uint32_t mask = V::mask_ge(V::loadu(s + i), V::loadu(thr + i));
+    while (mask) {
+      idx[count++] = static_cast<uint32_t>(i + __builtin_ctz(mask));
+      mask &= mask - 1;
+    }
+  }
+  for (; i < n; ++i)
+    if (s[i] >= thr[i]) idx[count++] = static_cast<uint32_t>(i);
+  return count;
+}
+
+template <class V>
+DenseKernels make_kernels(SimdLevel level, const char* name) {
+  return DenseKernels{
+      level,
+      name,
+      {dot_rows<V, Storage::F32>, dot_rows<V, Storage::F16>, dot_rows<V, Storage::BF16>},
+      dot_rows<V, Storage::U8>,
+      {to_f32<V, Storage::F32>, to_f32<V, Storage::F16>, to_f32<V, Storage::BF16>},
+      MicroKernel{V::kMr, 2 * V::kWidth, micro<V, 2, V::kMr>},
+      MicroKernel{V::kMrNarrow, V::kWidth, micro<V, 1, V::kMrNarrow>},
+      at_least<V>,
+  };
+}
+
+}  // namespace simd_impl
+}  // namespace ragcore

@@ -1,0 +1,152 @@
+"""The index file format shared by every index type.
+
+Layout (little-endian):
+  magic b"RAGCORE\\0" | format version u32 | header length u32 | header (JSON) |
+  zero padding to 64 | arrays, each at a 64-byte aligned offset | CRC-32 of all
+  bytes before it (u32) | b"RCND"
+
+The header names the index kind, its parameters and each array's name, dtype,
+shape and offset. Files are written to a temporary file in the same directory
+and renamed, so a crash never leaves a half-written index under the real name.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap as mmap_module
+import os
+import struct
+import tempfile
+import zlib
+
+import numpy as np
+
+from ..errors import IndexFileError
+
+MAGIC = b"RAGCORE\x00"
+END_MAGIC = b"RCND"
+FORMAT_VERSION = 1
+_ALIGN = 64
+_PREFIX = struct.Struct("<8sII")
+_TRAILER = struct.Struct("<I4s")
+_ALLOWED_DTYPES = ("float32", "float16", "uint16", "int64", "uint8")
+_CRC_CHUNK = 1 << 24
+
+
+def _aligned(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def write_index(path, kind: str, params: dict, arrays: dict) -> None:
+    """Writes arrays and params atomically to path."""
+    specs, offset = [], 0
+    for name, arr in arrays.items():
+        arr = np.ascontiguousarray(arr)
+        specs.append({"name": name, "dtype": arr.dtype.name, "shape": list(arr.shape),
+                      "offset": offset, "nbytes": arr.nbytes})
+        offset = _aligned(offset + arr.nbytes)
+    header = json.dumps({"kind": kind, "params": params, "arrays": specs,
+                         "payload_bytes": offset}).encode()
+    head = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)) + header
+    head += b"\x00" * (_aligned(len(head)) - len(head))
+
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".ragcore-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            crc = _write(f, head, 0)
+            for spec, arr in zip(specs, arrays.values()):
+                data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+                crc = _write(f, data, crc)
+                pad = _aligned(spec["offset"] + spec["nbytes"]) - spec["offset"] - spec["nbytes"]
+                crc = _write(f, b"\x00" * pad, crc)
+            f.write(_TRAILER.pack(crc, END_MAGIC))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _write(f, data, crc: int) -> int:
+    f.write(data)
+    return zlib.crc32(data, crc)
+
+
+def read_index(path, kind: str, mmap: bool = False) -> tuple[dict, dict]:
+    """Reads and verifies a file written by write_index; returns (params, arrays).
+
+    With mmap=True the arrays are read-only views of the mapped file (the
+    checksum is still verified, which reads the file once).
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < _PREFIX.size + _TRAILER.size:
+            raise IndexFileError(f"{path}: too short to be a ragcore index ({size} bytes)")
+        if mmap:
+            buf = mmap_module.mmap(f.fileno(), 0, access=mmap_module.ACCESS_READ)
+        else:
+            buf = bytearray(size)
+            if f.readinto(buf) != size:
+                raise IndexFileError(f"{path}: could not read the whole file")
+    view = memoryview(buf)
+    magic, version, header_len = _PREFIX.unpack_from(view, 0)
+    if magic != MAGIC:
+        raise IndexFileError(f"{path}: not a ragcore index file (bad magic bytes)")
+    if version != FORMAT_VERSION:
+        raise IndexFileError(
+            f"{path}: index format version {version} is not supported "
+            f"(this ragcore reads version {FORMAT_VERSION})"
+        )
+    header = _parse_header(view, header_len, size, path)
+    payload_start = _aligned(_PREFIX.size + header_len)
+    expected = payload_start + header["payload_bytes"] + _TRAILER.size
+    if size != expected:
+        raise IndexFileError(
+            f"{path}: file is {size} bytes but its header describes {expected}; "
+            "it is truncated or damaged"
+        )
+    crc_stored, end = _TRAILER.unpack_from(view, size - _TRAILER.size)
+    if end != END_MAGIC or _crc(view[: size - _TRAILER.size]) != crc_stored:
+        raise IndexFileError(f"{path}: checksum mismatch; the file is damaged")
+    if header["kind"] != kind:
+        raise IndexFileError(f"{path}: holds a {header['kind']}, not a {kind}")
+    arrays = {}
+    for spec in header["arrays"]:
+        arr = np.frombuffer(buf, dtype=spec["dtype"], count=int(np.prod(spec["shape"])),
+                            offset=payload_start + spec["offset"])
+        arrays[spec["name"]] = arr.reshape(spec["shape"])
+    return header["params"], arrays
+
+
+def _crc(view: memoryview) -> int:
+    crc = 0
+    for start in range(0, len(view), _CRC_CHUNK):
+        crc = zlib.crc32(view[start : start + _CRC_CHUNK], crc)
+    return crc
+
+
+def _parse_header(view: memoryview, header_len: int, size: int, path: str) -> dict:
+    if _PREFIX.size + header_len > size:
+        raise IndexFileError(f"{path}: truncated header")
+    try:
+        header = json.loads(bytes(view[_PREFIX.size : _PREFIX.size + header_len]))
+        payload = int(header["payload_bytes"])
+        for spec in header["arrays"]:
+            if spec["dtype"] not in _ALLOWED_DTYPES:
+                raise ValueError(f"dtype {spec['dtype']}")
+            shape = [int(s) for s in spec["shape"]]
+            nbytes = int(np.prod(shape)) * np.dtype(spec["dtype"]).itemsize
+            if min(shape, default=0) < 0 or nbytes != spec["nbytes"]:
+                raise ValueError("array size")
+            if spec["offset"] < 0 or spec["offset"] + nbytes > payload:
+                raise ValueError("array offset")
+        if not isinstance(header["kind"], str) or not isinstance(header["params"], dict):
+            raise ValueError("kind or params")
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+        raise IndexFileError(f"{path}: damaged header ({err})") from None
+    return header

@@ -1,0 +1,195 @@
+"""The indexes compared by ``ragcore bench ann``: ragcore's IVFIndex and peers.
+
+Each system builds once and then sweeps its search-time knob (nprobe or
+efSearch); a peer whose library is not installed is skipped and said so.
+All use inner product on the same unit vectors and the same thread count.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+from ...dense.ivf import IVFIndex
+
+
+class System:
+    """One index configuration: build(x) once, then search at each sweep value."""
+
+    family = ""    # the system's name in tables and plots (one Pareto front each)
+    knob = ""      # the name of the swept parameter
+    module = None  # the Python module it needs, if any
+
+    def __init__(self, sweep, threads: int, seed: int):
+        self.sweep, self.threads, self.seed = list(sweep), threads, seed
+        self.value = None
+
+    @classmethod
+    def available(cls) -> bool:
+        return cls.module is None or importlib.util.find_spec(cls.module) is not None
+
+    @property
+    def config(self) -> str:
+        return ""
+
+    def set(self, value) -> None:
+        self.value = value
+
+    def build(self, x: np.ndarray, sample: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def search(self, queries: np.ndarray, k: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def memory_bytes(self) -> int:
+        raise NotImplementedError
+
+    def threads_for(self, queries: np.ndarray) -> int:
+        """One thread for one query: hnswlib and usearch start their threads on
+        every call, which costs more than a single query's search."""
+        return self.threads if len(queries) > 1 else 1
+
+
+class RagcoreIVF(System):
+    knob = "nprobe"
+
+    def __init__(self, sweep, threads, seed, nlist: int, dtype: str):
+        super().__init__([p for p in sweep if p <= nlist], threads, seed)
+        self.nlist, self.dtype = nlist, dtype
+        self.family = f"ragcore IVF {dtype}"
+
+    config = property(lambda self: f"nlist={self.nlist}")
+
+    def build(self, x, sample):
+        self.index = IVFIndex(x.shape[1], self.nlist, "ip", self.dtype, seed=self.seed)
+        self.index.train(sample, n_threads=self.threads)
+        self.index.add(x, n_threads=self.threads)
+
+    def search(self, queries, k):
+        return self.index.search(queries, k, nprobe=self.value, n_threads=self.threads).ids
+
+    @property
+    def last_stage_seconds(self) -> dict:
+        return self.index.last_stage_seconds
+
+    def memory_bytes(self):
+        return self.index.memory_bytes()
+
+
+class FaissIVFFlat(System):
+    family, knob, module = "faiss IndexIVFFlat", "nprobe", "faiss"
+
+    def __init__(self, sweep, threads, seed, nlist: int):
+        super().__init__([p for p in sweep if p <= nlist], threads, seed)
+        self.nlist = nlist
+
+    config = property(lambda self: f"nlist={self.nlist}")
+
+    def build(self, x, sample):
+        import faiss
+
+        faiss.omp_set_num_threads(self.threads)
+        self.quantizer = faiss.IndexFlatIP(x.shape[1])
+        self.index = faiss.IndexIVFFlat(self.quantizer, x.shape[1], self.nlist,
+                                        faiss.METRIC_INNER_PRODUCT)
+        self.index.cp.seed = self.seed
+        self.index.train(sample)
+        self.index.add(x)
+
+    def search(self, queries, k):
+        self.index.nprobe = self.value
+        return self.index.search(queries, k)[1]
+
+    def memory_bytes(self):
+        import faiss
+
+        return int(faiss.serialize_index(self.index).nbytes)
+
+
+class FaissHNSW(System):
+    family, knob, module = "faiss IndexHNSWFlat", "efSearch", "faiss"
+    M, EF_CONSTRUCTION = 32, 40  # faiss defaults
+
+    config = property(lambda self: f"M={self.M},efC={self.EF_CONSTRUCTION}")
+
+    def build(self, x, sample):
+        import faiss
+
+        faiss.omp_set_num_threads(self.threads)
+        self.index = faiss.IndexHNSWFlat(x.shape[1], self.M, faiss.METRIC_INNER_PRODUCT)
+        self.index.hnsw.efConstruction = self.EF_CONSTRUCTION
+        self.index.add(x)
+
+    def search(self, queries, k):
+        self.index.hnsw.efSearch = max(self.value, k)
+        return self.index.search(queries, k)[1]
+
+    def memory_bytes(self):
+        import faiss
+
+        return int(faiss.serialize_index(self.index).nbytes)
+
+
+class Hnswlib(System):
+    family, knob, module = "hnswlib", "ef", "hnswlib"
+    M, EF_CONSTRUCTION = 16, 200  # hnswlib's README example
+
+    config = property(lambda self: f"M={self.M},efC={self.EF_CONSTRUCTION}")
+
+    def build(self, x, sample):
+        import hnswlib
+
+        self.index = hnswlib.Index(space="ip", dim=x.shape[1])
+        self.index.init_index(max_elements=len(x), ef_construction=self.EF_CONSTRUCTION,
+                              M=self.M, random_seed=self.seed)
+        self.index.add_items(x, np.arange(len(x)), num_threads=self.threads)
+
+    def search(self, queries, k):
+        self.index.set_ef(max(self.value, k))
+        return self.index.knn_query(queries, k, num_threads=self.threads_for(queries))[0].astype(np.int64)
+
+    def memory_bytes(self):
+        return int(self.index.index_file_size())
+
+
+class Usearch(System):
+    family, knob, module = "usearch", "expansion_search", "usearch"
+    CONNECTIVITY, EXPANSION_ADD = 16, 128  # usearch defaults
+
+    config = property(lambda self: f"M={self.CONNECTIVITY},efC={self.EXPANSION_ADD}")
+
+    def build(self, x, sample):
+        from usearch.index import Index
+
+        self.index = Index(ndim=x.shape[1], metric="ip", dtype="f32",
+                           connectivity=self.CONNECTIVITY, expansion_add=self.EXPANSION_ADD)
+        self.index.add(np.arange(len(x)), x, threads=self.threads)
+
+    def search(self, queries, k):
+        self.index.expansion_search = max(self.value, k)
+        keys = self.index.search(queries, k, threads=self.threads_for(queries)).keys
+        return np.asarray(keys, dtype=np.int64).reshape(len(queries), k)
+
+    def memory_bytes(self):
+        return int(self.index.memory_usage)
+
+
+SYSTEM_NAMES = ("ragcore-f32", "ragcore-int8", "faiss-ivf", "faiss-hnsw", "hnswlib", "usearch")
+
+
+def make_systems(names, nlists, nprobes, efs, threads: int, seed: int) -> tuple[list, list]:
+    """(systems to run, names skipped because their library is missing)."""
+    systems, missing = [], []
+    for name in names:
+        if name in ("ragcore-f32", "ragcore-int8"):
+            dtype = "float32" if name == "ragcore-f32" else "int8"
+            systems += [RagcoreIVF(nprobes, threads, seed, nlist, dtype) for nlist in nlists]
+        elif name == "faiss-ivf":
+            systems += [FaissIVFFlat(nprobes, threads, seed, nlist) for nlist in nlists]
+        else:
+            cls = {"faiss-hnsw": FaissHNSW, "hnswlib": Hnswlib, "usearch": Usearch}[name]
+            systems.append(cls(efs, threads, seed))
+    kept = [s for s in systems if s.available()]
+    missing = sorted({s.family for s in systems if not s.available()})
+    return kept, missing

@@ -1,0 +1,242 @@
+"""FlatIndex: exact dense top-k search over stored vectors."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .. import _core
+from .._util.allow import allow_mask
+from .._util.arrays import as_float_matrix, check_choice, check_positive_int, check_threads
+from .._util.devices import to_device
+from .._util.fileformat import read_index, write_index
+from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
+from ..errors import IndexFileError
+from ._storage import NUMPY_DTYPE, STORAGE_CODE, STORAGE_DTYPES, to_float32, to_storage
+from ..hits import Hits
+from ._metric import METRIC_CODE, METRICS, normalized
+
+_FILE_KIND = "FlatIndex"
+
+
+class FlatIndex:
+    """Exact (brute-force) top-k search.
+
+    Args:
+        dim: dimensions per vector.
+        metric: "ip" (inner product), "cosine" (vectors and queries are
+            normalised; zero vectors are refused) or "l2" (score is minus the
+            squared Euclidean distance, so higher is better everywhere).
+        dtype: storage of the vectors: "float32", "float16" or "bfloat16".
+            Narrower storage halves the memory read per query; scores are
+            computed in float32 from the stored (rounded) values.
+
+    Input arrays may be numpy arrays, torch CPU tensors or any DLPack object;
+    contiguous float32 is used without a copy. float64 and float16 input is
+    converted to float32 with a ``ragcore.CopyWarning``; other dtypes are
+    refused.
+
+    ``search`` may run from several threads at once, and concurrently with
+    ``add``/``remove``: each search sees the index as it was when it started.
+    """
+
+    def __init__(self, dim: int, metric: str = "ip", dtype: str = "float32"):
+        self._dim = check_positive_int(dim, "dim")
+        self._metric = check_choice(metric, "metric", METRICS)
+        self._dtype = check_choice(dtype, "dtype", STORAGE_DTYPES)
+        self._lock = threading.Lock()
+        self._n = 0
+        self._vectors = np.empty((0, self._dim), dtype=NUMPY_DTYPE[dtype])
+        self._ids = np.empty(0, dtype=np.int64)
+        self._sq_norms = np.empty(0, dtype=np.float32)
+        self._sorted_ids = np.empty(0, dtype=np.int64)
+        self._next_id = 0
+        # Private knobs for tests and benchmarks: path, simd_level, tile_rows, tile_depth.
+        self._search_options: dict = {}
+
+    # ---- properties -----------------------------------------------------
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def metric(self) -> str:
+        return self._metric
+
+    @property
+    def dtype(self) -> str:
+        return self._dtype
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __repr__(self) -> str:
+        return (f"FlatIndex(dim={self._dim}, metric={self._metric!r}, "
+                f"dtype={self._dtype!r}, n={self._n})")
+
+    @property
+    def ids(self) -> np.ndarray:
+        """The ids of the stored vectors, in storage order (a copy)."""
+        return self._ids[: self._n].copy()
+
+    def stored_vectors(self) -> np.ndarray:
+        """float32 copy of the vectors as stored (normalised for cosine, rounded for fp16/bf16)."""
+        return to_float32(self._vectors[: self._n], self._dtype)
+
+    # ---- mutation -------------------------------------------------------
+
+    def add(self, vectors, ids=None) -> np.ndarray:
+        """Adds vectors; returns their ids.
+
+        ids: int64 user ids, one per vector, non-negative and not already in
+        the index. Default: consecutive ids after the largest id given so far.
+        """
+        x = as_float_matrix(vectors, "vectors", self._dim)
+        if self._metric == "cosine":
+            x = normalized(x, "vectors")
+        stored = to_storage(x, self._dtype, "vectors")
+        sq_norms = None
+        if self._metric == "l2":
+            values = to_float32(stored, self._dtype)
+            sq_norms = np.einsum("ij,ij->i", values, values, dtype=np.float32)
+        with self._lock:
+            new_ids = self._check_new_ids(ids, len(x))
+            self._append(stored, new_ids, sq_norms)
+        return new_ids.copy()
+
+    def _check_new_ids(self, ids, count: int) -> np.ndarray:
+        return check_new_ids(ids, count, self._sorted_ids, self._next_id)
+
+    def _append(self, stored: np.ndarray, new_ids: np.ndarray, sq_norms) -> None:
+        count, end = len(new_ids), self._n + len(new_ids)
+        if end > len(self._vectors) or not self._vectors.flags.writeable:
+            capacity = max(end, 2 * len(self._vectors), 16)
+            self._vectors = _grown(self._vectors, self._n, capacity)
+            self._ids = _grown(self._ids, self._n, capacity)
+            if self._metric == "l2":
+                self._sq_norms = _grown(self._sq_norms, self._n, capacity)
+        # Rows below self._n are never written here, so a search running on an
+        # older snapshot keeps reading consistent data.
+        self._vectors[self._n : end] = stored
+        self._ids[self._n : end] = new_ids
+        if sq_norms is not None:
+            self._sq_norms[self._n : end] = sq_norms
+        merged = np.concatenate([self._sorted_ids, new_ids])
+        merged.sort(kind="stable")
+        self._sorted_ids = merged
+        if count:
+            self._next_id = max(self._next_id, int(new_ids.max()) + 1)
+        self._n = end
+
+    def remove(self, ids) -> None:
+        """Removes the vectors with these ids; unknown ids are an error (nothing is removed)."""
+        with self._lock:
+            arr = check_known_ids(ids, self._sorted_ids)
+            keep = ~np.isin(self._ids[: self._n], arr)
+            # New arrays rather than in-place compaction: running searches keep their snapshot.
+            self._vectors = self._vectors[: self._n][keep]
+            self._ids = self._ids[: self._n][keep]
+            self._sq_norms = self._sq_norms[: self._n][keep] if self._metric == "l2" else self._sq_norms[:0]
+            self._sorted_ids = np.setdiff1d(self._sorted_ids, arr, assume_unique=False)
+            self._n = len(self._ids)
+
+    # ---- search ---------------------------------------------------------
+
+    def search(self, queries, k: int, n_threads: int = 0, allow=None) -> Hits:
+        """Top-k of each query: ``Hits`` with scores/ids of shape [nq, k], best first.
+
+        A 1-D query is one query. If k exceeds the number of vectors (or the
+        index is empty), rows are padded with id -1 and score -inf.
+        n_threads=0 uses all cores. allow: only these ids may be returned (an
+        id list or array, or a boolean mask indexed by id); applied inside the
+        scan, so a row is padded only when fewer than k allowed vectors exist.
+        """
+        k = check_positive_int(k, "k")
+        n_threads = check_threads(n_threads)
+        q = as_float_matrix(queries, "queries", self._dim)
+        if self._metric == "cosine":
+            q = normalized(q, "queries")
+        with self._lock:
+            n = self._n
+            vectors, ids = self._vectors[:n], self._ids[:n]
+            sq_norms = self._sq_norms[:n] if self._metric == "l2" else None
+        mask, by_row = allow_mask(allow, ids)
+        filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
+        scores, out_ids = _core.flat_search(
+            vectors, STORAGE_CODE[self._dtype], ids, sq_norms, METRIC_CODE[self._metric],
+            q, k, n_threads=n_threads, **filtered, **self._search_options,
+        )
+        return Hits(scores, out_ids)
+
+    # ---- copies and devices --------------------------------------------
+
+    def copy(self) -> FlatIndex:
+        """An independent copy of the index."""
+        vectors, ids, sq_norms, sorted_ids = self.stored_arrays()
+        other = FlatIndex(self._dim, self._metric, self._dtype)
+        other._vectors, other._ids, other._n = vectors.copy(), ids.copy(), len(ids)
+        other._sorted_ids = sorted_ids.copy()
+        if sq_norms is not None:
+            other._sq_norms = sq_norms.copy()
+        other._next_id = self._next_id
+        return other
+
+    def to(self, device):
+        """'cpu' gives this index; 'cuda' / 'cuda:N' a GpuFlatIndex copy on that device."""
+        return to_device(self, device)
+
+    def stored_arrays(self):
+        """(vectors, ids, sq_norms or None, sorted ids) as stored now, for other indexes."""
+        with self._lock:
+            n = self._n
+            sq_norms = self._sq_norms[:n] if self._metric == "l2" else None
+            return self._vectors[:n], self._ids[:n], sq_norms, self._sorted_ids
+
+    # ---- persistence ----------------------------------------------------
+
+    def save(self, path) -> None:
+        """Writes the index to path (atomically: temporary file, then rename)."""
+        with self._lock:
+            n = self._n
+            arrays = {"vectors": self._vectors[:n], "ids": self._ids[:n]}
+            if self._metric == "l2":
+                arrays["sq_norms"] = self._sq_norms[:n]
+            params = {"dim": self._dim, "metric": self._metric, "dtype": self._dtype,
+                      "next_id": self._next_id}
+            write_index(path, _FILE_KIND, params, arrays)
+
+    @classmethod
+    def load(cls, path, mmap: bool = False) -> FlatIndex:
+        """Reads an index written by save(); damaged or foreign files raise IndexFileError.
+
+        mmap=True maps the vectors read-only instead of reading them into
+        memory; a later add() copies them into memory first.
+        """
+        params, arrays = read_index(path, _FILE_KIND, mmap=mmap)
+        try:
+            index = cls(params["dim"], params["metric"], params["dtype"])
+            vectors, ids = arrays["vectors"], arrays["ids"]
+            n = len(ids)
+            if vectors.shape != (n, index.dim) or vectors.dtype != NUMPY_DTYPE[index.dtype]:
+                raise ValueError("vectors do not match the parameters")
+            sorted_ids = sorted_unique_ids(ids)
+            sq_norms = arrays.get("sq_norms", np.empty(0, dtype=np.float32))
+            if index.metric == "l2" and (sq_norms.shape != (n,) or sq_norms.dtype != np.float32):
+                raise ValueError("sq_norms must be float32, one per vector")
+            if not np.isfinite(to_float32(vectors, index.dtype)).all():
+                raise ValueError("vectors contain NaN or infinity")
+        except (KeyError, ValueError, TypeError) as err:
+            raise IndexFileError(f"{path}: inconsistent index contents ({err})") from None
+        index._vectors, index._ids, index._sq_norms = vectors, ids, sq_norms
+        index._n = n
+        index._sorted_ids = sorted_ids
+        index._next_id = int(params.get("next_id", 0))
+        return index
+
+
+def _grown(arr: np.ndarray, used: int, capacity: int) -> np.ndarray:
+    out = np.empty((capacity,) + arr.shape[1:], dtype=arr.dtype)
+    out[:used] = arr[:used]
+    return out

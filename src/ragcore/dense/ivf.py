@@ -1,0 +1,292 @@
+"""IVFIndex: approximate dense top-k over inverted lists (a k-means coarse quantizer)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .. import _core
+from .._util.allow import allow_mask
+from .._util.arrays import as_float_matrix, check_choice, check_positive_int, check_threads
+from .._util.fileformat import read_index, write_index
+from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
+from ._lists import Lists
+from ._sq8 import encode_sq8, train_sq8
+from ._storage import NUMPY_DTYPE, STORAGE_CODE, to_float32, to_storage
+from ..errors import IndexFileError
+from ._metric import METRIC_CODE, METRICS, normalized
+from ..hits import Hits
+
+DTYPES = ("float32", "float16", "bfloat16", "int8")
+INITS = ("kmeans++", "random")
+_INIT_CODE = {"kmeans++": 0, "random": 1}
+_U8_STORAGE = 3  # ragcore::Storage::U8
+_FILE_KIND = "IVFIndex"
+
+
+class IVFIndex:
+    """Approximate top-k search: k-means lists, of which each query scans ``nprobe``.
+
+    Args:
+        dim: dimensions per vector.
+        nlist: number of lists (k-means clusters); train needs >= nlist vectors.
+        metric: "ip", "cosine" or "l2", as for FlatIndex (higher score is better).
+        dtype: storage of the vectors: "float32", "float16", "bfloat16" (scored
+            as FlatIndex scores them), or "int8": per-dimension 8-bit codes
+            scanned first, then the best ``rescore * k`` candidates re-scored
+            with the exact float32 vectors (which the index also keeps), so the
+            returned scores and ids come from exact scores.
+        init: k-means initialisation, "kmeans++" or "random".
+        max_iter: k-means iterations at most (it stops earlier on convergence).
+        seed: k-means seed; the same seed and sample give the same index.
+
+    Vectors go to the list of their nearest centroid (squared L2, after
+    normalisation for "cosine"); a query scans the lists of its nprobe nearest
+    centroids. With nprobe = nlist the answer is FlatIndex's (float storage).
+    ``search`` may run concurrently with ``add`` / ``remove``.
+    """
+
+    def __init__(self, dim: int, nlist: int, metric: str = "ip", dtype: str = "float32", *,
+                 init: str = "kmeans++", max_iter: int = 25, seed: int = 0):
+        self._dim = check_positive_int(dim, "dim")
+        self._nlist = check_positive_int(nlist, "nlist")
+        self._metric = check_choice(metric, "metric", METRICS)
+        self._dtype = check_choice(dtype, "dtype", DTYPES)
+        self._init = check_choice(init, "init", INITS)
+        self._max_iter = check_positive_int(max_iter, "max_iter")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self._seed = int(seed)
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._centroids: np.ndarray | None = None
+        self._centroid_sq_norms: np.ndarray | None = None
+        self._code_min = self._code_scale = None  # int8 only
+        self._training: dict = {}
+        row_dtype = np.uint8 if dtype == "int8" else NUMPY_DTYPE[dtype]
+        self._lists = Lists.empty(self._nlist, self._dim, row_dtype, metric == "l2", dtype == "int8")
+        self._next_id = 0
+
+    # ---- properties -----------------------------------------------------
+
+    dim = property(lambda self: self._dim)
+    nlist = property(lambda self: self._nlist)
+    metric = property(lambda self: self._metric)
+    dtype = property(lambda self: self._dtype)
+
+    @property
+    def is_trained(self) -> bool:
+        return self._centroids is not None
+
+    @property
+    def centroids(self) -> np.ndarray:
+        """float32 [nlist, dim] copy of the list centroids."""
+        self._require_trained("centroids")
+        return self._centroids.copy()
+
+    @property
+    def training(self) -> dict:
+        """k-means record: objective after each assignment, iterations, clusters re-seeded."""
+        return dict(self._training)
+
+    @property
+    def ids(self) -> np.ndarray:
+        """The ids of the stored vectors, in list order (a copy)."""
+        return self._lists.ids.copy()
+
+    def list_sizes(self) -> np.ndarray:
+        """Vectors per list, int64 [nlist]."""
+        return np.diff(self._lists.offsets)
+
+    @property
+    def last_stage_seconds(self) -> dict:
+        """Seconds per stage (coarse, scan, rescore) of this thread's last search."""
+        return dict(getattr(self._local, "stages", {}))
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the index arrays (centroids, rows, ids, norms, exact rows)."""
+        parts = [self._centroids, self._lists.rows, self._lists.ids, self._lists.sq_norms,
+                 self._lists.exact, self._lists.offsets, self._lists.sorted_ids]
+        return int(sum(p.nbytes for p in parts if p is not None))
+
+    def __len__(self) -> int:
+        return len(self._lists)
+
+    def __repr__(self) -> str:
+        return (f"IVFIndex(dim={self._dim}, nlist={self._nlist}, metric={self._metric!r}, "
+                f"dtype={self._dtype!r}, n={len(self)}, trained={self.is_trained})")
+
+    # ---- training and mutation -------------------------------------------
+
+    def train(self, sample, n_threads: int = 0) -> None:
+        """Learns the nlist centroids (and, for int8, the code ranges) from sample.
+
+        sample: at least nlist vectors; typically 30 to 256 per list.
+        """
+        n_threads = check_threads(n_threads)
+        x = self._prepared(sample, "sample")
+        if len(x) < self._nlist:
+            raise ValueError(f"sample has {len(x)} vectors; training nlist={self._nlist} lists "
+                             f"needs at least {self._nlist}")
+        centroids, objective, iterations, reseeded = _core.kmeans(
+            np.ascontiguousarray(x), self._nlist, max_iter=self._max_iter, seed=self._seed,
+            init=_INIT_CODE[self._init], n_threads=n_threads)
+        with self._lock:
+            if len(self._lists):
+                raise RuntimeError(f"train: the index already holds {len(self._lists)} vectors; "
+                                   "train a new IVFIndex instead")
+            self._set_centroids(centroids)
+            if self._dtype == "int8":
+                self._code_min, self._code_scale = train_sq8(x)
+            self._training = {"objective": list(objective), "iterations": iterations,
+                              "reseeded": reseeded, "sample_size": len(x)}
+
+    def add(self, vectors, ids=None, n_threads: int = 0) -> np.ndarray:
+        """Adds vectors to the lists of their nearest centroids; returns their ids.
+
+        ids: unique non-negative int64 ids not in the index; default:
+        consecutive ids after the largest so far.
+        """
+        self._require_trained("add")
+        n_threads = check_threads(n_threads)
+        x = np.ascontiguousarray(self._prepared(vectors, "vectors"))
+        labels, _ = _core.assign_nearest(x, self._centroids, n_threads=n_threads)
+        rows, exact, sq_norms = self._stored_rows(x)
+        with self._lock:
+            new_ids = check_new_ids(ids, len(x), self._lists.sorted_ids, self._next_id)
+            self._lists = self._lists.with_added(labels, rows, new_ids, sq_norms, exact)
+            if len(new_ids):
+                self._next_id = max(self._next_id, int(new_ids.max()) + 1)
+        return new_ids.copy()
+
+    def remove(self, ids) -> None:
+        """Removes the vectors with these ids; unknown ids are an error (nothing is removed)."""
+        with self._lock:
+            arr = check_known_ids(ids, self._lists.sorted_ids)
+            self._lists = self._lists.without(arr)
+
+    def _prepared(self, vectors, name: str) -> np.ndarray:
+        x = as_float_matrix(vectors, name, self._dim)
+        return normalized(x, name) if self._metric == "cosine" else x
+
+    def _stored_rows(self, x: np.ndarray):
+        """(rows as stored, exact float32 rows or None, squared norms or None)."""
+        if self._dtype == "int8":
+            rows, exact, values = encode_sq8(x, self._code_min, self._code_scale), x, x
+        else:
+            rows = to_storage(x, self._dtype, "vectors")
+            exact, values = None, to_float32(rows, self._dtype)
+        sq_norms = None
+        if self._metric == "l2":  # of the values scored, computed as FlatIndex computes them
+            sq_norms = np.einsum("ij,ij->i", values, values, dtype=np.float32)
+        return rows, exact, sq_norms
+
+    def _set_centroids(self, centroids: np.ndarray) -> None:
+        self._centroids = np.ascontiguousarray(centroids, dtype=np.float32)
+        self._centroid_sq_norms = np.einsum("ij,ij->i", self._centroids, self._centroids,
+                                            dtype=np.float32)
+
+    def _require_trained(self, what: str) -> None:
+        if self._centroids is None:
+            raise RuntimeError(f"IVFIndex.{what}: the index is not trained; call train(sample) first")
+
+    # ---- search ---------------------------------------------------------
+
+    def search(self, queries, k: int, nprobe: int | None = None, n_threads: int = 0, allow=None,
+               rescore: int = 4) -> Hits:
+        """Approximate top-k of each query: ``Hits`` [nq, k], best first, padded (-1, -inf).
+
+        nprobe: lists scanned per query, 1..nlist (more: higher recall, slower);
+            default min(8, nlist).
+        allow: only these ids may be returned (an id list or array, or a
+            boolean mask indexed by id). Applied inside the scan; a query whose
+            nprobe lists hold fewer than k allowed vectors scans further lists,
+            nearest first, until it has k (or has scanned all).
+        rescore: int8 only: candidates re-scored exactly per result (rescore * k).
+        n_threads: 0 uses all cores.
+        """
+        self._require_trained("search")
+        k = check_positive_int(k, "k")
+        nprobe = min(8, self._nlist) if nprobe is None else check_positive_int(nprobe, "nprobe")
+        if nprobe > self._nlist:
+            raise ValueError(f"nprobe must be between 1 and nlist={self._nlist}, got {nprobe}")
+        rescore = check_positive_int(rescore, "rescore")
+        n_threads = check_threads(n_threads)
+        q = self._prepared(queries, "queries")
+        lists = self._lists  # one snapshot for the whole search
+        mask, by_row = allow_mask(allow, lists.ids)
+        int8 = self._dtype == "int8"
+        scores, ids, stages = _core.ivf_search(
+            self._centroids, self._centroid_sq_norms, lists.offsets, lists.rows,
+            _U8_STORAGE if int8 else STORAGE_CODE[self._dtype], lists.ids, lists.sq_norms,
+            METRIC_CODE[self._metric], q, k, nprobe,
+            code_min=self._code_min, code_scale=self._code_scale, exact_rows=lists.exact,
+            rescore=rescore, allow=mask, allow_by_row=by_row, n_threads=n_threads)
+        self._local.stages = stages
+        return Hits(scores, ids)
+
+    # ---- persistence ----------------------------------------------------
+
+    def save(self, path) -> None:
+        """Writes the index to path (atomically: temporary file, then rename)."""
+        with self._lock:
+            lists = self._lists
+            arrays = {"offsets": lists.offsets, "rows": lists.rows, "ids": lists.ids}
+            if self._centroids is not None:
+                arrays["centroids"] = self._centroids
+            optional = {"sq_norms": lists.sq_norms, "exact": lists.exact,
+                        "code_min": self._code_min, "code_scale": self._code_scale}
+            arrays.update({name: a for name, a in optional.items() if a is not None})
+            params = {"dim": self._dim, "nlist": self._nlist, "metric": self._metric,
+                      "dtype": self._dtype, "init": self._init, "max_iter": self._max_iter,
+                      "seed": self._seed, "next_id": self._next_id, "training": self._training}
+            write_index(path, _FILE_KIND, params, arrays)
+
+    @classmethod
+    def load(cls, path) -> IVFIndex:
+        """Reads an index written by save(); damaged or foreign files raise IndexFileError."""
+        params, arrays = read_index(path, _FILE_KIND)
+        try:
+            index = cls(params["dim"], params["nlist"], params["metric"], params["dtype"],
+                        init=params["init"], max_iter=params["max_iter"], seed=params["seed"])
+            index._restore(arrays)
+            index._next_id = int(params["next_id"])
+            index._training = dict(params["training"])
+        except (KeyError, ValueError, TypeError) as err:
+            raise IndexFileError(f"{path}: inconsistent index contents ({err})") from None
+        return index
+
+    def _restore(self, arrays: dict) -> None:
+        """Checks the arrays of a file against the parameters and takes them."""
+        dim, nlist = self._dim, self._nlist
+        offsets, rows, ids = arrays["offsets"], arrays["rows"], arrays["ids"]
+        n = len(ids)
+        sorted_ids = sorted_unique_ids(ids)
+        if offsets.shape != (nlist + 1,) or offsets.dtype != np.int64 or offsets[0] != 0 \
+                or offsets[-1] != n or (np.diff(offsets) < 0).any():
+            raise ValueError("list offsets do not describe the lists")
+        if rows.shape != (n, dim) or rows.dtype != self._lists.rows.dtype:
+            raise ValueError("rows do not match the parameters")
+        sq_norms = self._checked(arrays, "sq_norms", (n,), self._metric == "l2")
+        exact = self._checked(arrays, "exact", (n, dim), self._dtype == "int8")
+        if "centroids" in arrays:
+            centroids = self._checked(arrays, "centroids", (nlist, dim), True)
+            if not np.isfinite(centroids).all():
+                raise ValueError("centroids contain NaN or infinity")
+            self._set_centroids(centroids)
+            self._code_min = self._checked(arrays, "code_min", (dim,), self._dtype == "int8")
+            self._code_scale = self._checked(arrays, "code_scale", (dim,), self._dtype == "int8")
+        elif n:
+            raise ValueError("vectors without centroids")
+        self._lists = Lists(offsets, rows, ids, sorted_ids, sq_norms, exact)
+
+    @staticmethod
+    def _checked(arrays: dict, name: str, shape: tuple, required: bool):
+        """The float32 array `name` of this shape, or None when not required."""
+        if not required:
+            return None
+        arr = arrays[name]
+        if arr.shape != shape or arr.dtype != np.float32:
+            raise ValueError(f"{name} must be float32 of shape {shape}")
+        return arr

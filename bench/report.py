@@ -14,6 +14,7 @@ Run:  .venv/bin/python bench/report.py      (writes BENCHMARKS.md)
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -285,6 +286,8 @@ def section(markdown: str, start: str, end: str | None = None) -> str:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                            epilog="Reads bench/results/ (see the inputs above).").parse_args()
     dense_md = (RESULTS / "dense_skylakex.md").read_text()
     dense = json.loads((RESULTS / "dense_skylakex.json").read_text())
     default_md = (RESULTS / "dense_default_100k.md").read_text()

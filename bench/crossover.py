@@ -11,7 +11,7 @@ the automatic path uses (ragcore._core.blocked_path_min_batch, from
 kBlockedFromBatch* in cpp/src/dense/flat.cpp). Also checks that both paths
 return the same ids.
 
-Run:  .venv/bin/python bench/crossover.py            (about 2 minutes)
+Run:  .venv/bin/python bench/crossover.py            (the full run)
       .venv/bin/python bench/crossover.py --simd-level 1 --json /tmp/avx2.json  (AVX2 kernels)
       .venv/bin/python bench/crossover.py --quick    (smoke run)
 Writes bench/results/crossover.json.

@@ -31,8 +31,8 @@ recorded. faiss-cpu's bundled OpenBLAS 0.3.15 does not know Zen 5 and falls
 back to its Barcelona kernel there: --faiss-openblas-coretype SkylakeX gives
 it its AVX-512 kernel (numpy's OpenBLAS is left alone).
 
-Run:  .venv/bin/python bench/dense.py --n 100000          (about 3 minutes)
-      .venv/bin/python bench/dense.py                     (N = 100k and 1M, ~13 minutes)
+Run:  .venv/bin/python bench/dense.py --n 100000          (N = 100k only)
+      .venv/bin/python bench/dense.py                     (N = 100k and 1M: the full run)
       .venv/bin/python bench/dense.py --quick             (smoke run)
 Writes bench/results/dense.json and bench/results/dense.md (for BENCHMARKS.md).
 """

@@ -6,7 +6,7 @@ dict, and from a TREC run file (read included); writing and reading the run file
 score fusion of two such Hits; and, when installed, pytrec_eval (trec_eval) on the same dicts.
 Checks that ragcore and trec_eval agree on the means.
 
-Run:  .venv/bin/python bench/evaluate.py            (about a minute)
+Run:  .venv/bin/python bench/evaluate.py            (the full run)
       .venv/bin/python bench/evaluate.py --queries 1000   (smoke run)
 """
 

@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
 # One prepared run for a lent GPU machine: build ragcore with CUDA, run the GPU
 # tests, then the GPU benchmarks, leaving logs and JSON in $OUT (default
-# bench/results/gpu). On the H200 of the last run the build took 44 s, the dense
-# GPU tests 15 s and the dense benchmark 2 minutes; the BM25 benchmark (1M
-# documents generated and indexed on the host) should take about 2 more, so one
-# call of at most 10 minutes fits. STEPS picks steps, e.g. to rerun one on a
-# warm machine (the build is then incremental):
+# bench/results/gpu); the log stamps the start of each step, so it shows how
+# long each one took. STEPS picks steps, e.g. to split the run over device calls
+# or to rerun one on a warm machine (the build is then incremental):
 #   STEPS="build bm25" bash bench/gpu_check.sh
 # The machine has no registry: pytest and hypothesis come from build/gpu_wheels
 # (filled beforehand with `pip download -d build/gpu_wheels pytest hypothesis`)

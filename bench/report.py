@@ -207,9 +207,14 @@ OPTIONAL_SECTIONS = (
      "MRR@10 count the questions whose evidence span (the docstring body) is covered by a "
      "retrieved chunk; nDCG@10 ranks documents (a document where its first chunk is). Latency: "
      "one question at a time through hybrid + rerank, after the build; the reranker encodes each "
-     "candidate passage's tokens once and keeps them. This run: `make demo` in a clean clone "
-     "with an empty embedding cache (the whole command took about 8 minutes, the index build "
-     "69 s) while another engineer's benchmark shared the 2 cores, so latencies are pessimistic."),
+     "candidate passage's tokens once and keeps them. This run: `make demo` in a fresh clone, "
+     "`git clone REPO /tmp/demo-clone && cd /tmp/demo-clone && time RAGCORE_CACHE=/tmp/demo-cache "
+     "PIP_NO_CACHE_DIR=1 make demo` (empty embedding and pip caches: it created the virtual "
+     "environment, built the package, with the CUDA module as nvcc was installed, installed the "
+     "onnx extra and the model package from PyPI and encoded every chunk), took 5 min 23 s wall "
+     "clock (6 min 55 s user CPU), of which the index build (chunking and encoding 3,497 chunks) "
+     "136.7 s. Other work used about one of the 2 cores meanwhile (1-minute load average 0.99 "
+     "before, 2.92 after), so latencies are pessimistic."),
     ("BM25: ragcore vs bm25s and rank_bm25", "bm25.md",
      "env -u OPENBLAS_CORETYPE .venv/bin/python bench/bm25.py      # make bench-bm25",
      "Synthetic Zipfian corpus of 1,000,000 documents (vocabulary 200k, 60-200 tokens, 1,000 "
@@ -227,7 +232,8 @@ OPTIONAL_SECTIONS = (
      "d = 384, clustered data (a mixture of 20 elongated Gaussians, normalised). Ground truth from "
      "FlatIndex; recall@10 against it. Peers run single-threaded at batch 1. usearch was left out "
      "of this run to fit the session's time (its 200k build took 72 s and it was the slowest "
-     "system there). The machine was otherwise idle. Targets of the IVF issue, computed in the run: "
+     "system there). The machine was otherwise idle. Build times include k-means on a training "
+     "sample of up to 40 x nlist vectors. Targets of the IVF issue, computed in the run: "
      "at recall@10 >= 0.95, IVFIndex QPS >= faiss IndexIVFFlat's at batch 1 and 256 (met: 1.49x "
      "and 3.48x), int8 IVF >= 2x float32 IVF at batch 1 (met: 2.84x). Plot: "
      "`bench/plots/ann_recall_qps_1m.png`.\n\n![recall vs QPS, 1M](bench/plots/ann_recall_qps_1m.png)"),
@@ -242,6 +248,9 @@ OPTIONAL_SECTIONS = (
      "QPS >= faiss IndexIVFFlat's at batch 1 and 256 (met: 1.41x and 3.92x), int8 IVF >= 2x "
      "float32 IVF at batch 1 (**1.96x here, narrowly missed**; at the same nlist = 1024 and "
      "nprobe = 32 it is 2.17x; two earlier runs under load gave 2.08x and 2.03x best to best). "
+     "Across this run and those two (0.5-1 core of other load), float32 IVF / faiss "
+     "IndexIVFFlat was 1.29-1.52x at batch 1 and 2.3-3.9x at batch 256. Build times include "
+     "k-means on a training sample of up to 40 x nlist vectors. "
      "The recall-vs-QPS plot with each system's Pareto front: "
      "`bench/plots/ann_recall_qps.png`.\n\n![recall vs QPS](bench/plots/ann_recall_qps.png)"),
     ("Encoders: ONNX vs sentence-transformers and transformers", "encoders.md",
@@ -260,7 +269,10 @@ OPTIONAL_SECTIONS = (
      "The fp16 export (`ragcore models export --precision fp16`) is meant for GPUs; on the CPU "
      "onnxruntime runs most fp16 ops in fp32 behind Casts, so it is slower than fp32 and its "
      "cosines show fp16 weights and rounding between ops, not fp16 arithmetic. The machine was "
-     "idle. No GPU figure exists yet (`bench/gpu_encoders.py` has not run on a device)."),
+     "idle. No GPU figure exists yet (`bench/gpu_encoders.py` has not run on a device). The "
+     "export's own check against PyTorch on its check texts (`python -m ragcore models export "
+     "--precision fp16`, which records it as `min_cosine_to_pytorch` in "
+     "`$RAGCORE_CACHE/all-MiniLM-L6-v2-fp16/export.json`) gave a minimum cosine of 0.999999."),
     ("Sharded search on Ray: what it costs on one machine", "sharded.md",
      ".venv/bin/python bench/sharded.py",
      "ShardedIndex over 1 and 2 FlatIndex shards in local Ray actors against one FlatIndex, "

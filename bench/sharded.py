@@ -17,7 +17,7 @@ For each batch size: one warm-up call, then timed calls until >= --seconds have 
 answers are checked to equal the single index's (ids and scores) before timing.
 OPENBLAS_CORETYPE is left as the environment sets it.
 
-Run:  .venv/bin/python bench/sharded.py                (about 1 minute)
+Run:  .venv/bin/python bench/sharded.py                (the full run)
       .venv/bin/python bench/sharded.py --n 20000 --seconds 0.5   (smoke run)
 Writes bench/results/sharded.json and bench/results/sharded.md.
 """

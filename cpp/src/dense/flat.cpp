@@ -11,8 +11,8 @@
 namespace ragcore {
 namespace {
 
-// Measured crossover (bench/crossover.py, N = 200k, d = 384): from this batch
-// the blocked path wins. Narrow storage crosses later because its scan reads
+// From this batch the blocked path wins, as bench/crossover.py finds (BENCHMARKS.md,
+// "Scan / blocked crossover"). Narrow storage crosses later because its scan reads
 // half the bytes while its blocked path converts every tile.
 constexpr size_t kBlockedFromBatchAvx512[kNumStorage] = {8, 16, 16};
 constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};
@@ -56,8 +56,8 @@ class FlatSearch {
     threads = static_cast<int>(std::max(1.0, std::min<double>(threads, work / kMinWorkPerThread)));
 
     // Split the corpus when each worker would get too few queries to fill its
-    // panels (measured: from two wide panels per worker, splitting queries wins,
-    // by ~10% at k = 100, as no worker keeps candidates for every query).
+    // panels; from two wide panels per worker on, splitting the queries is faster,
+    // as no worker then keeps candidates for every query.
     const size_t rows_per_tile = corpus_tile_rows();
     const bool few_queries = a_.nq < static_cast<size_t>(threads) * 2 * kern_.wide.nr;
     if (threads > 1 && few_queries && a_.n >= static_cast<size_t>(threads) * 2 * rows_per_tile) {

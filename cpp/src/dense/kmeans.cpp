@@ -89,8 +89,7 @@ class KMeans {
   // k-means++ (Arthur & Vassilvitskii 2007): each next centre is a point drawn
   // with probability proportional to its squared distance to the nearest centre.
   // Drawn from a seeded pool of kSeedPoolPerCluster * k points: each draw reads
-  // the whole pool, so over all points seeding would cost k passes over the data
-  // (measured: most of the training time at nlist = 1024, n = 65k, d = 384).
+  // the whole pool, so over all points seeding would cost k passes over the data.
   void init_plus_plus() {
     std::vector<size_t> pool_points = distinct_points(std::min(n_, kSeedPoolPerCluster * p_.k));
     std::sort(pool_points.begin(), pool_points.end());

@@ -13,7 +13,7 @@ sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0):
 Names: "all-MiniLM-L6-v2" (the fp32 export; run the export first),
 "all-MiniLM-L6-v2-fp16" (the fp32 export converted to fp16 for GPUs; run
 ``ragcore models export --precision fp16`` first) and "all-MiniLM-L6-v2-int8"
-(the default: light to install, 0.999+ cosine to fp32, see BENCHMARKS.md).
+(the default: light to install; its agreement with fp32 is in BENCHMARKS.md, "Encoders").
 ``ragcore.encoders.default_encoder(precision=...)`` picks one of them by precision.
 """
 

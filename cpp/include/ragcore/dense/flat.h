@@ -1,6 +1,6 @@
 // Exact dense top-k over a flat corpus.
 //
-// Two paths, picked by batch size (see kBlockedFromBatch* in dense_flat.cpp):
+// Two paths, picked by batch size (see kBlockedFromBatch* in dense/flat.cpp):
 //  - scan: for a few queries, stream each corpus block once and score it against
 //    every query with dot_rows; memory-bound, so narrow storage is speed.
 //  - blocked: for many queries, tiles of the query x corpus product computed by
@@ -10,8 +10,8 @@
 // Why an own micro-kernel rather than linking a BLAS: the package then has no
 // BLAS to ship or to find at build time; the kernel reads fp32 corpus rows in
 // place and fp16/bf16 rows converted once per tile; the score tile is selected
-// while it is still in L2; and it reaches 85-103% of this machine's measured
-// sgemm rate (BENCHMARKS.md), so a BLAS would buy nothing.
+// while it is still in L2; and it runs at the rate of a tuned BLAS sgemm
+// (BENCHMARKS.md, "Exact dense top-k"), so a BLAS would buy nothing.
 #pragma once
 
 #include <cstddef>

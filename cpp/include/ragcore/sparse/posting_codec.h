@@ -70,8 +70,8 @@ inline void encode_block(const uint32_t* docs, const uint32_t* tfs, size_t n, in
 
 // Unpacks the gaps of a full block at a width known at compile time and sums
 // them into docs in the same pass: constant shifts and offsets let the
-// compiler unroll it (query time decodes mostly full blocks; the generic loop
-// with a variable width was about 15% of query time).
+// compiler unroll it (query time decodes mostly full blocks, and the generic
+// loop with a variable width was a visible share of query time).
 template <int kBits>
 inline void decode_full_block_docs(const uint8_t* in, uint32_t doc, uint32_t* docs) {
   constexpr uint64_t mask = kBits == 32 ? 0xFFFFFFFFull : (1ull << kBits) - 1;

@@ -211,7 +211,8 @@ OPTIONAL_SECTIONS = (
      "`git clone REPO /tmp/demo-clone && cd /tmp/demo-clone && time RAGCORE_CACHE=/tmp/demo-cache "
      "PIP_NO_CACHE_DIR=1 make demo` (empty embedding and pip caches: it created the virtual "
      "environment, built the package, with the CUDA module as nvcc was installed, installed the "
-     "onnx extra and the model package from PyPI and encoded every chunk), took 5 min 23 s wall "
+     "onnx extra and the model package from PyPI and encoded every chunk), on an Intel Xeon with "
+     "2 vCPUs (AVX-512, AMX; not the AMD EPYC of the other CPU sections), took 5 min 23 s wall "
      "clock (6 min 55 s user CPU), of which the index build (chunking and encoding 3,497 chunks) "
      "136.7 s. Other work used about one of the 2 cores meanwhile (1-minute load average 0.99 "
      "before, 2.92 after), so latencies are pessimistic."),

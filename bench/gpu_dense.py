@@ -54,7 +54,7 @@ def hbm_bandwidth() -> dict:
     copy = timed(lambda: y.copy_(x), 5)
     xs = x.view(torch.float16)
     read = timed(lambda: xs.sum(dtype=torch.float32), 5)
-    del x, y
+    x = y = xs = None  # drop the buffers (the lambdas above read them) before empty_cache
     torch.cuda.empty_cache()
     bytes_ = 2 * 1024**3
     return {"copy_GBps": 2 * bytes_ / copy / 1e9, "read_GBps": bytes_ / read / 1e9}
@@ -148,7 +148,7 @@ def run_corpus(name, n, d, dtype, args, cp, bw) -> list[dict]:
                     row[f"speedup_vs_{peer}"] = row[f"{peer}_ms"] / row["ragcore_ms"]
             print(json.dumps(row), flush=True)
             rows.append(row)
-    del corpus, index, corpus_cp
+    corpus = index = corpus_cp = None  # drop the device copies before empty_cache
     torch.cuda.empty_cache()
     return rows
 

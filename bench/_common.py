@@ -105,7 +105,7 @@ def ragcore_info() -> dict:
     time, and the repository's commit (with whether the native sources differ from it)."""
     import ragcore
     from ragcore import _core
-    from ragcore.dense._storage import STORAGE_CODE
+    from ragcore.dense._storage import NATIVE_STORAGE, STORAGE_DTYPES
 
     level = _core.best_simd_level()
     so = Path(_core.__file__)
@@ -113,8 +113,9 @@ def ragcore_info() -> dict:
     return {
         "version": ragcore.__version__,
         "simd_level": _core.simd_level_name(level),
-        "blocked_path_min_batch": {dtype: _core.blocked_path_min_batch(level, code)
-                                   for dtype, code in STORAGE_CODE.items()},
+        "blocked_path_min_batch": {
+            dtype: _core.blocked_path_min_batch(level, NATIVE_STORAGE[dtype])
+            for dtype in STORAGE_DTYPES},
         "native_module_sha256": _native_module_sha256(),
         "native_module_mtime": datetime.datetime.fromtimestamp(
             so.stat().st_mtime).astimezone().isoformat(timespec="seconds"),
@@ -125,7 +126,6 @@ def ragcore_info() -> dict:
 
 def _native_module_sha256() -> str:
     from ragcore import _core
-    from ragcore.dense._storage import STORAGE_CODE
 
     return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:16]
 

@@ -1,8 +1,8 @@
 """Crossover of ragcore's two dense search paths: from which batch size blocked wins.
 
-For the scan path (path=1, one pass over the corpus scoring each block against
-every query) and the blocked path (path=2, register-blocked query x corpus
-tiles), N = 200,000 random unit-norm vectors, d = 384, k = 10, inner product:
+For the scan path (DensePath.Scan, one pass over the corpus scoring each block
+against every query) and the blocked path (DensePath.Blocked, register-blocked
+query x corpus tiles), N = 200,000 random unit-norm vectors, d = 384, k = 10, inner product:
 median time per batch (the two paths timed interleaved, so that a slow phase
 of the shared machine hits both) at batch sizes 1 .. 64, on 1 and 2 threads,
 with float32 and float16 storage. Prints, per (threads, storage), the smallest batch from
@@ -12,7 +12,7 @@ kBlockedFromBatch* in cpp/src/dense/flat.cpp). Also checks that both paths
 return the same ids.
 
 Run:  .venv/bin/python bench/crossover.py            (the full run)
-      .venv/bin/python bench/crossover.py --simd-level 1 --json /tmp/avx2.json  (AVX2 kernels)
+      .venv/bin/python bench/crossover.py --simd-level Avx2 --json /tmp/avx2.json  (AVX2 kernels)
       .venv/bin/python bench/crossover.py --quick    (smoke run)
 Writes bench/results/crossover.json.
 """
@@ -27,10 +27,10 @@ from _common import RESULTS_DIR, fmt_num, text_table, time_calls, unit_vectors, 
 import numpy as np
 
 import ragcore
-from ragcore.dense._storage import STORAGE_CODE
+from ragcore.dense._storage import NATIVE_STORAGE
 from ragcore import _core
 DIM = 384
-PATHS = {"scan": 1, "blocked": 2}
+PATHS = {"scan": _core.DensePath.Scan, "blocked": _core.DensePath.Blocked}
 
 
 def search_fn(index: ragcore.FlatIndex, options: dict, queries: np.ndarray, k: int,
@@ -42,7 +42,7 @@ def search_fn(index: ragcore.FlatIndex, options: dict, queries: np.ndarray, k: i
 
 
 def measure_batch(index, queries: np.ndarray, k: int, threads: int, target_s: float,
-                  simd_level: int) -> dict:
+                  simd_level) -> dict:
     """Median seconds per batch of each path (timed interleaved), and whether their ids agree."""
     fns = {name: search_fn(index, {"path": path, "simd_level": simd_level}, queries, k, threads)
            for name, path in PATHS.items()}
@@ -112,14 +112,16 @@ def parse_args():
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float16"])
     parser.add_argument("--target", type=float, default=0.4,
                         help="seconds of timed repeats per path and batch (at least 5 repeats)")
-    parser.add_argument("--simd-level", type=int, default=-1,
-                        help="ragcore kernel: -1 best (default), 0 scalar, 1 AVX2, 2 AVX-512")
+    parser.add_argument("--simd-level", choices=list(_core.SimdLevel.__members__),
+                        help="ragcore kernel table (default: the best here)")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--quick", action="store_true", help="smoke run: N = 20,000, 5 batches")
     parser.add_argument("--json", default=str(RESULTS_DIR / "crossover.json"))
     args = parser.parse_args()
     if args.quick:
         args.n, args.batches, args.target = 20_000, [1, 4, 8, 16, 32], 0.1
+    if args.simd_level is not None:
+        args.simd_level = _core.SimdLevel.__members__[args.simd_level]
     return args
 
 
@@ -136,8 +138,8 @@ def main() -> None:
         for threads in args.threads:
             all_series.append(run_series(index, queries, args, threads, dtype))
         del index
-    level = args.simd_level if args.simd_level >= 0 else _core.best_simd_level()
-    constants = {dtype: _core.blocked_path_min_batch(level, STORAGE_CODE[dtype])
+    level = _core.best_simd_level() if args.simd_level is None else args.simd_level
+    constants = {dtype: _core.blocked_path_min_batch(level, NATIVE_STORAGE[dtype])
                  for dtype in args.dtypes}
     print(f"\n{_common.ragcore_build_line(env['ragcore'])}")
     print(f"N={args.n:,} d={DIM} k={args.k}, SIMD level {_core.simd_level_name(level)}; "

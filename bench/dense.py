@@ -57,6 +57,7 @@ import numpy as np
 
 import hw
 import ragcore
+from ragcore import _core
 
 DIM = 384
 SYSTEMS = ("ragcore", "faiss", "faiss_blas", "numpy")
@@ -274,7 +275,7 @@ def faiss_best_qps(s: Searchers, cells: list[dict], n: int, threads: int,
 def narrow_recall(index: ragcore.FlatIndex, queries: np.ndarray, truth: np.ndarray) -> dict:
     """recall@10 of both native paths (they must agree) against exact float32 ids."""
     out = {}
-    for name, path in (("scan", 1), ("blocked", 2)):
+    for name, path in (("scan", _core.DensePath.Scan), ("blocked", _core.DensePath.Blocked)):
         index._search_options = {"path": path}
         out[name] = recall_at_k(index.search(queries, NARROW_K).ids, truth)
     index._search_options = {}

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from _common import LoadMeter, environment, fmt_num, markdown_table, text_table, time_calls, write_json, write_text
+from _common import LoadMeter, environment, fmt_num, markdown_table, time_calls, write_json, write_text
 
 BATCHES = (1, 32, 128)
 THREADS = (1, 2)

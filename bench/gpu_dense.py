@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 import ragcore
+from ragcore import _cuda
 from _gpu_output import write_json, write_report
 
 BATCHES = (1, 16, 256, 4096)
@@ -53,7 +54,7 @@ def hbm_bandwidth() -> dict:
     copy = timed(lambda: y.copy_(x), 5)
     xs = x.view(torch.float16)
     read = timed(lambda: xs.sum(dtype=torch.float32), 5)
-    del x, y
+    x = y = xs = None  # drop the buffers (the lambdas above read them) before empty_cache
     torch.cuda.empty_cache()
     bytes_ = 2 * 1024**3
     return {"copy_GBps": 2 * bytes_ / copy / 1e9, "read_GBps": bytes_ / read / 1e9}
@@ -111,7 +112,8 @@ def run_corpus(name, n, d, dtype, args, cp, bw) -> list[dict]:
                 row["ragcore_batch1_GBps"] = corpus_bytes / t / 1e9
                 row["ragcore_batch1_pct_hbm"] = 100 * corpus_bytes / t / 1e9 / max(bw.values())
             if nq <= 16 and dtype != "float32":  # the other kernel, to check the automatic choice
-                index._search_options = {"path": 3 if nq == 1 else 1}
+                other = _cuda.GpuPath.TensorCores if nq == 1 else _cuda.GpuPath.Scan
+                index._search_options = {"path": other}
                 row["ragcore_other_kernel_ms"] = 1e3 * timed(
                     lambda: index.search(q, k, return_device=True), reps)
                 index._search_options = {}
@@ -146,7 +148,7 @@ def run_corpus(name, n, d, dtype, args, cp, bw) -> list[dict]:
                     row[f"speedup_vs_{peer}"] = row[f"{peer}_ms"] / row["ragcore_ms"]
             print(json.dumps(row), flush=True)
             rows.append(row)
-    del corpus, index, corpus_cp
+    corpus = index = corpus_cp = None  # drop the device copies before empty_cache
     torch.cuda.empty_cache()
     return rows
 

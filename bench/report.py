@@ -4,7 +4,7 @@ Inputs (each written by the command shown in BENCHMARKS.md):
   dense_skylakex.{json,md}   bench/dense.py --faiss-openblas-coretype SkylakeX
   dense_default_100k.md      bench/dense.py --n 100000 --no-narrow
   crossover.json             bench/crossover.py
-  crossover_avx2.json        bench/crossover.py --simd-level 1 (optional)
+  crossover_avx2.json        bench/crossover.py --simd-level Avx2 (optional)
   gpu/gpu_dense.json         bench/gpu_check.sh on a lent GPU machine (optional)
   demo.md, encoders.md, ...  the commands in OPTIONAL_SECTIONS (each optional)
 The "targets" table is computed from dense_skylakex.json, not typed in.
@@ -85,7 +85,7 @@ def avx2_section() -> str:
 With the AVX2 kernels forced (what a CPU without AVX-512 runs):
 
 ```
-{CROSSOVER_CMD} --simd-level 1 --json bench/results/crossover_avx2.json
+{CROSSOVER_CMD} --simd-level Avx2 --json bench/results/crossover_avx2.json
 ```
 
 {crossover_table(cross)}
@@ -229,14 +229,16 @@ OPTIONAL_SECTIONS = (
     ("Approximate search at N = 1,000,000: IVFIndex vs faiss and hnswlib, against exact "
      "ground truth", "ann1m.md",
      "env -u OPENBLAS_CORETYPE .venv/bin/ragcore bench ann --n 1000000 --d 384 --data clustered "
-     "\\\n    --systems ragcore-f32,ragcore-int8,faiss-ivf,faiss-hnsw,hnswlib --out bench/results/ann1m",
+     "\\\n    --systems ragcore-f32,ragcore-sq8,faiss-ivf,faiss-hnsw,hnswlib --out bench/results/ann1m",
      "d = 384, clustered data (a mixture of 20 elongated Gaussians, normalised). Ground truth from "
      "FlatIndex; recall@10 against it. Peers run single-threaded at batch 1. usearch was left out "
      "of this run to fit the session's time (its 200k build took 72 s and it was the slowest "
      "system there). The machine was otherwise idle. Build times include k-means on a training "
-     "sample of up to 40 x nlist vectors. Targets of the IVF issue, computed in the run: "
+     "sample of up to 40 x nlist vectors. \"int8\" in the tables below is the 8-bit code "
+     "IVFIndex now calls `dtype=\"sq8\"` (renamed after this run; same code). Targets of the "
+     "IVF issue, computed in the run: "
      "at recall@10 >= 0.95, IVFIndex QPS >= faiss IndexIVFFlat's at batch 1 and 256 (met: 1.49x "
-     "and 3.48x), int8 IVF >= 2x float32 IVF at batch 1 (met: 2.84x). Plot: "
+     "and 3.48x), sq8 IVF >= 2x float32 IVF at batch 1 (met: 2.84x). Plot: "
      "`bench/plots/ann_recall_qps_1m.png`.\n\n![recall vs QPS, 1M](bench/plots/ann_recall_qps_1m.png)"),
     ("Approximate search at N = 200,000: IVFIndex vs faiss, hnswlib and usearch",
      "ann.md",
@@ -246,7 +248,7 @@ OPTIONAL_SECTIONS = (
      "about 3% of the lists). Ground truth from FlatIndex; recall@10 against it. Peers run "
      "single-threaded at batch 1. This run had the machine to itself (the \"other cores\" "
      "column). Targets of the IVF issue, computed in the run: at recall@10 >= 0.95, IVFIndex "
-     "QPS >= faiss IndexIVFFlat's at batch 1 and 256 (met: 1.41x and 3.92x), int8 IVF >= 2x "
+     "QPS >= faiss IndexIVFFlat's at batch 1 and 256 (met: 1.41x and 3.92x), sq8 IVF >= 2x "
      "float32 IVF at batch 1 (**1.96x here, narrowly missed**; at the same nlist = 1024 and "
      "nprobe = 32 it is 2.17x; two earlier runs under load gave 2.08x and 2.03x best to best). "
      "Across this run and those two (0.5-1 core of other load), float32 IVF / faiss "

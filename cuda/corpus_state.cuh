@@ -18,6 +18,4 @@ struct DeviceCorpus::State {
   std::shared_ptr<DeviceBuffer> sorted_ids;  // n int64: id of each rank
 };
 
-inline size_t storage_bytes(int storage) { return storage == kStorageF32 ? 4 : 2; }
-
 }  // namespace ragcore::gpu

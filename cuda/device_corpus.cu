@@ -55,15 +55,15 @@ void synchronize_stream(uintptr_t stream) {
   RAGCORE_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)));
 }
 
-DeviceCorpus::DeviceCorpus(int device, size_t dim, int storage, int metric)
+DeviceCorpus::DeviceCorpus(int device, size_t dim, Storage storage, Metric metric)
     : device_(device), dim_(dim), padded_dim_(padded_dim(dim)), storage_(storage), metric_(metric) {
   if (device < 0 || device >= device_count())
     throw std::invalid_argument("device: no CUDA device " + std::to_string(device));
   if (dim == 0) throw std::invalid_argument("dim: must be >= 1");
-  if (storage < kStorageF32 || storage > kStorageBF16)
-    throw std::invalid_argument("storage: unknown storage code");
-  if (metric != kMetricIP && metric != kMetricL2)
-    throw std::invalid_argument("metric: unknown metric code");
+  if (storage != Storage::F32 && storage != Storage::F16 && storage != Storage::BF16)
+    throw std::invalid_argument("storage: expected F32, F16 or BF16");
+  if (metric != Metric::InnerProduct && metric != Metric::L2)
+    throw std::invalid_argument("metric: unknown value");
   state_ = std::make_shared<const State>();
 }
 
@@ -95,7 +95,7 @@ void DeviceCorpus::append(const void* rows, const float* sq_norms, size_t n,
   DeviceGuard guard(device_);
   const State& old = *state_;
   if (total != old.n + n) throw std::invalid_argument("total: must equal size() + n");
-  if (metric_ == kMetricL2 && n && !sq_norms) throw std::invalid_argument("sq_norms: needed for L2");
+  if (metric_ == Metric::L2 && n && !sq_norms) throw std::invalid_argument("sq_norms: needed for L2");
   const size_t elem = storage_bytes(storage_);
   auto next = std::make_shared<State>(old);
   if (total > old.capacity) {
@@ -106,7 +106,7 @@ void DeviceCorpus::append(const void* rows, const float* sq_norms, size_t n,
     if (old.n)
       RAGCORE_CUDA_CHECK(cudaMemcpy(next->rows->as<void>(), old.rows->as<void>(),
                                     old.n * padded_dim_ * elem, cudaMemcpyDeviceToDevice));
-    if (metric_ == kMetricL2) {
+    if (metric_ == Metric::L2) {
       next->sq_norms = std::make_shared<DeviceBuffer>(device_, next->capacity * sizeof(float));
       if (old.n)
         RAGCORE_CUDA_CHECK(cudaMemcpy(next->sq_norms->as<void>(), old.sq_norms->as<void>(),
@@ -118,7 +118,7 @@ void DeviceCorpus::append(const void* rows, const float* sq_norms, size_t n,
     char* dst = next->rows->as<char>() + old.n * padded_dim_ * elem;
     RAGCORE_CUDA_CHECK(cudaMemcpy2D(dst, padded_dim_ * elem, rows, dim_ * elem, dim_ * elem, n,
                                     cudaMemcpyHostToDevice));
-    if (metric_ == kMetricL2)
+    if (metric_ == Metric::L2)
       RAGCORE_CUDA_CHECK(cudaMemcpy(next->sq_norms->as<float>() + old.n, sq_norms,
                                     n * sizeof(float), cudaMemcpyHostToDevice));
   }

@@ -79,40 +79,44 @@ void check_device_pointer(const void* ptr, int device, const char* name) {
                                 std::to_string(device));
 }
 
-void launch_scan_for(int storage, int queries, const ChunkParams& p, int sms,
+constexpr int scan_case(Storage storage, int queries) {
+  return static_cast<int>(storage) * 32 + queries;
+}
+
+void launch_scan_for(Storage storage, int queries, const ChunkParams& p, int sms,
                      cudaStream_t s) {
   // queries is a power of two <= kScanMaxQueries
-  switch (storage * 32 + queries) {
-#define RAGCORE_SCAN_CASE(code, T)                                                  \
-  case code * 32 + 1: return launch_scan<T, 1>(p, sms, s);                   \
-  case code * 32 + 2: return launch_scan<T, 2>(p, sms, s);                   \
-  case code * 32 + 4: return launch_scan<T, 4>(p, sms, s);                   \
-  case code * 32 + 8: return launch_scan<T, 8>(p, sms, s);                   \
-  case code * 32 + 16: return launch_scan<T, 16>(p, sms, s);
-    RAGCORE_SCAN_CASE(kStorageF32, float)
-    RAGCORE_SCAN_CASE(kStorageF16, __half)
-    RAGCORE_SCAN_CASE(kStorageBF16, __nv_bfloat16)
+  switch (scan_case(storage, queries)) {
+#define RAGCORE_SCAN_CASE(st, T)                                                    \
+  case scan_case(st, 1): return launch_scan<T, 1>(p, sms, s);                \
+  case scan_case(st, 2): return launch_scan<T, 2>(p, sms, s);                \
+  case scan_case(st, 4): return launch_scan<T, 4>(p, sms, s);                \
+  case scan_case(st, 8): return launch_scan<T, 8>(p, sms, s);                \
+  case scan_case(st, 16): return launch_scan<T, 16>(p, sms, s);
+    RAGCORE_SCAN_CASE(Storage::F32, float)
+    RAGCORE_SCAN_CASE(Storage::F16, __half)
+    RAGCORE_SCAN_CASE(Storage::BF16, __nv_bfloat16)
 #undef RAGCORE_SCAN_CASE
   }
   throw std::logic_error("launch_scan_for: unsupported combination");
 }
 
-void launch_tiled_for(int storage, const ChunkParams& p, cudaStream_t s) {
-  if (storage == kStorageF32) return launch_tiled<float>(p, s);
-  if (storage == kStorageF16) return launch_tiled<__half>(p, s);
+void launch_tiled_for(Storage storage, const ChunkParams& p, cudaStream_t s) {
+  if (storage == Storage::F32) return launch_tiled<float>(p, s);
+  if (storage == Storage::F16) return launch_tiled<__half>(p, s);
   return launch_tiled<__nv_bfloat16>(p, s);
 }
 
-void launch_mma_for(int storage, bool wide, const ChunkParams& p, cudaStream_t s) {
-  if (storage == kStorageF16) return wide ? launch_mma<__half, true>(p, s) : launch_mma<__half, false>(p, s);
-  if (storage == kStorageBF16)
+void launch_mma_for(Storage storage, bool wide, const ChunkParams& p, cudaStream_t s) {
+  if (storage == Storage::F16) return wide ? launch_mma<__half, true>(p, s) : launch_mma<__half, false>(p, s);
+  if (storage == Storage::BF16)
     return wide ? launch_mma<__nv_bfloat16, true>(p, s) : launch_mma<__nv_bfloat16, false>(p, s);
   throw std::logic_error("launch_mma_for: tensor cores need 16-bit storage");
 }
 
-int split_terms(int storage) {
-  return storage == kStorageF16 ? kSplitTerms<__half>
-       : storage == kStorageBF16 ? kSplitTerms<__nv_bfloat16> : 0;
+int split_terms(Storage storage) {
+  return storage == Storage::F16 ? kSplitTerms<__half>
+       : storage == Storage::BF16 ? kSplitTerms<__nv_bfloat16> : 0;
 }
 
 int next_pow2(int x) {
@@ -132,7 +136,7 @@ struct Plan {
   int64_t capacity = 0;   // most rows of any chunk
 };
 
-Plan make_plan(const GpuSearchArgs& a, int storage, size_t n, size_t padded,
+Plan make_plan(const GpuSearchArgs& a, Storage storage, size_t n, size_t padded,
                const DeviceLimits& lim) {
   Plan plan;
   const int64_t k = static_cast<int64_t>(a.k);
@@ -146,11 +150,11 @@ Plan make_plan(const GpuSearchArgs& a, int storage, size_t n, size_t padded,
   // tiled kernel (float32 beyond 16 queries) win.
   const bool tensor_cores = split_terms(storage) > 0;
   const bool few = a.nq <= static_cast<size_t>(kScanMaxQueries);
-  if (a.path == 1 && scan_max > 0) {
+  if (a.path == GpuPath::Scan && scan_max > 0) {
     plan.kernel = Kernel::kScan;
-  } else if (a.path == 2) {
+  } else if (a.path == GpuPath::Tiled) {
     plan.kernel = Kernel::kTiled;
-  } else if (a.path == 3 && tensor_cores) {
+  } else if (a.path == GpuPath::TensorCores && tensor_cores) {
     plan.kernel = few ? Kernel::kMmaNarrow : Kernel::kMmaWide;
   } else if (tensor_cores) {
     plan.kernel = a.nq == 1 && scan_max > 0 ? Kernel::kScan
@@ -221,7 +225,7 @@ void DeviceCorpus::search(const GpuSearchArgs& a) const {
     in_stride = static_cast<int64_t>(dim_);
   }
   Scratch prepared(a.nq * padded * sizeof(float), stream);
-  Scratch q_sq_norms(metric_ == kMetricL2 ? a.nq * sizeof(float) : 0, stream);
+  Scratch q_sq_norms(metric_ == Metric::L2 ? a.nq * sizeof(float) : 0, stream);
   Scratch bad(kNumBad * sizeof(int), stream);
   const int no_bad[kNumBad] = {INT_MAX, INT_MAX, INT_MAX};
   RAGCORE_CUDA_CHECK(cudaMemcpyAsync(bad.as<int>(), no_bad, sizeof(no_bad), cudaMemcpyHostToDevice, stream));
@@ -271,17 +275,17 @@ void DeviceCorpus::search(const GpuSearchArgs& a) const {
                         ? split_terms(storage_) : 0;
   Scratch split(static_cast<size_t>(terms) * a.nq * padded * 2, stream);
   Scratch inv_scales(terms ? a.nq * sizeof(float) : 0, stream);
-  if (storage_ == kStorageF16 && terms)
+  if (storage_ == Storage::F16 && terms)
     split_queries<__half>(prepared.as<float>(), nq, static_cast<int>(padded), split.as<void>(),
                           inv_scales.as<float>(), stream);
-  if (storage_ == kStorageBF16 && terms)
+  if (storage_ == Storage::BF16 && terms)
     split_queries<__nv_bfloat16>(prepared.as<float>(), nq, static_cast<int>(padded),
                                  split.as<void>(), inv_scales.as<float>(), stream);
 
   ChunkParams p{};
   p.split_stride = static_cast<int64_t>(a.nq) * padded;
   p.rows = st->rows ? st->rows->as<void>() : nullptr;
-  p.sq_norms = metric_ == kMetricL2 && st->sq_norms ? st->sq_norms->as<float>() : nullptr;
+  p.sq_norms = metric_ == Metric::L2 && st->sq_norms ? st->sq_norms->as<float>() : nullptr;
   p.ranks = st->ranks ? st->ranks->as<int32_t>() : nullptr;
   p.padded_dim = static_cast<int>(padded);
   p.thresholds = sel.thresholds;
@@ -295,7 +299,7 @@ void DeviceCorpus::search(const GpuSearchArgs& a) const {
     sel.n_queries = std::min(plan.group, nq - g0);
     selection_reset(sel, stream);
     p.queries = prepared.as<float>() + static_cast<int64_t>(g0) * padded;
-    p.q_sq_norms = metric_ == kMetricL2 ? q_sq_norms.as<float>() + g0 : nullptr;
+    p.q_sq_norms = metric_ == Metric::L2 ? q_sq_norms.as<float>() + g0 : nullptr;
     p.n_queries = sel.n_queries;
     if (terms) {
       p.split_queries = split.as<uint16_t>() + static_cast<int64_t>(g0) * padded;

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 
+#include "ragcore/dense/types.h"
+
 namespace ragcore::gpu {
 
 // Number of usable CUDA devices; 0 when there is no driver or no device.
@@ -19,10 +21,8 @@ void device_memory(int device, size_t* free_bytes, size_t* total_bytes);
 // that work it queued on its arrays is finished before a search reads them.
 void synchronize_stream(uintptr_t stream);
 
-// Storage codes match ragcore::Storage of the CPU index: 0 f32, 1 f16, 2 bf16.
-constexpr int kStorageF32 = 0, kStorageF16 = 1, kStorageBF16 = 2;
-// Metric codes match the CPU index: 0 inner product, 1 minus squared L2.
-constexpr int kMetricIP = 0, kMetricL2 = 1;
+// Which kernel scores a search (Auto: chosen from the batch size and storage).
+enum class GpuPath : int { Auto = 0, Scan = 1, Tiled = 2, TensorCores = 3 };
 
 struct GpuSearchArgs {
   const float* queries = nullptr;  // nq rows of dim floats, row stride query_stride elements
@@ -35,7 +35,7 @@ struct GpuSearchArgs {
   int64_t* out_ids = nullptr;      // nq x k
   bool out_on_device = false;      // else host pointers
   // Knobs for tests and benchmarks (0 = automatic).
-  int path = 0;                    // 1 scan, 2 tiled SIMT, 3 tensor cores (fp16/bf16 only)
+  GpuPath path = GpuPath::Auto;    // TensorCores: fp16 / bf16 storage only
   size_t first_chunk_rows = 0;     // rows scored before the first threshold exists
   size_t max_chunk_rows = 0;       // later chunks grow up to this many rows
   size_t max_group = 0;            // queries processed together
@@ -46,7 +46,8 @@ struct GpuSearchArgs {
 // search() may run concurrently with append(): each search works on a snapshot.
 class DeviceCorpus {
  public:
-  DeviceCorpus(int device, size_t dim, int storage, int metric);
+  // storage: F32, F16 or BF16.
+  DeviceCorpus(int device, size_t dim, Storage storage, Metric metric);
   ~DeviceCorpus();
   DeviceCorpus(const DeviceCorpus&) = delete;
   DeviceCorpus& operator=(const DeviceCorpus&) = delete;
@@ -67,7 +68,8 @@ class DeviceCorpus {
   std::shared_ptr<const State> snapshot() const;
   int device_;
   size_t dim_, padded_dim_;
-  int storage_, metric_;
+  Storage storage_;
+  Metric metric_;
   mutable std::mutex mutex_;
   std::shared_ptr<const State> state_;
 };

@@ -13,9 +13,9 @@ class _QueryRecorder:
         self.real = real
         self.addresses = []
 
-    def flat_search(self, corpus, storage, ids, sq_norms, metric, queries, k, **kw):
+    def flat_search(self, corpus, queries, k, **kw):
         self.addresses.append(queries.__array_interface__["data"][0])
-        return self.real.flat_search(corpus, storage, ids, sq_norms, metric, queries, k, **kw)
+        return self.real.flat_search(corpus, queries, k, **kw)
 
 
 @pytest.fixture

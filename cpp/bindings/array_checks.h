@@ -1,5 +1,5 @@
-// Array checks shared by the binding sources: they guarantee that no input can
-// crash the process; what the arguments mean is checked in the Python layer.
+// Checks and conversions shared by the binding sources: they guarantee that no
+// input can crash the process; what the arguments mean is checked in the Python layer.
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ragcore/simd/simd.h"
 #include "ragcore/util/filter.h"
 
 namespace ragcore_bindings {
@@ -51,6 +52,11 @@ inline ragcore::AllowFilter allow_filter(const std::optional<py::array>& allow, 
   f.len = static_cast<size_t>(allow->shape(0));
   f.by_row = by_row;
   return f;
+}
+
+// A SimdLevel argument (None: the best available) as the kernels' int (-1: best).
+inline int simd_level_code(const std::optional<ragcore::SimdLevel>& level) {
+  return level ? static_cast<int>(*level) : -1;
 }
 
 }  // namespace ragcore_bindings

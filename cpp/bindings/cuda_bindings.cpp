@@ -1,6 +1,7 @@
-// pybind11 module ragcore._cuda: array checks, GIL release, error translation.
-// Device arrays arrive as raw pointers read by the Python layer from
-// __cuda_array_interface__; their dtype and layout are checked there.
+// pybind11 module ragcore._cuda: conversion, checks, GIL release, error
+// translation. Device arrays arrive as raw pointers read by the Python layer
+// from __cuda_array_interface__; their dtype and layout are checked there.
+// Metric and Storage are ragcore._core's enum types (imported at module init).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -14,9 +15,12 @@
 #include "gpu_flat.h"
 
 namespace py = pybind11;
+using ragcore::Metric;
+using ragcore::Storage;
 using ragcore::gpu::Bm25SearchArgs;
 using ragcore::gpu::DeviceBm25;
 using ragcore::gpu::DeviceCorpus;
+using ragcore::gpu::GpuPath;
 using ragcore::gpu::GpuSearchArgs;
 
 namespace {
@@ -48,8 +52,9 @@ void append(DeviceCorpus& c, const py::array& rows, const std::optional<py::arra
   c.append(rows.data(), norms, n, ranks, ids, total);
 }
 
-void set_knobs(GpuSearchArgs& a, int path, size_t first_chunk_rows, size_t max_chunk_rows,
+void set_knobs(GpuSearchArgs& a, GpuPath path, size_t first_chunk_rows, size_t max_chunk_rows,
                size_t max_group) {
+  if (path < GpuPath::Auto || path > GpuPath::TensorCores) fail("path", "unknown value");
   a.path = path;
   a.first_chunk_rows = first_chunk_rows;
   a.max_chunk_rows = max_chunk_rows;
@@ -57,8 +62,8 @@ void set_knobs(GpuSearchArgs& a, int path, size_t first_chunk_rows, size_t max_c
 }
 
 py::tuple search_host(const DeviceCorpus& c, const py::array_t<float>& queries, size_t k,
-                      bool normalize, int path, size_t first_chunk_rows, size_t max_chunk_rows,
-                      size_t max_group) {
+                      bool normalize, GpuPath path, size_t first_chunk_rows,
+                      size_t max_chunk_rows, size_t max_group) {
   if (queries.ndim() != 2) fail("queries", "expected a 2-D float32 array");
   if (!(queries.flags() & py::array::c_style)) fail("queries", "must be C-contiguous");
   GpuSearchArgs a;
@@ -80,7 +85,7 @@ py::tuple search_host(const DeviceCorpus& c, const py::array_t<float>& queries, 
 }
 
 void search_device(const DeviceCorpus& c, uintptr_t queries, size_t nq, size_t stride, size_t k,
-                   bool normalize, uintptr_t out_scores, uintptr_t out_ids, int path,
+                   bool normalize, uintptr_t out_scores, uintptr_t out_ids, GpuPath path,
                    size_t first_chunk_rows, size_t max_chunk_rows, size_t max_group) {
   GpuSearchArgs a;
   a.queries = reinterpret_cast<const float*>(queries);
@@ -151,6 +156,16 @@ py::tuple bm25_search(const DeviceBm25& index, const py::array& terms, const py:
 
 PYBIND11_MODULE(_cuda, m) {
   m.doc() = "ragcore CUDA kernels (private; use ragcore.GpuFlatIndex)";
+  // One definition of each enum: _core registers Metric and Storage, this module takes them.
+  const py::module_ core = py::module_::import("ragcore._core");
+  m.attr("Metric") = core.attr("Metric");
+  m.attr("Storage") = core.attr("Storage");
+  py::enum_<GpuPath>(m, "GpuPath", "Which kernel scores a search (Auto: by batch and storage).")
+      .value("Auto", GpuPath::Auto)
+      .value("Scan", GpuPath::Scan)
+      .value("Tiled", GpuPath::Tiled)
+      .value("TensorCores", GpuPath::TensorCores, "fp16 / bf16 storage only");
+
   m.def("device_count", &ragcore::gpu::device_count);
   m.def("device_name", &ragcore::gpu::device_name, py::arg("device"));
   m.def("device_memory", [](int device) {
@@ -165,29 +180,30 @@ PYBIND11_MODULE(_cuda, m) {
   }, py::arg("stream"));
 
   py::class_<DeviceCorpus>(m, "DeviceCorpus")
-      .def(py::init<int, size_t, int, int>(), py::arg("device"), py::arg("dim"),
-           py::arg("storage"), py::arg("metric"))
+      .def(py::init<int, size_t, Storage, Metric>(), py::arg("device"), py::arg("dim"),
+           py::kw_only(), py::arg("storage"), py::arg("metric"))
       .def("append", &append, py::arg("rows"), py::arg("sq_norms"), py::arg("rank_of_row"),
            py::arg("sorted_ids"))
       .def("clear", &DeviceCorpus::clear)
       .def("__len__", &DeviceCorpus::size)
       .def_property_readonly("device_bytes", &DeviceCorpus::device_bytes)
-      .def("search_host", &search_host, py::arg("queries"), py::arg("k"), py::arg("normalize"),
-           py::arg("path") = 0, py::arg("first_chunk_rows") = 0, py::arg("max_chunk_rows") = 0,
-           py::arg("max_group") = 0)
+      .def("search_host", &search_host, py::arg("queries"), py::arg("k"), py::kw_only(),
+           py::arg("normalize"), py::arg("path") = GpuPath::Auto, py::arg("first_chunk_rows") = 0,
+           py::arg("max_chunk_rows") = 0, py::arg("max_group") = 0)
       .def("search_device", &search_device, py::arg("queries"), py::arg("nq"), py::arg("stride"),
-           py::arg("k"), py::arg("normalize"), py::arg("out_scores"), py::arg("out_ids"),
-           py::arg("path") = 0, py::arg("first_chunk_rows") = 0, py::arg("max_chunk_rows") = 0,
-           py::arg("max_group") = 0);
+           py::arg("k"), py::kw_only(), py::arg("normalize"), py::arg("out_scores"),
+           py::arg("out_ids"), py::arg("path") = GpuPath::Auto, py::arg("first_chunk_rows") = 0,
+           py::arg("max_chunk_rows") = 0, py::arg("max_group") = 0);
 
   py::class_<DeviceBm25>(m, "DeviceBm25")
-      .def(py::init(&make_bm25), py::arg("device"), py::arg("offsets"), py::arg("docs"),
-           py::arg("values"), py::arg("rank_of_slot"), py::arg("sorted_ids"),
+      .def(py::init(&make_bm25), py::arg("device"), py::kw_only(), py::arg("offsets"),
+           py::arg("docs"), py::arg("values"), py::arg("rank_of_slot"), py::arg("sorted_ids"),
            py::arg("dense_min_df") = 0)
       .def_property_readonly("device_bytes", &DeviceBm25::device_bytes)
       .def_property_readonly("num_terms", &DeviceBm25::num_terms)
       .def_property_readonly("dense_min_df", &DeviceBm25::dense_min_df)
       .def("search", &bm25_search, py::arg("terms"), py::arg("weights"), py::arg("offsets"),
-           py::arg("base"), py::arg("k"), py::arg("exhaustive") = false, py::arg("first_chunk_rows") = 0,
-           py::arg("max_chunk_rows") = 0, py::arg("max_group") = 0);
+           py::arg("base"), py::arg("k"), py::kw_only(), py::arg("exhaustive") = false,
+           py::arg("first_chunk_rows") = 0, py::arg("max_chunk_rows") = 0,
+           py::arg("max_group") = 0);
 }

@@ -1,5 +1,5 @@
 // Bindings of the IVF index kernels: k-means, nearest-centroid assignment and
-// the inverted-list search. Array checks and GIL release only.
+// the inverted-list search. Conversion, checks and GIL release only.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -27,18 +27,19 @@ const float* float_rows(const py::array& a, const std::string& name, size_t d = 
 }
 
 py::tuple kmeans_py(const py::array& x, size_t k, int max_iter, double tol, uint64_t seed,
-                    int init, int n_threads, int simd_level) {
+                    KMeansInit init, int n_threads, const std::optional<SimdLevel>& simd_level) {
   const float* data = float_rows(x, "x");
-  if (init != 0 && init != 1) fail("init", "unknown init code");
+  if (init != KMeansInit::KMeansPlusPlus && init != KMeansInit::Random)
+    fail("init", "unknown value");
   const size_t n = static_cast<size_t>(x.shape(0)), d = static_cast<size_t>(x.shape(1));
   KMeansParams p;
   p.k = k;
   p.max_iter = max_iter;
   p.tol = tol;
   p.seed = seed;
-  p.init = static_cast<KMeansInit>(init);
+  p.init = init;
   p.n_threads = n_threads;
-  p.simd_level = simd_level;
+  p.simd_level = simd_level_code(simd_level);
   py::array_t<float> centroids({k, d});
   float* out = centroids.mutable_data();
   KMeansResult r;
@@ -49,7 +50,8 @@ py::tuple kmeans_py(const py::array& x, size_t k, int max_iter, double tol, uint
   return py::make_tuple(centroids, r.objective, r.iterations, r.reseeded);
 }
 
-py::tuple assign_py(const py::array& x, const py::array& centroids, int n_threads, int simd_level) {
+py::tuple assign_py(const py::array& x, const py::array& centroids, int n_threads,
+                    const std::optional<SimdLevel>& simd_level) {
   const float* c = float_rows(centroids, "centroids");
   const size_t k = static_cast<size_t>(centroids.shape(0)), d = static_cast<size_t>(centroids.shape(1));
   const float* data = float_rows(x, "x", d);
@@ -63,38 +65,39 @@ py::tuple assign_py(const py::array& x, const py::array& centroids, int n_thread
     py::gil_scoped_release release;
     std::vector<float> norms(k);
     row_sq_norms(c, k, d, norms.data());
-    assign_nearest(data, n, d, c, norms.data(), k, n_threads, simd_level, lab, dst);
+    assign_nearest(data, n, d, c, norms.data(), k, n_threads, simd_level_code(simd_level), lab,
+                   dst);
   }
   return py::make_tuple(labels, dist);
 }
 
-py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq_norms,
-                        const py::array& list_offsets, const py::array& rows, int storage,
-                        const py::array& ids, const std::optional<py::array>& sq_norms, int metric,
-                        const py::array& queries, size_t k, size_t nprobe,
+py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t k,
+                        const py::array& centroids, const py::array& centroid_sq_norms,
+                        const py::array& list_offsets, Storage storage, const py::array& ids,
+                        const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
                         const std::optional<py::array>& code_min,
                         const std::optional<py::array>& code_scale,
                         const std::optional<py::array>& exact_rows, size_t rescore,
                         const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
-                        int simd_level) {
-  if (storage < 0 || storage > static_cast<int>(Storage::U8)) fail("storage", "unknown storage code");
-  if (metric != 0 && metric != 1) fail("metric", "unknown metric code");
+                        const std::optional<SimdLevel>& simd_level) {
+  if (storage < Storage::F32 || storage > Storage::SQ8) fail("storage", "unknown value");
+  if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
   IvfSearchArgs a;
   a.centroids = float_rows(centroids, "centroids");
   a.nlist = static_cast<size_t>(centroids.shape(0));
   a.d = static_cast<size_t>(centroids.shape(1));
   a.centroid_sq_norms = vector_data<float>(centroid_sq_norms, a.nlist, "centroid_sq_norms");
   a.list_offsets = vector_data<int64_t>(list_offsets, a.nlist + 1, "list_offsets");
-  a.storage = static_cast<Storage>(storage);
+  a.storage = storage;
   if (rows.ndim() != 2 || static_cast<size_t>(rows.shape(1)) != a.d ||
       static_cast<size_t>(rows.itemsize()) != storage_bytes(a.storage) ||
       !(rows.flags() & py::array::c_style))
-    fail("rows", "expected a C-contiguous 2-D array of d columns matching the storage code");
+    fail("rows", "expected a C-contiguous 2-D array of d columns matching the storage");
   a.rows = rows.data();
   a.n = static_cast<size_t>(rows.shape(0));
   a.ids = vector_data<int64_t>(ids, a.n, "ids");
   a.sq_norms = vector_data<float>(sq_norms, a.n, "sq_norms");
-  a.metric = static_cast<Metric>(metric);
+  a.metric = metric;
   a.code_min = vector_data<float>(code_min, a.d, "code_min");
   a.code_scale = vector_data<float>(code_scale, a.d, "code_scale");
   if (exact_rows) {
@@ -111,7 +114,7 @@ py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq
   a.nprobe = nprobe;
   a.allow = allow_filter(allow, allow_by_row);
   a.n_threads = n_threads;
-  a.simd_level = simd_level;
+  a.simd_level = simd_level_code(simd_level);
 
   py::array_t<float> scores({a.nq, k});
   py::array_t<int64_t> out_ids({a.nq, k});
@@ -133,18 +136,23 @@ py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq
 }  // namespace
 
 void register_ivf(py::module_& m) {
-  m.def("kmeans", &kmeans_py, py::arg("x"), py::arg("k"), py::arg("max_iter") = 25,
-        py::arg("tol") = 1e-4, py::arg("seed") = 0, py::arg("init") = 0, py::arg("n_threads") = 0,
-        py::arg("simd_level") = -1,
+  py::enum_<KMeansInit>(m, "KMeansInit", "How k-means picks its first centres.")
+      .value("KMeansPlusPlus", KMeansInit::KMeansPlusPlus)
+      .value("Random", KMeansInit::Random);
+
+  m.def("kmeans", &kmeans_py, py::arg("x"), py::arg("k"), py::kw_only(), py::arg("max_iter") = 25,
+        py::arg("tol") = 1e-4, py::arg("seed") = 0, py::arg("init") = KMeansInit::KMeansPlusPlus,
+        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         "k-means (squared L2); returns (centroids, objective per assignment, iterations, reseeded).");
-  m.def("assign_nearest", &assign_py, py::arg("x"), py::arg("centroids"), py::arg("n_threads") = 0,
-        py::arg("simd_level") = -1,
+  m.def("assign_nearest", &assign_py, py::arg("x"), py::arg("centroids"), py::kw_only(),
+        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         "Nearest centroid of each row; returns (labels int64, squared distances float32).");
-  m.def("ivf_search", &ivf_search_py, py::arg("centroids"), py::arg("centroid_sq_norms"),
-        py::arg("list_offsets"), py::arg("rows"), py::arg("storage"), py::arg("ids"),
-        py::arg("sq_norms"), py::arg("metric"), py::arg("queries"), py::arg("k"),
-        py::arg("nprobe"), py::arg("code_min") = py::none(), py::arg("code_scale") = py::none(),
-        py::arg("exact_rows") = py::none(), py::arg("rescore") = 4, py::arg("allow") = py::none(),
-        py::arg("allow_by_row") = false, py::arg("n_threads") = 0, py::arg("simd_level") = -1,
+  m.def("ivf_search", &ivf_search_py, py::arg("rows"), py::arg("queries"), py::arg("k"),
+        py::kw_only(), py::arg("centroids"), py::arg("centroid_sq_norms"),
+        py::arg("list_offsets"), py::arg("storage"), py::arg("ids"), py::arg("sq_norms"),
+        py::arg("metric"), py::arg("nprobe"), py::arg("code_min") = py::none(),
+        py::arg("code_scale") = py::none(), py::arg("exact_rows") = py::none(),
+        py::arg("rescore") = 4, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
+        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         "Approximate top-k over inverted lists; returns (scores, ids, seconds per stage).");
 }

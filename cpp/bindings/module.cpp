@@ -1,6 +1,6 @@
-// pybind11 module ragcore._core: array checks, GIL release, error translation.
-// Argument meaning and user-facing validation live in the Python layer; the
-// checks here only guarantee that no input can crash the process.
+// pybind11 module ragcore._core: conversion, checks, GIL release, error
+// translation. Argument meaning and user-facing validation live in the Python
+// layer; the checks here only guarantee that no input can crash the process.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -11,32 +11,58 @@
 
 #include "array_checks.h"
 #include "ragcore/dense/flat.h"
+#include "ragcore/dense/types.h"
 #include "ragcore/simd/simd.h"
 
 namespace py = pybind11;
 using namespace ragcore;
 using namespace ragcore_bindings;
 
-void register_ivf(py::module_& m);  // ivf_bindings.cpp
-
-void register_bm25(py::module_& m);  // bm25_bindings.cpp
+void register_ivf(py::module_& m);   // ivf_bindings.cpp
+void register_bm25(py::module_& m);  // sparse_bindings.cpp
 
 namespace {
 
-py::tuple flat_search_py(const py::array& corpus, int storage, const std::optional<py::array>& ids,
-                         const std::optional<py::array>& sq_norms, int metric,
-                         const py::array& queries, size_t k, int n_threads, int path,
-                         int simd_level, size_t tile_rows, size_t tile_depth,
-                         const std::optional<py::array>& allow, bool allow_by_row) {
-  if (storage < 0 || storage >= kNumStorage) fail("storage", "unknown storage code");
-  const Storage st = static_cast<Storage>(storage);
+// Python can build an enum value from any integer (Storage(9)); refuse those.
+Storage float_storage(Storage storage) {
+  if (static_cast<int>(storage) < 0 || static_cast<int>(storage) >= kNumStorage)
+    fail("storage", "expected F32, F16 or BF16");
+  return storage;
+}
+
+void register_enums(py::module_& m) {
+  py::enum_<Metric>(m, "Metric", "Score of a stored row for a query (higher is better).")
+      .value("InnerProduct", Metric::InnerProduct)
+      .value("L2", Metric::L2, "minus the squared L2 distance");
+  py::enum_<Storage>(m, "Storage", "Element type of stored rows.")
+      .value("F32", Storage::F32)
+      .value("F16", Storage::F16)
+      .value("BF16", Storage::BF16, "bfloat16, as uint16 bits")
+      .value("SQ8", Storage::SQ8, "per-dimension 8-bit scalar-quantised codes (IVF only)");
+  py::enum_<DensePath>(m, "DensePath", "flat_search's algorithm (Auto: by batch size).")
+      .value("Auto", DensePath::Auto)
+      .value("Scan", DensePath::Scan)
+      .value("Blocked", DensePath::Blocked);
+  py::enum_<SimdLevel>(m, "SimdLevel", "A kernel table; None where accepted: the best here.")
+      .value("Scalar", SimdLevel::Scalar)
+      .value("Avx2", SimdLevel::Avx2)
+      .value("Avx512", SimdLevel::Avx512);
+}
+
+py::tuple flat_search_py(const py::array& corpus, const py::array& queries, size_t k,
+                         Storage storage, Metric metric, const std::optional<py::array>& ids,
+                         const std::optional<py::array>& sq_norms, int n_threads, DensePath path,
+                         const std::optional<SimdLevel>& simd_level, size_t tile_rows,
+                         size_t tile_depth, const std::optional<py::array>& allow,
+                         bool allow_by_row) {
+  const Storage st = float_storage(storage);
   // fp16 / bf16 rows travel as 2-byte elements (numpy float16 or uint16 bits).
   const bool corpus_ok = st == Storage::F32 ? py::isinstance<py::array_t<float>>(corpus)
                                             : corpus.itemsize() == 2;
-  if (!corpus_ok) fail("corpus", "dtype does not match the storage code");
+  if (!corpus_ok) fail("corpus", "dtype does not match the storage");
   if (!py::isinstance<py::array_t<float>>(queries)) fail("queries", "expected float32");
-  if (metric != 0 && metric != 1) fail("metric", "unknown metric code");
-  if (path < 0 || path > 2) fail("path", "unknown path code");
+  if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
+  if (path < DensePath::Auto || path > DensePath::Blocked) fail("path", "unknown value");
   if (k == 0) fail("k", "must be >= 1");
 
   FlatSearchArgs a;
@@ -47,7 +73,7 @@ py::tuple flat_search_py(const py::array& corpus, int storage, const std::option
   a.d = static_cast<size_t>(corpus.shape(1));
   a.ids = vector_data<int64_t>(ids, a.n, "ids");
   a.sq_norms = vector_data<float>(sq_norms, a.n, "sq_norms");
-  a.metric = static_cast<Metric>(metric);
+  a.metric = metric;
   a.query_stride = row_stride_elements(queries, "queries");
   if (static_cast<size_t>(queries.shape(1)) != a.d)
     fail("queries", "expected " + std::to_string(a.d) + " columns");
@@ -55,8 +81,8 @@ py::tuple flat_search_py(const py::array& corpus, int storage, const std::option
   a.nq = static_cast<size_t>(queries.shape(0));
   a.k = k;
   a.n_threads = n_threads;
-  a.path = static_cast<DensePath>(path);
-  a.simd_level = simd_level;
+  a.path = path;
+  a.simd_level = simd_level_code(simd_level);
   a.tile_rows = tile_rows;
   a.tile_depth = tile_depth;
   a.allow = allow_filter(allow, allow_by_row);
@@ -76,29 +102,27 @@ py::tuple flat_search_py(const py::array& corpus, int storage, const std::option
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ragcore native kernels (private; use the ragcore package)";
+  register_enums(m);  // first: the functions below take them as arguments and defaults
   register_bm25(m);
 
-  m.def("flat_search", &flat_search_py, py::arg("corpus"), py::arg("storage"), py::arg("ids"),
-        py::arg("sq_norms"), py::arg("metric"), py::arg("queries"), py::arg("k"),
-        py::arg("n_threads") = 0, py::arg("path") = 0, py::arg("simd_level") = -1,
+  m.def("flat_search", &flat_search_py, py::arg("corpus"), py::arg("queries"), py::arg("k"),
+        py::kw_only(), py::arg("storage"), py::arg("metric"), py::arg("ids") = py::none(),
+        py::arg("sq_norms") = py::none(), py::arg("n_threads") = 0,
+        py::arg("path") = DensePath::Auto, py::arg("simd_level") = py::none(),
         py::arg("tile_rows") = 0, py::arg("tile_depth") = 0, py::arg("allow") = py::none(),
         py::arg("allow_by_row") = false,
         "Exact top-k of queries against a flat corpus; returns (scores, ids).");
 
   register_ivf(m);
 
-  m.def("simd_level_available",
-        [](int level) { return simd_level_available(static_cast<SimdLevel>(level)); },
-        py::arg("level"));
-  m.def("best_simd_level", [] { return static_cast<int>(best_simd_level()); });
+  m.def("simd_level_available", &simd_level_available, py::arg("level"));
+  m.def("best_simd_level", &best_simd_level);
   m.def("simd_level_name",
-        [](int level) { return std::string(dense_kernels(static_cast<SimdLevel>(level)).name); },
+        [](SimdLevel level) { return std::string(dense_kernels(level).name); },
         py::arg("level"));
   m.def("blocked_path_min_batch",
-        [](int level, int storage) {
-          if (storage < 0 || storage >= kNumStorage) fail("storage", "unknown storage code");
-          return blocked_path_min_batch(static_cast<SimdLevel>(level),
-                                        static_cast<Storage>(storage));
+        [](SimdLevel level, Storage storage) {
+          return blocked_path_min_batch(level, float_storage(storage));
         },
-        py::arg("level"), py::arg("storage") = 0);
+        py::arg("level"), py::arg("storage") = Storage::F32);
 }

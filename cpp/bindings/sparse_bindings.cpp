@@ -1,6 +1,7 @@
-// Bindings of the tokenizer and the BM25 index (registered from module.cpp).
-// Array checks, GIL release and error translation only: arguments are
-// validated and explained in src/ragcore/bm25.py and tokenize.py.
+// Bindings of the tokenizer, the vocabulary and the BM25 index (registered from
+// module.cpp). Conversion, checks, GIL release and error translation only:
+// arguments are validated and explained in src/ragcore/sparse/bm25.py and
+// tokenizer.py.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -12,8 +13,8 @@
 #include <vector>
 
 #include "ragcore/sparse/bm25_index.h"
-#include "ragcore/util/parallel.h"
 #include "ragcore/sparse/tokenize.h"
+#include "ragcore/sparse/vocabulary.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -74,12 +75,38 @@ std::vector<std::string_view> utf8_views(const py::list& texts, size_t first_doc
   return views;
 }
 
+// UTF-8 views of pre-tokenized documents (lists of str tokens); the list keeps them alive.
+std::vector<std::vector<std::string_view>> token_views(const py::list& docs, size_t first_doc) {
+  std::vector<std::vector<std::string_view>> views(docs.size());
+  for (size_t d = 0; d < docs.size(); ++d) {
+    const py::handle doc = docs[d];
+    if (!py::isinstance<py::list>(doc) && !py::isinstance<py::tuple>(doc))
+      throw py::type_error("document " + std::to_string(first_doc + d) +
+                           ": expected a list of str tokens");
+    for (const py::handle tok : doc) {
+      if (!PyUnicode_Check(tok.ptr()))
+        throw py::type_error("document " + std::to_string(first_doc + d) +
+                             ": tokens must be str, got " +
+                             std::string(Py_TYPE(tok.ptr())->tp_name));
+      Py_ssize_t size = 0;
+      const char* data = PyUnicode_AsUTF8AndSize(tok.ptr(), &size);
+      if (data == nullptr) {
+        PyErr_Clear();
+        throw py::value_error("document " + std::to_string(first_doc + d) +
+                              ": a token is not valid UTF-8");
+      }
+      views[d].emplace_back(data, static_cast<size_t>(size));
+    }
+  }
+  return views;
+}
+
 // Runs a tokenizing call without the GIL, naming documents from first_doc.
 template <class F>
-void tokenize_released(size_t first_doc, F&& run) {
+auto tokenize_released(size_t first_doc, F&& run) {
   try {
     py::gil_scoped_release release;
-    run();
+    return run();
   } catch (const Utf8Error& e) {
     throw py::value_error(Utf8Error(first_doc + e.doc, e.offset).what());
   }
@@ -89,71 +116,35 @@ py::tuple batch_to_numpy(const TokenizedBatch& batch) {
   return py::make_tuple(to_numpy(batch.tokens), to_numpy(batch.offsets));
 }
 
-// The vocabulary of surface words seen in a corpus (the Python layer maps
-// each word to a term once: stopwords, stemming).
-class Vocabulary {
- public:
-  py::tuple tokenize(const py::list& texts, int n_threads, size_t first_doc) {
-    const auto views = utf8_views(texts, first_doc);
-    TokenizedBatch batch;
-    tokenize_released(first_doc, [&] { batch = tokenize_batch(views, words_, n_threads); });
-    return batch_to_numpy(batch);
+py::tuple vocabulary_tokenize(Vocabulary& self, const py::list& texts, int n_threads,
+                              size_t first_doc) {
+  const auto views = utf8_views(texts, first_doc);
+  return batch_to_numpy(
+      tokenize_released(first_doc, [&] { return self.tokenize(views, n_threads); }));
+}
+
+py::tuple vocabulary_add_tokens(Vocabulary& self, const py::list& docs, size_t first_doc) {
+  const auto views = token_views(docs, first_doc);
+  TokenizedBatch batch;
+  {
+    py::gil_scoped_release release;
+    batch = self.add_tokens(views);
   }
+  return batch_to_numpy(batch);
+}
 
-  // Pre-tokenized documents: lists of str tokens, used as they are.
-  py::tuple add_tokens(const py::list& docs, size_t first_doc) {
-    TokenizedBatch batch;
-    batch.offsets.push_back(0);
-    for (size_t d = 0; d < docs.size(); ++d) {
-      const py::handle doc = docs[d];
-      if (!py::isinstance<py::list>(doc) && !py::isinstance<py::tuple>(doc))
-        throw py::type_error("document " + std::to_string(first_doc + d) +
-                             ": expected a list of str tokens");
-      for (const py::handle tok : doc) {
-        if (!PyUnicode_Check(tok.ptr()))
-          throw py::type_error("document " + std::to_string(first_doc + d) +
-                               ": tokens must be str, got " +
-                               std::string(Py_TYPE(tok.ptr())->tp_name));
-        Py_ssize_t size = 0;
-        const char* data = PyUnicode_AsUTF8AndSize(tok.ptr(), &size);
-        if (data == nullptr) {
-          PyErr_Clear();
-          throw py::value_error("document " + std::to_string(first_doc + d) +
-                                ": a token is not valid UTF-8");
-        }
-        batch.tokens.push_back(words_.insert(std::string_view(data, static_cast<size_t>(size))));
-      }
-      batch.offsets.push_back(static_cast<int64_t>(batch.tokens.size()));
-    }
-    return batch_to_numpy(batch);
+py::list vocabulary_words(const Vocabulary& self, size_t start) {
+  py::list out;
+  for (size_t i = start; i < self.size(); ++i) {
+    const std::string_view w = self.word(i);
+    out.append(py::str(w.data(), w.size()));
   }
+  return out;
+}
 
-  py::list words(size_t start) const {
-    py::list out;
-    for (size_t i = start; i < words_.size(); ++i) {
-      const std::string_view w = words_.word(static_cast<uint32_t>(i));
-      out.append(py::str(w.data(), w.size()));
-    }
-    return out;
-  }
-
-  size_t size() const { return words_.size(); }
-
- private:
-  StringIdMap words_;
-};
-
-py::list tokenize_texts(const py::list& texts, int n_threads) {
+py::list tokenize_texts_py(const py::list& texts, int n_threads) {
   const auto views = utf8_views(texts, 0);
-  std::vector<std::vector<std::string>> tokens(views.size());
-  tokenize_released(0, [&] {
-    constexpr size_t kPerTask = 256;
-    parallel_for((views.size() + kPerTask - 1) / kPerTask, n_threads, [&](size_t task, int) {
-      WordTokenizer tokenizer;
-      for (size_t d = task * kPerTask; d < std::min(views.size(), (task + 1) * kPerTask); ++d)
-        tokenizer.tokenize(views[d], d, [&](std::string_view w) { tokens[d].emplace_back(w); });
-    });
-  });
+  const auto tokens = tokenize_released(0, [&] { return tokenize_texts(views, n_threads); });
   py::list out;
   for (const auto& doc : tokens) {
     py::list words;
@@ -163,12 +154,12 @@ py::list tokenize_texts(const py::list& texts, int n_threads) {
   return out;
 }
 
-Bm25Params make_params(double k1, double b, double delta, int variant, bool lucene_norms) {
+Bm25Params make_params(double k1, double b, double delta, Variant variant, bool lucene_norms) {
   Bm25Params p;
   p.k1 = k1;
   p.b = b;
   p.delta = delta;
-  p.variant = static_cast<Variant>(variant);
+  p.variant = variant;
   p.lucene_norms = lucene_norms;
   check_params(p);
   return p;
@@ -184,24 +175,39 @@ std::vector<T> vector_from(const py::dict& arrays, const char* key) {
 }  // namespace
 
 void register_bm25(py::module_& m) {
+  py::enum_<Variant>(m, "Variant", "BM25 formula (cpp/include/ragcore/sparse/scoring.h).")
+      .value("Lucene", Variant::Lucene)
+      .value("LuceneLegacy", Variant::LuceneLegacy)
+      .value("Okapi", Variant::Okapi)
+      .value("Robertson", Variant::Robertson)
+      .value("Atire", Variant::Atire)
+      .value("Bm25L", Variant::Bm25L)
+      .value("Bm25Plus", Variant::Bm25Plus);
+  py::enum_<QueryAlgorithm>(m, "QueryAlgorithm", "How Bm25Index.search finds the top k.")
+      .value("Auto", QueryAlgorithm::Auto)
+      .value("Exhaustive", QueryAlgorithm::Exhaustive)
+      .value("MaxScore", QueryAlgorithm::MaxScore)
+      .value("BlockMaxWand", QueryAlgorithm::BlockMaxWand);
+
   py::class_<Vocabulary>(m, "Vocabulary")
       .def(py::init<>())
-      .def("tokenize", &Vocabulary::tokenize, py::arg("texts"), py::arg("n_threads") = 0,
-           py::arg("first_doc") = 0,
+      .def("tokenize", &vocabulary_tokenize, py::arg("texts"), py::kw_only(),
+           py::arg("n_threads") = 0, py::arg("first_doc") = 0,
            "Tokenizes texts, adding new words; returns (word ids uint32, offsets int64).")
-      .def("add_tokens", &Vocabulary::add_tokens, py::arg("docs"), py::arg("first_doc") = 0,
+      .def("add_tokens", &vocabulary_add_tokens, py::arg("docs"), py::kw_only(),
+           py::arg("first_doc") = 0,
            "Word ids of pre-tokenized documents; returns (word ids uint32, offsets int64).")
-      .def("words", &Vocabulary::words, py::arg("start") = 0, "The words with ids >= start.")
+      .def("words", &vocabulary_words, py::arg("start") = 0, "The words with ids >= start.")
       .def("__len__", &Vocabulary::size);
 
-  m.def("tokenize_texts", &tokenize_texts, py::arg("texts"), py::arg("n_threads") = 0,
-        "Tokens of each text (the default rule), as lists of str.");
+  m.def("tokenize_texts", &tokenize_texts_py, py::arg("texts"), py::kw_only(),
+        py::arg("n_threads") = 0, "Tokens of each text (the default rule), as lists of str.");
 
   py::class_<Bm25Index>(m, "Bm25Index")
-      .def(py::init([](double k1, double b, double delta, int variant, bool lucene_norms) {
+      .def(py::init([](double k1, double b, double delta, Variant variant, bool lucene_norms) {
              return std::make_unique<Bm25Index>(make_params(k1, b, delta, variant, lucene_norms));
            }),
-           py::arg("k1"), py::arg("b"), py::arg("delta"), py::arg("variant"),
+           py::kw_only(), py::arg("k1"), py::arg("b"), py::arg("delta"), py::arg("variant"),
            py::arg("lucene_norms"))
       .def("add",
            [](Bm25Index& self, const py::array& words, const py::array& offsets,
@@ -218,7 +224,7 @@ void register_bm25(py::module_& m) {
              self.add(w, o, n_docs, map, static_cast<size_t>(word_to_term.shape(0)), e, n_threads);
            },
            py::arg("words"), py::arg("offsets"), py::arg("word_to_term"), py::arg("ids"),
-           py::arg("n_threads") = 0)
+           py::kw_only(), py::arg("n_threads") = 0)
       .def("remove",
            [](Bm25Index& self, const py::array& ids, int n_threads) {
              const auto* e = data_of<int64_t>(ids, "ids");
@@ -230,29 +236,34 @@ void register_bm25(py::module_& m) {
            [](const Bm25Index& self, const py::array& ids) {
              const auto* e = data_of<int64_t>(ids, "ids");
              py::array_t<bool> out(ids.shape(0));
-             self.has_ids(e, static_cast<size_t>(ids.shape(0)),
-                          reinterpret_cast<uint8_t*>(out.mutable_data()));
+             auto* o = reinterpret_cast<uint8_t*>(out.mutable_data());
+             {
+               py::gil_scoped_release release;
+               self.has_ids(e, static_cast<size_t>(ids.shape(0)), o);
+             }
              return out;
            },
            py::arg("ids"))
       .def("search",
            [](const Bm25Index& self, const py::array& terms, const py::array& weights,
-              const py::array& offsets, size_t k, int algorithm, int n_threads) {
+              const py::array& offsets, size_t k, QueryAlgorithm algorithm, int n_threads) {
              if (k == 0) throw std::invalid_argument("k must be >= 1");
-             if (algorithm < 0 || algorithm > 3) throw std::invalid_argument("unknown algorithm code");
+             if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxWand)
+               throw std::invalid_argument("algorithm: unknown value");
              const QueryBatch q = query_batch(terms, weights, offsets);
              py::array_t<float> scores({q.nq, k});
              py::array_t<int64_t> ids({q.nq, k});
              py::array_t<uint8_t> used(static_cast<py::ssize_t>(q.nq));
              {
                py::gil_scoped_release release;
-               self.search(q, k, static_cast<QueryAlgorithm>(algorithm), n_threads,
+               self.search(q, k, algorithm, n_threads,
                            scores.mutable_data(), ids.mutable_data(), used.mutable_data());
              }
              return py::make_tuple(scores, ids, used);
            },
-           py::arg("terms"), py::arg("weights"), py::arg("offsets"), py::arg("k"),
-           py::arg("algorithm") = 0, py::arg("n_threads") = 0)
+           py::arg("terms"), py::arg("weights"), py::arg("offsets"), py::arg("k"), py::kw_only(),
+           py::arg("algorithm") = QueryAlgorithm::Auto, py::arg("n_threads") = 0,
+           "Top-k per query; returns (scores, ids, QueryAlgorithm value that ran per query).")
       .def("get_scores",
            [](const Bm25Index& self, const py::array& terms, const py::array& weights) {
              const auto* t = data_of<int64_t>(terms, "terms");
@@ -260,8 +271,10 @@ void register_bm25(py::module_& m) {
              if (weights.shape(0) != terms.shape(0))
                throw std::invalid_argument("terms and weights differ in length");
              py::array_t<float> out(static_cast<py::ssize_t>(self.num_docs()));
-             py::gil_scoped_release release;
-             self.get_scores(t, w, static_cast<size_t>(terms.shape(0)), out.mutable_data());
+             {
+               py::gil_scoped_release release;
+               self.get_scores(t, w, static_cast<size_t>(terms.shape(0)), out.mutable_data());
+             }
              return out;
            },
            py::arg("terms"), py::arg("weights"))
@@ -287,8 +300,11 @@ void register_bm25(py::module_& m) {
              py::array_t<int64_t> out_terms(terms.shape(0));
              py::array_t<double> out_weights(terms.shape(0));
              py::array_t<double> out_base(static_cast<py::ssize_t>(q.nq));
-             self.weigh_queries(q, out_terms.mutable_data(), out_weights.mutable_data(),
-                                out_base.mutable_data());
+             {
+               py::gil_scoped_release release;
+               self.weigh_queries(q, out_terms.mutable_data(), out_weights.mutable_data(),
+                                  out_base.mutable_data());
+             }
              return py::make_tuple(out_terms, out_weights, out_base);
            },
            py::arg("terms"), py::arg("weights"), py::arg("offsets"))
@@ -312,8 +328,8 @@ void register_bm25(py::module_& m) {
            })
       .def_static(
           "from_arrays",
-          [](double k1, double b, double delta, int variant, bool lucene_norms,
-             const py::dict& arrays) {
+          [](const py::dict& arrays, double k1, double b, double delta, Variant variant,
+             bool lucene_norms) {
             Bm25Index::Arrays a;
             a.doc_ids = vector_from<int64_t>(arrays, "doc_ids");
             a.doc_lengths = vector_from<int64_t>(arrays, "doc_lengths");
@@ -324,6 +340,6 @@ void register_bm25(py::module_& m) {
             py::gil_scoped_release release;
             return Bm25Index::from_arrays(p, a);
           },
-          py::arg("k1"), py::arg("b"), py::arg("delta"), py::arg("variant"),
-          py::arg("lucene_norms"), py::arg("arrays"));
+          py::arg("arrays"), py::kw_only(), py::arg("k1"), py::arg("b"), py::arg("delta"),
+          py::arg("variant"), py::arg("lucene_norms"));
 }

@@ -1,19 +1,66 @@
-"""Type stub of the private native module ragcore._core (see cpp/bindings/module.cpp)."""
+"""Type stub of the private native module ragcore._core (see cpp/bindings/module.cpp).
+
+Metric, storage, path, SIMD level, k-means initialisation, BM25 variant and query algorithm
+cross as the enum types below; the Python layer maps each user string to a member in one
+place (dense/_metric.py, dense/_storage.py, dense/ivf.py, sparse/bm25.py).
+"""
+
+import enum
 
 import numpy as np
 import numpy.typing as npt
 
+class Metric(enum.Enum):
+    InnerProduct = 0
+    L2 = 1  # minus the squared L2 distance
+
+class Storage(enum.Enum):
+    F32 = 0
+    F16 = 1
+    BF16 = 2  # bfloat16, as uint16 bits
+    SQ8 = 3  # per-dimension 8-bit scalar-quantised codes (IVF only)
+
+class DensePath(enum.Enum):
+    Auto = 0
+    Scan = 1
+    Blocked = 2
+
+class SimdLevel(enum.Enum):
+    Scalar = 0
+    Avx2 = 1
+    Avx512 = 2
+
+class KMeansInit(enum.Enum):
+    KMeansPlusPlus = 0
+    Random = 1
+
+class Variant(enum.Enum):
+    Lucene = 0
+    LuceneLegacy = 1
+    Okapi = 2
+    Robertson = 3
+    Atire = 4
+    Bm25L = 5
+    Bm25Plus = 6
+
+class QueryAlgorithm(enum.Enum):
+    Auto = 0
+    Exhaustive = 1
+    MaxScore = 2
+    BlockMaxWand = 3
+
 def flat_search(
     corpus: npt.NDArray[np.float32] | npt.NDArray[np.float16] | npt.NDArray[np.uint16],
-    storage: int,
-    ids: npt.NDArray[np.int64] | None,
-    sq_norms: npt.NDArray[np.float32] | None,
-    metric: int,
     queries: npt.NDArray[np.float32],
     k: int,
+    *,
+    storage: Storage,
+    metric: Metric,
+    ids: npt.NDArray[np.int64] | None = None,
+    sq_norms: npt.NDArray[np.float32] | None = None,
     n_threads: int = 0,
-    path: int = 0,
-    simd_level: int = -1,
+    path: DensePath = DensePath.Auto,
+    simd_level: SimdLevel | None = None,
     tile_rows: int = 0,
     tile_depth: int = 0,
     allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
@@ -21,46 +68,47 @@ def flat_search(
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     """Exact top-k of queries against a flat corpus; returns (scores, ids).
 
-    storage: 0 float32, 1 float16, 2 bfloat16 (uint16 bits). metric: 0 inner
-    product, 1 minus squared L2 (needs sq_norms). path: 0 auto, 1 scan,
-    2 blocked. simd_level: -1 best, 0 scalar, 1 AVX2, 2 AVX-512. allow: one
-    byte per key (non-zero: may be returned), keyed by id, or by row when
-    allow_by_row.
+    storage: F32, F16 or BF16. metric L2 needs sq_norms. simd_level None: the
+    best here. allow: one byte per key (non-zero: may be returned), keyed by id,
+    or by row when allow_by_row.
     """
 
-def simd_level_available(level: int) -> bool: ...
-def best_simd_level() -> int: ...
-def simd_level_name(level: int) -> str: ...
-def blocked_path_min_batch(level: int, storage: int = 0) -> int: ...
+def simd_level_available(level: SimdLevel) -> bool: ...
+def best_simd_level() -> SimdLevel: ...
+def simd_level_name(level: SimdLevel) -> str: ...
+def blocked_path_min_batch(level: SimdLevel, storage: Storage = Storage.F32) -> int: ...
 
 class Vocabulary:
-    """Surface words of a corpus, ids in order of first appearance (see bm25.py)."""
+    """Surface words of a corpus, ids in order of first appearance (see sparse/bm25.py)."""
 
     def __init__(self) -> None: ...
     def tokenize(
-        self, texts: list[str | bytes], n_threads: int = 0, first_doc: int = 0
+        self, texts: list[str | bytes], *, n_threads: int = 0, first_doc: int = 0
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
         """Tokenizes texts, adding new words; returns (word ids, offsets [n + 1])."""
     def add_tokens(
-        self, docs: list[list[str]], first_doc: int = 0
+        self, docs: list[list[str]], *, first_doc: int = 0
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
         """Word ids of pre-tokenized documents; returns (word ids, offsets [n + 1])."""
     def words(self, start: int = 0) -> list[str]: ...
     def __len__(self) -> int: ...
 
-def tokenize_texts(texts: list[str | bytes], n_threads: int = 0) -> list[list[str]]:
+def tokenize_texts(texts: list[str | bytes], *, n_threads: int = 0) -> list[list[str]]:
     """Tokens of each text: re.findall(r"(?u)\\b\\w\\w+\\b", text.lower())."""
 
 class Bm25Index:
-    """The native inverted index (see cpp/include/ragcore/bm25_index.h)."""
+    """The native inverted index (see cpp/include/ragcore/sparse/bm25_index.h)."""
 
-    def __init__(self, k1: float, b: float, delta: float, variant: int, lucene_norms: bool) -> None: ...
+    def __init__(
+        self, *, k1: float, b: float, delta: float, variant: Variant, lucene_norms: bool
+    ) -> None: ...
     def add(
         self,
         words: npt.NDArray[np.uint32],
         offsets: npt.NDArray[np.int64],
         word_to_term: npt.NDArray[np.int64],
         ids: npt.NDArray[np.int64],
+        *,
         n_threads: int = 0,
     ) -> None: ...
     def remove(self, ids: npt.NDArray[np.int64], n_threads: int = 0) -> None: ...
@@ -71,10 +119,11 @@ class Bm25Index:
         weights: npt.NDArray[np.float64],
         offsets: npt.NDArray[np.int64],
         k: int,
-        algorithm: int = 0,
+        *,
+        algorithm: QueryAlgorithm = QueryAlgorithm.Auto,
         n_threads: int = 0,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
-        """Top-k per query; returns (scores, ids, algorithm code used per query)."""
+        """Top-k per query; returns (scores, ids, QueryAlgorithm value that ran per query)."""
     def get_scores(
         self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
     ) -> npt.NDArray[np.float32]: ...
@@ -99,33 +148,35 @@ class Bm25Index:
     def to_arrays(self) -> dict[str, np.ndarray]: ...
     @staticmethod
     def from_arrays(
-        k1: float, b: float, delta: float, variant: int, lucene_norms: bool, arrays: dict
+        arrays: dict, *, k1: float, b: float, delta: float, variant: Variant, lucene_norms: bool
     ) -> Bm25Index: ...
 
 def kmeans(
-    x: npt.NDArray[np.float32], k: int, max_iter: int = 25, tol: float = 1e-4, seed: int = 0,
-    init: int = 0, n_threads: int = 0, simd_level: int = -1,
+    x: npt.NDArray[np.float32], k: int, *, max_iter: int = 25, tol: float = 1e-4, seed: int = 0,
+    init: KMeansInit = KMeansInit.KMeansPlusPlus, n_threads: int = 0,
+    simd_level: SimdLevel | None = None,
 ) -> tuple[npt.NDArray[np.float32], list[float], int, int]:
-    """k-means (squared L2); init 0 k-means++, 1 random. Returns (centroids,
-    objective after each assignment, iterations, clusters re-seeded)."""
+    """k-means (squared L2). Returns (centroids, objective after each assignment,
+    iterations, clusters re-seeded)."""
 
 def assign_nearest(
-    x: npt.NDArray[np.float32], centroids: npt.NDArray[np.float32], n_threads: int = 0,
-    simd_level: int = -1,
+    x: npt.NDArray[np.float32], centroids: npt.NDArray[np.float32], *, n_threads: int = 0,
+    simd_level: SimdLevel | None = None,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """Nearest centroid of each row and its squared distance."""
 
 def ivf_search(
+    rows: npt.NDArray[np.float32] | npt.NDArray[np.float16] | npt.NDArray[np.uint16] | npt.NDArray[np.uint8],
+    queries: npt.NDArray[np.float32],
+    k: int,
+    *,
     centroids: npt.NDArray[np.float32],
     centroid_sq_norms: npt.NDArray[np.float32],
     list_offsets: npt.NDArray[np.int64],
-    rows: npt.NDArray[np.float32] | npt.NDArray[np.float16] | npt.NDArray[np.uint16] | npt.NDArray[np.uint8],
-    storage: int,
+    storage: Storage,
     ids: npt.NDArray[np.int64],
     sq_norms: npt.NDArray[np.float32] | None,
-    metric: int,
-    queries: npt.NDArray[np.float32],
-    k: int,
+    metric: Metric,
     nprobe: int,
     code_min: npt.NDArray[np.float32] | None = None,
     code_scale: npt.NDArray[np.float32] | None = None,
@@ -134,8 +185,8 @@ def ivf_search(
     allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
     allow_by_row: bool = False,
     n_threads: int = 0,
-    simd_level: int = -1,
+    simd_level: SimdLevel | None = None,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, float]]:
-    """Approximate top-k over inverted lists; storage 3 = uint8 codes (needs
+    """Approximate top-k over inverted lists; storage SQ8 = uint8 codes (needs
     code_min, code_scale and exact_rows). Returns (scores, ids, seconds per
     stage: coarse, scan, rescore)."""

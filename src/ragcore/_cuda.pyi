@@ -1,11 +1,22 @@
-"""Type stub of the private CUDA module ragcore._cuda (see cuda/bindings.cpp).
+"""Type stub of the private CUDA module ragcore._cuda (see cpp/bindings/cuda_bindings.cpp).
 
 Built only when nvcc is found at build time; use it through ragcore.dense.gpu and
-ragcore.sparse.gpu.
+ragcore.sparse.gpu. Metric and Storage are ragcore._core's enum types (the same objects).
 """
+
+import enum
 
 import numpy as np
 import numpy.typing as npt
+
+from ragcore._core import Metric as Metric
+from ragcore._core import Storage as Storage
+
+class GpuPath(enum.Enum):
+    Auto = 0
+    Scan = 1
+    Tiled = 2
+    TensorCores = 3  # fp16 / bf16 storage only
 
 def device_count() -> int: ...
 def device_name(device: int) -> str: ...
@@ -14,7 +25,7 @@ def synchronize_stream(stream: int) -> None: ...
 
 class DeviceCorpus:
     device_bytes: int
-    def __init__(self, device: int, dim: int, storage: int, metric: int) -> None: ...
+    def __init__(self, device: int, dim: int, *, storage: Storage, metric: Metric) -> None: ...
     def append(
         self,
         rows: npt.NDArray[np.float32] | npt.NDArray[np.float16] | npt.NDArray[np.uint16],
@@ -25,13 +36,14 @@ class DeviceCorpus:
     def clear(self) -> None: ...
     def __len__(self) -> int: ...
     def search_host(
-        self, queries: npt.NDArray[np.float32], k: int, normalize: bool, path: int = 0,
-        first_chunk_rows: int = 0, max_chunk_rows: int = 0, max_group: int = 0,
+        self, queries: npt.NDArray[np.float32], k: int, *, normalize: bool,
+        path: GpuPath = GpuPath.Auto, first_chunk_rows: int = 0, max_chunk_rows: int = 0,
+        max_group: int = 0,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]: ...
     def search_device(
-        self, queries: int, nq: int, stride: int, k: int, normalize: bool, out_scores: int,
-        out_ids: int, path: int = 0, first_chunk_rows: int = 0, max_chunk_rows: int = 0,
-        max_group: int = 0,
+        self, queries: int, nq: int, stride: int, k: int, *, normalize: bool, out_scores: int,
+        out_ids: int, path: GpuPath = GpuPath.Auto, first_chunk_rows: int = 0,
+        max_chunk_rows: int = 0, max_group: int = 0,
     ) -> None: ...
 
 class DeviceBm25:
@@ -39,13 +51,13 @@ class DeviceBm25:
     num_terms: int
     dense_min_df: int
     def __init__(
-        self, device: int, offsets: npt.NDArray[np.int64], docs: npt.NDArray[np.uint32],
+        self, device: int, *, offsets: npt.NDArray[np.int64], docs: npt.NDArray[np.uint32],
         values: npt.NDArray[np.float32], rank_of_slot: npt.NDArray[np.int32],
         sorted_ids: npt.NDArray[np.int64], dense_min_df: int = 0,
     ) -> None: ...
     def search(
         self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64],
-        offsets: npt.NDArray[np.int64], base: npt.NDArray[np.float64], k: int,
+        offsets: npt.NDArray[np.int64], base: npt.NDArray[np.float64], k: int, *,
         exhaustive: bool = False, first_chunk_rows: int = 0, max_chunk_rows: int = 0,
         max_group: int = 0,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:

@@ -12,17 +12,17 @@ from ragcore.cli.main import main
 def test_bench_ann_writes_csv_json_markdown_and_plot(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     rc = main(["bench", "ann", "--n", "600", "--d", "16", "--queries", "20", "--nlist", "8",
-               "--nprobe", "1,8", "--systems", "ragcore-f32,ragcore-int8,faiss-ivf",
+               "--nprobe", "1,8", "--systems", "ragcore-f32,ragcore-sq8,faiss-ivf",
                "--b1-calls", "3", "--b256-calls", "1", "--out", str(tmp_path), "--json"])
     assert rc == 0
     payload = json.loads(capsys.readouterr().out)
     rows = payload["rows"]
-    assert {r["system"] for r in rows} >= {"ragcore IVF float32", "ragcore IVF int8"}
+    assert {r["system"] for r in rows} >= {"ragcore IVF float32", "ragcore IVF sq8"}
     full = [r for r in rows if r["system"] == "ragcore IVF float32" and r["value"] == 8]
     assert full[0]["recall"] == 1.0  # every list probed: the exact answer
     assert set(payload["targets"]) == {"ivf_float32_vs_faiss_ivfflat_qps_b1",
                                        "ivf_float32_vs_faiss_ivfflat_qps_b256",
-                                       "ivf_int8_vs_float32_qps_b1"}
+                                       "ivf_sq8_vs_float32_qps_b1"}
     with open(tmp_path / "ann.csv") as f:
         assert len(list(csv.DictReader(f))) == len(rows)
     assert (tmp_path / "ann.png").stat().st_size > 0

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ragcore
-from ragcore import reference
+from ragcore import _core, reference
 from _hits_check import assert_hits_close, assert_hits_equal
 
 
@@ -18,7 +18,8 @@ def _flat(x, ids=None, metric="ip", **options):
 
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(1, 300), k=st.integers(1, 30), nq=st.integers(1, 40),
-       path=st.sampled_from([1, 2]), metric=st.sampled_from(["ip", "l2"]),
+       path=st.sampled_from([_core.DensePath.Scan, _core.DensePath.Blocked]),
+       metric=st.sampled_from(["ip", "l2"]),
        fraction=st.floats(0.0, 1.0), seed=st.integers(0, 10_000))
 def test_filtered_search_equals_filtered_reference(n, k, nq, path, metric, fraction, seed):
     rng = np.random.default_rng(seed)

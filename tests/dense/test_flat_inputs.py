@@ -7,7 +7,6 @@ import warnings
 import numpy as np
 import pytest
 
-import ragcore
 from ragcore import CopyWarning, FlatIndex
 from _hits_check import assert_hits_equal
 

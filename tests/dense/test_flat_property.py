@@ -22,10 +22,12 @@ from _hits_check import assert_hits_close, assert_hits_equal
 
 METRICS = ("ip", "cosine", "l2")
 DTYPES = ("float32", "float16", "bfloat16")
-SIMD_LEVELS = [lvl for lvl in range(3) if _core.simd_level_available(lvl)]
+SIMD_LEVELS = [level for level in _core.SimdLevel.__members__.values()
+               if _core.simd_level_available(level)]
 SIZES = (1, 7, 97, 1023, 5000)
 DIMS = (1, 2, 3, 8, 16, 17, 31, 64, 100, 385)
-PATHS = (0, 1, 2)  # auto, scan, blocked
+PATHS = tuple(_core.DensePath.__members__.values())  # auto, scan, blocked
+SCAN, BLOCKED = _core.DensePath.Scan, _core.DensePath.Blocked
 
 slow_ok = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -93,7 +95,7 @@ def test_every_level_and_path_agree_on_ids(metric, dtype):
     index.add(corpus)
     results = []
     for simd in SIMD_LEVELS:
-        for path in (1, 2):
+        for path in (SCAN, BLOCKED):
             index._search_options = dict(path=path, simd_level=simd)
             results.append(index.search(queries, 25))
     for other in results[1:]:
@@ -102,7 +104,7 @@ def test_every_level_and_path_agree_on_ids(metric, dtype):
         np.testing.assert_allclose(other.scores, results[0].scores, rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("path", (1, 2))
+@pytest.mark.parametrize("path", (SCAN, BLOCKED))
 @pytest.mark.parametrize("nq", (37, 300))  # 300: enough queries to split them across threads
 def test_results_do_not_depend_on_threads_or_tiles(path, nq):
     """Bit-identical across thread counts and tile sizes for a given path and level."""
@@ -125,7 +127,7 @@ def test_duplicate_rows_tie_by_id_ascending():
     row = rng.standard_normal(384).astype(np.float32)
     corpus = np.tile(row, (50, 1))
     ids = rng.permutation(np.arange(1000, 1050))
-    for path in (1, 2):
+    for path in (SCAN, BLOCKED):
         index = ragcore.FlatIndex(384)
         index.add(corpus, ids=ids)
         index._search_options = dict(path=path)

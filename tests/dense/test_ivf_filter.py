@@ -11,7 +11,7 @@ from _ivf_data import clustered, small_integers
 
 @settings(max_examples=15, deadline=None)
 @given(n=st.integers(8, 200), k=st.integers(1, 15), fraction=st.floats(0.0, 1.0),
-       dtype=st.sampled_from(["float32", "int8"]), seed=st.integers(0, 10_000))
+       dtype=st.sampled_from(["float32", "sq8"]), seed=st.integers(0, 10_000))
 def test_all_lists_probed_equals_filtered_reference(n, k, fraction, dtype, seed):
     rng = np.random.default_rng(seed)
     x = small_integers(n, 10, seed)

@@ -16,7 +16,7 @@ def data():
 
 @pytest.fixture
 def index(data):
-    ix = ragcore.IVFIndex(8, 8, "l2", "int8", seed=1)
+    ix = ragcore.IVFIndex(8, 8, "l2", "sq8", seed=1)
     ix.train(data)
     ix.add(data)
     return ix
@@ -49,6 +49,9 @@ def test_search_arguments_are_checked(index, data, kwargs, error, match):
     ((8, 0), ValueError, "nlist must be >= 1"),
     ((8, 4, "dot"), ValueError, "unknown metric 'dot'"),
     ((8, 4, "ip", "int4"), ValueError, "unknown dtype 'int4'"),
+    # The 8-bit codes are called "sq8" (as in the module _sq8 and Storage.SQ8).
+    ((8, 4, "ip", "int8"), ValueError,
+     "unknown dtype 'int8'; expected one of 'float32', 'float16', 'bfloat16', 'sq8'"),
 ])
 def test_constructor_arguments_are_checked(args, error, match):
     with pytest.raises(error, match=match):
@@ -110,7 +113,7 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, index, data):
         ragcore.IVFIndex.load(tmp_path / "flat.rc")
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int8"])
+@pytest.mark.parametrize("dtype", ["float32", "sq8"])
 def test_index_keeps_its_own_copy_of_the_vectors(data, dtype):
     ix = ragcore.IVFIndex(8, 4, dtype=dtype)
     ix.train(data)

@@ -7,7 +7,7 @@ from ragcore import _core, reference
 from _ivf_data import clustered
 
 
-@pytest.mark.parametrize("init", [0, 1])  # k-means++, random
+@pytest.mark.parametrize("init", [_core.KMeansInit.KMeansPlusPlus, _core.KMeansInit.Random])
 def test_objective_never_increases_and_matches_reference(init):
     x = clustered(1500, 16, 12, seed=1)
     centroids, objective, iterations, _ = _core.kmeans(x, 12, max_iter=20, seed=3, init=init)
@@ -29,8 +29,8 @@ def test_same_seed_same_centroids_whatever_the_threads():
 
 def test_kmeanspp_beats_random_start_on_separated_clusters():
     x = clustered(2000, 8, 20, seed=4, spread=0.05)
-    start_pp = _core.kmeans(x, 20, max_iter=0, seed=1, init=0)[1][0]
-    start_random = _core.kmeans(x, 20, max_iter=0, seed=1, init=1)[1][0]
+    start_pp = _core.kmeans(x, 20, max_iter=0, seed=1, init=_core.KMeansInit.KMeansPlusPlus)[1][0]
+    start_random = _core.kmeans(x, 20, max_iter=0, seed=1, init=_core.KMeansInit.Random)[1][0]
     assert start_pp < start_random
 
 
@@ -38,7 +38,8 @@ def test_empty_clusters_are_reseeded():
     # 3 distinct points repeated: random init often picks duplicates, leaving
     # clusters empty; each must take a point so that all 3 points are centres.
     x = np.repeat(np.eye(3, 4, dtype=np.float32), 50, axis=0)
-    centroids, objective, _, _ = _core.kmeans(x, 3, seed=0, init=1, max_iter=10)
+    centroids, objective, _, _ = _core.kmeans(x, 3, seed=0, init=_core.KMeansInit.Random,
+                                              max_iter=10)
     assert objective[-1] == pytest.approx(0.0, abs=1e-6)
     assert sorted(map(tuple, centroids)) == sorted(map(tuple, np.eye(3, 4, dtype=np.float32)))
 

@@ -57,10 +57,10 @@ def test_recall_never_decreases_with_nprobe():
 
 
 @pytest.mark.parametrize("metric", ["ip", "cosine", "l2"])
-def test_int8_returns_exact_scores_of_its_ids(metric):
+def test_sq8_returns_exact_scores_of_its_ids(metric):
     x = clustered(2000, 32, 20, seed=5)
     q = clustered(20, 32, 20, seed=6)
-    index = _ivf(x, 16, metric, "int8")
+    index = _ivf(x, 16, metric, "sq8")
     got = index.search(q, 10, nprobe=16)
     ref = reference.dense_scores(x, q, metric)
     for row in range(len(q)):
@@ -71,9 +71,9 @@ def test_int8_returns_exact_scores_of_its_ids(metric):
     assert recall(got.ids, truth.search(q, 10).ids) >= 0.98
 
 
-def test_int8_codes_match_the_reference_quantiser():
+def test_sq8_codes_match_the_reference_quantiser():
     x = clustered(500, 12, 4, seed=8)
-    index = _ivf(x, 4, dtype="int8")
+    index = _ivf(x, 4, dtype="sq8")
     order = index.ids
     codes = reference.scalar_quantize(x[order], index._code_min, index._code_scale)
     np.testing.assert_array_equal(index._lists.rows, codes)
@@ -104,6 +104,6 @@ def test_padding_when_k_exceeds_the_vectors():
 
 def test_stage_times_are_reported():
     x = clustered(500, 8, 4, seed=0)
-    index = _ivf(x, 4, dtype="int8")
+    index = _ivf(x, 4, dtype="sq8")
     index.search(x[:3], 5, nprobe=2)
     assert set(index.last_stage_seconds) == {"coarse", "scan", "rescore"}

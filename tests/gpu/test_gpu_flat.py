@@ -40,7 +40,7 @@ def cases(draw, data_kind):
         k=draw(st.integers(1, n + 5)),
         metric=draw(st.sampled_from(METRICS)),
         dtype=draw(st.sampled_from(DTYPES)),
-        path=draw(st.sampled_from((0, 1, 2, 3))),  # auto, scan, tiled, tensor cores
+        path=draw(st.sampled_from(("Auto", "Scan", "Tiled", "TensorCores"))),
         first=draw(st.sampled_from((0, 1, 13, 500))),
         chunk=draw(st.sampled_from((0, 1, 64, 1000))),
         group=draw(st.sampled_from((0, 1, 3, 16))),
@@ -49,10 +49,16 @@ def cases(draw, data_kind):
     )
 
 
+def gpu_path(name: str):
+    """The _cuda.GpuPath member of this name (imported here: the module may not be built)."""
+    from ragcore import _cuda
+    return _cuda.GpuPath.__members__[name]
+
+
 def build(c, corpus, ids):
     index = ragcore.GpuFlatIndex(c["d"], metric=c["metric"], dtype=c["dtype"])
     index.add(corpus, ids=ids)
-    index._search_options = dict(path=c["path"], first_chunk_rows=c["first"],
+    index._search_options = dict(path=gpu_path(c["path"]), first_chunk_rows=c["first"],
                                  max_chunk_rows=c["chunk"], max_group=c["group"])
     return index
 
@@ -82,7 +88,7 @@ def test_exact_ties_match_reference_exactly(c):
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("nq", (1, 9, 300))
-@pytest.mark.parametrize("path", (0, 3))
+@pytest.mark.parametrize("path", ("Auto", "TensorCores"))
 def test_same_ids_as_the_cpu_index(metric, dtype, nq, path):
     rng = np.random.default_rng(7)
     corpus = rng.standard_normal((30_000, 96)).astype(np.float32)
@@ -91,7 +97,7 @@ def test_same_ids_as_the_cpu_index(metric, dtype, nq, path):
     cpu.add(corpus)
     want = cpu.search(queries, 20)
     gpu = cpu.to("cuda")
-    gpu._search_options = dict(path=path)
+    gpu._search_options = dict(path=gpu_path(path))
     got = gpu.search(queries, 20)
     np.testing.assert_allclose(got.scores, want.scores, rtol=1e-5, atol=1e-5)
     # Ids may differ only where two scores are within rounding of each other.

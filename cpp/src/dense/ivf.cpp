@@ -35,7 +35,7 @@ class IvfSearch {
       : a_(a),
         kern_(dense_kernels(a.simd_level < 0 ? best_simd_level()
                                              : static_cast<SimdLevel>(a.simd_level))),
-        quantised_(a.storage == Storage::U8),
+        quantised_(a.storage == Storage::SQ8),
         kk_(std::min(quantised_ ? a.rescore * a.k : a.k, a.n)),
         probes_(a.allow.active() ? a.nlist : a.nprobe) {}
 
@@ -81,7 +81,7 @@ class IvfSearch {
 
   // ---- setup -------------------------------------------------------------
 
-  // Query norms (L2) and, for U8 codes, queries with the scale folded in plus
+  // Query norms (L2) and, for SQ8 codes, queries with the scale folded in plus
   // their constant term <q, code_min>, so the scan is one dot product per row.
   void prepare_queries() {
     if (a_.metric == Metric::L2) {
@@ -202,7 +202,7 @@ class IvfSearch {
     const size_t block = count == 1 ? kMaxBlockRows
                                     : std::clamp<size_t>(kScanBlockBytes / row_bytes(), 16, kMaxBlockRows);
     float scores[kMaxBlockRows];
-    const auto dot_rows = quantised_ ? kern_.dot_rows_u8 : kern_.dot_rows[static_cast<int>(a_.storage)];
+    const auto dot_rows = quantised_ ? kern_.dot_rows_sq8 : kern_.dot_rows[static_cast<int>(a_.storage)];
     for (size_t jb = j0; jb < j1; jb += block) {
       const size_t rows = std::min(block, j1 - jb);
       for (size_t c = 0; c < count; ++c) {
@@ -214,7 +214,7 @@ class IvfSearch {
           const float s = score(scores[r], i, j);
           if (s < threshold) continue;  // rejects most rows with one compare
           if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
-          // U8 candidates carry their row until re-scoring; others their id.
+          // SQ8 candidates carry their row until re-scoring; others their id.
           top.push(i, s, quantised_ ? static_cast<int64_t>(j) : a_.ids[j]);
           threshold = top.threshold(i);
         }
@@ -289,9 +289,9 @@ void check_args(const IvfSearchArgs& a) {
     if (a.list_offsets[l + 1] < a.list_offsets[l]) fail("list_offsets must be non-decreasing");
   if (a.n > 0 && (!a.rows || !a.ids)) fail("rows or ids is null");
   if (a.metric == Metric::L2 && a.n > 0 && !a.sq_norms) fail("L2 needs sq_norms");
-  if (a.storage == Storage::U8 && a.n > 0 && (!a.code_min || !a.code_scale || !a.exact_rows))
-    fail("U8 storage needs code_min, code_scale and exact_rows");
-  if (a.storage == Storage::U8 && a.rescore == 0) fail("rescore must be >= 1");
+  if (a.storage == Storage::SQ8 && a.n > 0 && (!a.code_min || !a.code_scale || !a.exact_rows))
+    fail("SQ8 storage needs code_min, code_scale and exact_rows");
+  if (a.storage == Storage::SQ8 && a.rescore == 0) fail("rescore must be >= 1");
   if (a.nq > 0 && (!a.queries || a.query_stride < a.d)) fail("queries null or query_stride < d");
   if (a.nq > 0 && (!a.out_scores || !a.out_ids)) fail("outputs are null");
 }

@@ -1,5 +1,5 @@
 // AVX2 + FMA + F16C kernels. This file alone is compiled with -mavx2 -mfma -mf16c;
-// it runs only after simd_dispatch.cpp has checked the CPU.
+// it runs only after simd.cpp has checked the CPU.
 #include <immintrin.h>
 
 #include <utility>

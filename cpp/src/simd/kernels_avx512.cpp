@@ -1,5 +1,5 @@
 // AVX-512 (F, BW, VL, DQ) kernels. This file alone is compiled with AVX-512 flags;
-// it runs only after simd_dispatch.cpp has checked the CPU.
+// it runs only after simd.cpp has checked the CPU.
 #include <immintrin.h>
 
 #include <utility>

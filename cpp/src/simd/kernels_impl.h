@@ -173,7 +173,7 @@ DenseKernels make_kernels(SimdLevel level, const char* name) {
       level,
       name,
       {dot_rows<V, Storage::F32>, dot_rows<V, Storage::F16>, dot_rows<V, Storage::BF16>},
-      dot_rows<V, Storage::U8>,
+      dot_rows<V, Storage::SQ8>,
       {to_f32<V, Storage::F32>, to_f32<V, Storage::F16>, to_f32<V, Storage::BF16>},
       MicroKernel{V::kMr, 2 * V::kWidth, micro<V, 2, V::kMr>},
       MicroKernel{V::kMrNarrow, V::kWidth, micro<V, 1, V::kMrNarrow>},

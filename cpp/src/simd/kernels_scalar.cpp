@@ -46,7 +46,7 @@ template <Storage S>
 float element(const void* x, size_t i) {
   if constexpr (S == Storage::F32) {
     return load_one(static_cast<const float*>(x) + i);
-  } else if constexpr (S == Storage::U8) {
+  } else if constexpr (S == Storage::SQ8) {
     return static_cast<float>(static_cast<const uint8_t*>(x)[i]);
   } else {
     return load_one(static_cast<const uint16_t*>(x) + i, S);
@@ -94,7 +94,7 @@ extern const DenseKernels kScalarKernels = {
     SimdLevel::Scalar,
     "scalar",
     {dot_rows<Storage::F32>, dot_rows<Storage::F16>, dot_rows<Storage::BF16>},
-    dot_rows<Storage::U8>,
+    dot_rows<Storage::SQ8>,
     {to_f32<Storage::F32>, to_f32<Storage::F16>, to_f32<Storage::BF16>},
     MicroKernel{kMr, kNr, micro},
     MicroKernel{kMr, kNr, micro},  // no narrower shape: the scalar kernel has no lanes to waste

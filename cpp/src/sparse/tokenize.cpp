@@ -200,4 +200,17 @@ TokenizedBatch tokenize_batch(const std::vector<std::string_view>& texts, String
   return out;
 }
 
+std::vector<std::vector<std::string>> tokenize_texts(const std::vector<std::string_view>& texts,
+                                                     int n_threads) {
+  constexpr size_t kDocsPerTask = 256;
+  std::vector<std::vector<std::string>> tokens(texts.size());
+  parallel_for((texts.size() + kDocsPerTask - 1) / kDocsPerTask, n_threads, [&](size_t task, int) {
+    WordTokenizer tokenizer;
+    const size_t end = std::min(texts.size(), (task + 1) * kDocsPerTask);
+    for (size_t d = task * kDocsPerTask; d < end; ++d)
+      tokenizer.tokenize(texts[d], d, [&](std::string_view w) { tokens[d].emplace_back(w); });
+  });
+  return tokens;
+}
+
 }  // namespace ragcore

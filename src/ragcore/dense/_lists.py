@@ -20,7 +20,7 @@ class Lists:
     ids: np.ndarray            # int64 [n] external ids
     sorted_ids: np.ndarray     # int64 [n] the ids, sorted (for membership checks)
     sq_norms: np.ndarray | None  # float32 [n], metric "l2" only
-    exact: np.ndarray | None     # float32 [n, dim], dtype "int8" only: rows before quantisation
+    exact: np.ndarray | None     # float32 [n, dim], dtype "sq8" only: rows before quantisation
 
     def __len__(self) -> int:
         return len(self.ids)

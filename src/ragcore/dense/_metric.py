@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-METRICS = ("ip", "cosine", "l2")
-# Codes shared with the native module (ragcore::Metric); cosine is ip over normalised vectors.
-METRIC_CODE = {"ip": 0, "cosine": 0, "l2": 1}
+from .. import _core
+
+# Each metric's native enum member; cosine is the inner product of normalised vectors.
+NATIVE_METRIC = {"ip": _core.Metric.InnerProduct, "cosine": _core.Metric.InnerProduct,
+                 "l2": _core.Metric.L2}
+METRICS = tuple(NATIVE_METRIC)
 
 
 def normalized(x: np.ndarray, name: str) -> np.ndarray:

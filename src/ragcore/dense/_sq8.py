@@ -1,4 +1,4 @@
-"""Per-dimension scalar quantisation to 8 bits (IVFIndex dtype="int8").
+"""Per-dimension scalar quantisation to 8 bits (IVFIndex dtype="sq8").
 
 Each dimension p maps [min_p, max_p] of the training sample onto codes 0..255:
 x_p ~ code_min[p] + code_scale[p] * code. Values outside the trained range are

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-STORAGE_DTYPES = ("float32", "float16", "bfloat16")
-# Codes shared with the native module (ragcore::Storage).
-STORAGE_CODE = {"float32": 0, "float16": 1, "bfloat16": 2}
-NUMPY_DTYPE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
+from .. import _core
+
+# Each storage dtype's native enum member; "sq8" (8-bit codes, see _sq8.py) is IVFIndex's alone.
+NATIVE_STORAGE = {"float32": _core.Storage.F32, "float16": _core.Storage.F16,
+                  "bfloat16": _core.Storage.BF16, "sq8": _core.Storage.SQ8}
+STORAGE_DTYPES = ("float32", "float16", "bfloat16")  # the float storages
+NUMPY_DTYPE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16,
+               "sq8": np.uint8}
 
 _FLOAT16_MAX = float(np.finfo(np.float16).max)
 

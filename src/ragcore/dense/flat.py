@@ -13,9 +13,9 @@ from .._util.devices import to_device
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
 from ..errors import IndexFileError
-from ._storage import NUMPY_DTYPE, STORAGE_CODE, STORAGE_DTYPES, to_float32, to_storage
+from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
 from ..hits import Hits
-from ._metric import METRIC_CODE, METRICS, normalized
+from ._metric import METRICS, NATIVE_METRIC, normalized
 
 _FILE_KIND = "FlatIndex"
 
@@ -52,7 +52,8 @@ class FlatIndex:
         self._sq_norms = np.empty(0, dtype=np.float32)
         self._sorted_ids = np.empty(0, dtype=np.int64)
         self._next_id = 0
-        # Private knobs for tests and benchmarks: path, simd_level, tile_rows, tile_depth.
+        # Private knobs for tests and benchmarks: path (a _core.DensePath), simd_level (a
+        # _core.SimdLevel), tile_rows, tile_depth.
         self._search_options: dict = {}
 
     # ---- properties -----------------------------------------------------
@@ -165,8 +166,8 @@ class FlatIndex:
         mask, by_row = allow_mask(allow, ids)
         filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
         scores, out_ids = _core.flat_search(
-            vectors, STORAGE_CODE[self._dtype], ids, sq_norms, METRIC_CODE[self._metric],
-            q, k, n_threads=n_threads, **filtered, **self._search_options,
+            vectors, q, k, storage=NATIVE_STORAGE[self._dtype], metric=NATIVE_METRIC[self._metric],
+            ids=ids, sq_norms=sq_norms, n_threads=n_threads, **filtered, **self._search_options,
         )
         return Hits(scores, out_ids)
 

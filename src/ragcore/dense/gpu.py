@@ -28,9 +28,9 @@ from .._util.device_arrays import (
     to_host,
 )
 from .._util.cuda import HostBackedGpuIndex, cuda_module, parse_device
-from ._storage import STORAGE_CODE
+from ._storage import NATIVE_STORAGE
 from .._util.devices import register_gpu_version
-from ._metric import METRIC_CODE
+from ._metric import NATIVE_METRIC
 from .flat import FlatIndex
 from ..hits import Hits
 
@@ -60,9 +60,10 @@ class GpuFlatIndex(HostBackedGpuIndex):
         self._host = FlatIndex(dim, metric, dtype)
         self._device = parse_device(device)
         self._corpus = cuda_module().DeviceCorpus(
-            self._device, self._host.dim, STORAGE_CODE[dtype], METRIC_CODE[metric])
+            self._device, self._host.dim, storage=NATIVE_STORAGE[dtype],
+            metric=NATIVE_METRIC[metric])
         self._lock = threading.Lock()
-        # Private knobs for tests and benchmarks: path (1 scan, 2 tiled),
+        # Private knobs for tests and benchmarks: path (a _cuda.GpuPath),
         # first_chunk_rows, max_chunk_rows, max_group.
         self._search_options: dict = {}
 
@@ -151,15 +152,16 @@ class GpuFlatIndex(HostBackedGpuIndex):
             q = as_float_matrix(queries, "queries", self.dim)
             if not q.flags.c_contiguous:
                 q = np.ascontiguousarray(q)
-            scores, ids = self._corpus.search_host(q, k, normalize, **opts)
+            scores, ids = self._corpus.search_host(q, k, normalize=normalize, **opts)
             return Hits(scores, ids)
         m = as_device_matrix(queries, "queries", self.dim)
         if m.stream not in ORDERED_STREAMS:
             cuda_module().synchronize_stream(m.stream)
         scores = empty_like_library(m.owner, (m.rows, k), "float32")
         ids = empty_like_library(m.owner, (m.rows, k), "int64")
-        self._corpus.search_device(m.ptr, m.rows, m.row_stride, k, normalize,
-                                   device_pointer(scores), device_pointer(ids), **opts)
+        self._corpus.search_device(m.ptr, m.rows, m.row_stride, k, normalize=normalize,
+                                   out_scores=device_pointer(scores), out_ids=device_pointer(ids),
+                                   **opts)
         result = DeviceHits(scores, ids)
         return result if return_device else result.to_hits()
 

@@ -13,15 +13,14 @@ from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
 from ._lists import Lists
 from ._sq8 import encode_sq8, train_sq8
-from ._storage import NUMPY_DTYPE, STORAGE_CODE, to_float32, to_storage
+from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
 from ..errors import IndexFileError
-from ._metric import METRIC_CODE, METRICS, normalized
+from ._metric import METRICS, NATIVE_METRIC, normalized
 from ..hits import Hits
 
-DTYPES = ("float32", "float16", "bfloat16", "int8")
-INITS = ("kmeans++", "random")
-_INIT_CODE = {"kmeans++": 0, "random": 1}
-_U8_STORAGE = 3  # ragcore::Storage::U8
+DTYPES = STORAGE_DTYPES + ("sq8",)
+_NATIVE_INIT = {"kmeans++": _core.KMeansInit.KMeansPlusPlus, "random": _core.KMeansInit.Random}
+INITS = tuple(_NATIVE_INIT)
 _FILE_KIND = "IVFIndex"
 
 
@@ -33,7 +32,7 @@ class IVFIndex:
         nlist: number of lists (k-means clusters); train needs >= nlist vectors.
         metric: "ip", "cosine" or "l2", as for FlatIndex (higher score is better).
         dtype: storage of the vectors: "float32", "float16", "bfloat16" (scored
-            as FlatIndex scores them), or "int8": per-dimension 8-bit codes
+            as FlatIndex scores them), or "sq8": per-dimension 8-bit codes
             scanned first, then the best ``rescore * k`` candidates re-scored
             with the exact float32 vectors (which the index also keeps), so the
             returned scores and ids come from exact scores.
@@ -62,10 +61,10 @@ class IVFIndex:
         self._local = threading.local()
         self._centroids: np.ndarray | None = None
         self._centroid_sq_norms: np.ndarray | None = None
-        self._code_min = self._code_scale = None  # int8 only
+        self._code_min = self._code_scale = None  # sq8 only
         self._training: dict = {}
-        row_dtype = np.uint8 if dtype == "int8" else NUMPY_DTYPE[dtype]
-        self._lists = Lists.empty(self._nlist, self._dim, row_dtype, metric == "l2", dtype == "int8")
+        self._lists = Lists.empty(self._nlist, self._dim, NUMPY_DTYPE[dtype], metric == "l2",
+                                  dtype == "sq8")
         self._next_id = 0
 
     # ---- properties -----------------------------------------------------
@@ -120,7 +119,7 @@ class IVFIndex:
     # ---- training and mutation -------------------------------------------
 
     def train(self, sample, n_threads: int = 0) -> None:
-        """Learns the nlist centroids (and, for int8, the code ranges) from sample.
+        """Learns the nlist centroids (and, for sq8, the code ranges) from sample.
 
         sample: at least nlist vectors; typically 30 to 256 per list.
         """
@@ -131,13 +130,13 @@ class IVFIndex:
                              f"needs at least {self._nlist}")
         centroids, objective, iterations, reseeded = _core.kmeans(
             np.ascontiguousarray(x), self._nlist, max_iter=self._max_iter, seed=self._seed,
-            init=_INIT_CODE[self._init], n_threads=n_threads)
+            init=_NATIVE_INIT[self._init], n_threads=n_threads)
         with self._lock:
             if len(self._lists):
                 raise RuntimeError(f"train: the index already holds {len(self._lists)} vectors; "
                                    "train a new IVFIndex instead")
             self._set_centroids(centroids)
-            if self._dtype == "int8":
+            if self._dtype == "sq8":
                 self._code_min, self._code_scale = train_sq8(x)
             self._training = {"objective": list(objective), "iterations": iterations,
                               "reseeded": reseeded, "sample_size": len(x)}
@@ -172,7 +171,7 @@ class IVFIndex:
 
     def _stored_rows(self, x: np.ndarray):
         """(rows as stored, exact float32 rows or None, squared norms or None)."""
-        if self._dtype == "int8":
+        if self._dtype == "sq8":
             rows, exact, values = encode_sq8(x, self._code_min, self._code_scale), x, x
         else:
             rows = to_storage(x, self._dtype, "vectors")
@@ -203,7 +202,7 @@ class IVFIndex:
             boolean mask indexed by id). Applied inside the scan; a query whose
             nprobe lists hold fewer than k allowed vectors scans further lists,
             nearest first, until it has k (or has scanned all).
-        rescore: int8 only: candidates re-scored exactly per result (rescore * k).
+        rescore: sq8 only: candidates re-scored exactly per result (rescore * k).
         n_threads: 0 uses all cores.
         """
         self._require_trained("search")
@@ -216,13 +215,13 @@ class IVFIndex:
         q = self._prepared(queries, "queries")
         lists = self._lists  # one snapshot for the whole search
         mask, by_row = allow_mask(allow, lists.ids)
-        int8 = self._dtype == "int8"
         scores, ids, stages = _core.ivf_search(
-            self._centroids, self._centroid_sq_norms, lists.offsets, lists.rows,
-            _U8_STORAGE if int8 else STORAGE_CODE[self._dtype], lists.ids, lists.sq_norms,
-            METRIC_CODE[self._metric], q, k, nprobe,
-            code_min=self._code_min, code_scale=self._code_scale, exact_rows=lists.exact,
-            rescore=rescore, allow=mask, allow_by_row=by_row, n_threads=n_threads)
+            lists.rows, q, k, centroids=self._centroids,
+            centroid_sq_norms=self._centroid_sq_norms, list_offsets=lists.offsets,
+            storage=NATIVE_STORAGE[self._dtype], ids=lists.ids, sq_norms=lists.sq_norms,
+            metric=NATIVE_METRIC[self._metric], nprobe=nprobe, code_min=self._code_min,
+            code_scale=self._code_scale, exact_rows=lists.exact, rescore=rescore, allow=mask,
+            allow_by_row=by_row, n_threads=n_threads)
         self._local.stages = stages
         return Hits(scores, ids)
 
@@ -269,14 +268,14 @@ class IVFIndex:
         if rows.shape != (n, dim) or rows.dtype != self._lists.rows.dtype:
             raise ValueError("rows do not match the parameters")
         sq_norms = self._checked(arrays, "sq_norms", (n,), self._metric == "l2")
-        exact = self._checked(arrays, "exact", (n, dim), self._dtype == "int8")
+        exact = self._checked(arrays, "exact", (n, dim), self._dtype == "sq8")
         if "centroids" in arrays:
             centroids = self._checked(arrays, "centroids", (nlist, dim), True)
             if not np.isfinite(centroids).all():
                 raise ValueError("centroids contain NaN or infinity")
             self._set_centroids(centroids)
-            self._code_min = self._checked(arrays, "code_min", (dim,), self._dtype == "int8")
-            self._code_scale = self._checked(arrays, "code_scale", (dim,), self._dtype == "int8")
+            self._code_min = self._checked(arrays, "code_min", (dim,), self._dtype == "sq8")
+            self._code_scale = self._checked(arrays, "code_scale", (dim,), self._dtype == "sq8")
         elif n:
             raise ValueError("vectors without centroids")
         self._lists = Lists(offsets, rows, ids, sorted_ids, sq_norms, exact)

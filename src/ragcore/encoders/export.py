@@ -101,7 +101,6 @@ def to_fp16(src: Path, out: Path) -> dict:
 
 
 def _export_transformer(model_dir: Path, out: Path) -> None:
-    import torch
     from transformers import AutoModel
 
     model = AutoModel.from_pretrained(str(model_dir), local_files_only=True).eval()

@@ -17,10 +17,18 @@ from ..hits import Hits
 from .tokenizer import WordNormalizer
 from .variants import VARIANTS
 
-# Native codes follow the registry's order (ragcore::Variant, ragcore::QueryAlgorithm).
-_VARIANT_CODE = {name: code for code, name in enumerate(VARIANTS)}
-ALGORITHMS = ("auto", "exhaustive", "maxscore", "bmw")
-_ALGORITHM_CODE = {name: code for code, name in enumerate(ALGORITHMS)}
+# The native enum member of each variant (variants.REGISTRY) and query algorithm.
+_NATIVE_VARIANT = {
+    "lucene": _core.Variant.Lucene, "lucene_legacy": _core.Variant.LuceneLegacy,
+    "okapi": _core.Variant.Okapi, "robertson": _core.Variant.Robertson,
+    "atire": _core.Variant.Atire, "bm25l": _core.Variant.Bm25L, "bm25+": _core.Variant.Bm25Plus,
+}
+_NATIVE_ALGORITHM = {
+    "auto": _core.QueryAlgorithm.Auto, "exhaustive": _core.QueryAlgorithm.Exhaustive,
+    "maxscore": _core.QueryAlgorithm.MaxScore, "bmw": _core.QueryAlgorithm.BlockMaxWand,
+}
+ALGORITHMS = tuple(_NATIVE_ALGORITHM)
+_ALGORITHM_NAME = {int(member): name for name, member in _NATIVE_ALGORITHM.items()}
 _FILE_KIND = "BM25Index"
 _CHUNK_DOCS = 65536  # documents tokenized and indexed per native call
 _PROGRESS_MIN_DOCS = 100_000
@@ -69,14 +77,17 @@ class BM25Index:
         self._clear()
 
     def _clear(self) -> None:
-        self._native = _core.Bm25Index(self._k1, self._b, self._delta,
-                                       _VARIANT_CODE[self._variant], self._lucene_norms)
+        self._native = _core.Bm25Index(**self._native_params())
         self._words = _core.Vocabulary()  # surface words of added documents (a cache)
         self._word_to_term = np.empty(0, dtype=np.int64)  # word id -> term id, -1 = stopword
         self._term_ids: dict[str, int] = {}
         self._terms: list[str] = []
         self._query_words: dict[str, int] = {}  # query word -> term id, -1 = none
         self._next_id = 0
+
+    def _native_params(self) -> dict:
+        return {"k1": self._k1, "b": self._b, "delta": self._delta,
+                "variant": _NATIVE_VARIANT[self._variant], "lucene_norms": self._lucene_norms}
 
     # ---- properties -----------------------------------------------------
 
@@ -156,14 +167,16 @@ class BM25Index:
             for start in range(0, len(docs), _CHUNK_DOCS):
                 chunk = docs[start : start + _CHUNK_DOCS]
                 if pretokenized:
-                    batches.append(self._words.add_tokens(chunk, start))
+                    batches.append(self._words.add_tokens(chunk, first_doc=start))
                 else:
-                    batches.append(self._words.tokenize(chunk, n_threads, start))
+                    batches.append(self._words.tokenize(chunk, n_threads=n_threads,
+                                                        first_doc=start))
                 progress.update(start + len(chunk), "tokenized")
             self._extend_word_map()
             for i, (words, offsets) in enumerate(batches):
                 chunk_ids = new_ids[i * _CHUNK_DOCS : (i + 1) * _CHUNK_DOCS]
-                self._native.add(words, offsets, self._word_to_term, chunk_ids, n_threads)
+                self._native.add(words, offsets, self._word_to_term, chunk_ids,
+                                 n_threads=n_threads)
                 progress.update(i * _CHUNK_DOCS + len(chunk_ids), "indexed")
             if len(new_ids):
                 self._next_id = max(self._next_id, int(new_ids.max()) + 1)
@@ -242,8 +255,9 @@ class BM25Index:
         check_choice(algorithm, "algorithm", ALGORITHMS)
         terms, weights, offsets = self._encode_queries(queries, n_threads)
         scores, ids, used = self._native.search(terms, weights, offsets, k,
-                                                _ALGORITHM_CODE[algorithm], n_threads)
-        return Hits(scores, ids), [ALGORITHMS[c] for c in used]
+                                                algorithm=_NATIVE_ALGORITHM[algorithm],
+                                                n_threads=n_threads)
+        return Hits(scores, ids), [_ALGORITHM_NAME[c] for c in used]
 
     def get_scores(self, query) -> np.ndarray:
         """float32 score of one query (a str or a token list) for every document, in the
@@ -260,7 +274,7 @@ class BM25Index:
     def _encode_queries(self, queries, n_threads: int):
         """Flattened (term ids, multiplicities, offsets), each term once per query, in order."""
         batch, pretokenized = _as_documents(queries, "queries")
-        tokens = batch if pretokenized else _core.tokenize_texts(batch, n_threads)
+        tokens = batch if pretokenized else _core.tokenize_texts(batch, n_threads=n_threads)
         cache = self._query_words
         missing = list({w: None for words in tokens for w in words if w not in cache})
         if missing:
@@ -300,9 +314,8 @@ class BM25Index:
         """An independent copy of the index (same documents, ids and settings)."""
         with self._lock:
             clone = self._empty_like()
-            clone._native = _core.Bm25Index.from_arrays(
-                self._k1, self._b, self._delta, _VARIANT_CODE[self._variant],
-                self._lucene_norms, dict(self._native.to_arrays()))
+            clone._native = _core.Bm25Index.from_arrays(dict(self._native.to_arrays()),
+                                                        **self._native_params())
             clone._terms = list(self._terms)
             clone._term_ids = dict(self._term_ids)
             clone._next_id = self._next_id
@@ -341,9 +354,7 @@ class BM25Index:
                         params["stopwords"] or None, params["stemmer"], params["lucene_norms"])
             native_arrays = {name: np.ascontiguousarray(arrays[name]) for name in
                              ("doc_ids", "doc_lengths", "list_sizes", "list_ends", "postings")}
-            native = _core.Bm25Index.from_arrays(index._k1, index._b, index._delta,
-                                                 _VARIANT_CODE[index._variant],
-                                                 index._lucene_norms, native_arrays)
+            native = _core.Bm25Index.from_arrays(native_arrays, **index._native_params())
             blob, ends = arrays["terms"].tobytes(), arrays["term_ends"]
             if ends.dtype != np.int64 or ends.ndim != 1 or (len(ends) and ends[-1] != len(blob)):
                 raise ValueError("term_ends does not match terms")

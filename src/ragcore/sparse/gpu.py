@@ -57,8 +57,9 @@ class GpuBM25Index(HostBackedGpuIndex):
         impacts = self._host.impacts()
         ranks, sorted_ids = _rank_of_slot(impacts["slot_ids"])
         self._native = cuda_module().DeviceBm25(
-            self._device, impacts["offsets"], impacts["docs"], impacts["values"], ranks,
-            sorted_ids, dense_min_df)
+            self._device, offsets=impacts["offsets"], docs=impacts["docs"],
+            values=impacts["values"], rank_of_slot=ranks, sorted_ids=sorted_ids,
+            dense_min_df=dense_min_df)
         # Private knobs for tests and benchmarks: exhaustive (skip the pruned plan),
         # first_chunk_rows, max_chunk_rows, max_group.
         self._search_options: dict = {}

@@ -83,7 +83,7 @@ def tokenize(texts, stopwords=None, stemmer=None, n_threads: int = 0):
     n_threads = check_threads(n_threads)
     single = isinstance(texts, (str, bytes))
     batch = [texts] if single else list(texts)
-    tokens = _core.tokenize_texts(batch, n_threads)
+    tokens = _core.tokenize_texts(batch, n_threads=n_threads)
     normalizer = WordNormalizer(stopwords, stemmer)
     if normalizer.stopwords or normalizer.stemmer_name:
         distinct = list({w: None for doc in tokens for w in doc})

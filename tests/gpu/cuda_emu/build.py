@@ -14,6 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CUDA_SOURCES = HERE.parents[2] / "cuda"
+CPP_INCLUDE = HERE.parents[2] / "cpp" / "include"  # the enumerations shared with the CPU code
 SOURCES = ("bm25_search.cu", "bm25_pruned.cu", "select.cu")
 # kernel<<<grid, block[, smem[, stream]]>>>(args)  ->  emu::launch(kernel, grid, ...)(args)
 LAUNCH = re.compile(r"([A-Za-z_][\w:<>, ]*?)<<<(.*?)>>>\(", re.S)
@@ -44,7 +45,8 @@ def build(out: Path) -> Path:
         units.append(unit)
     runner = out / "bm25_emulated"
     cmd = ["g++", "-std=c++17", "-O1", "-ffp-contract=off", "-Wall", "-Wno-unused-function",
-           f"-I{HERE}", f"-I{CUDA_SOURCES}", f"-I{include}", "-include", str(HERE / "emu.h"),
+           f"-I{HERE}", f"-I{CUDA_SOURCES}", f"-I{CPP_INCLUDE}", f"-I{include}",
+           "-include", str(HERE / "emu.h"),
            *map(str, units), str(HERE / "runtime.cpp"), str(HERE / "main.cpp"), "-o", str(runner)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return runner

@@ -1,6 +1,6 @@
 // Exact dense top-k over a flat corpus.
 //
-// Two paths, picked by batch size (see kBlockedFromBatch* in dense/flat.cpp):
+// Two paths, picked by batch size (see kBlockedFromBatch* in cpp/src/dense/flat.cpp):
 //  - scan: for a few queries, stream each corpus block once and score it against
 //    every query with dot_rows; memory-bound, so narrow storage is speed.
 //  - blocked: for many queries, tiles of the query x corpus product computed by
@@ -17,15 +17,12 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ragcore/util/filter.h"
+#include "ragcore/dense/types.h"
 #include "ragcore/simd/simd.h"
+#include "ragcore/util/filter.h"
 
 namespace ragcore {
 
-// Scores are "higher is better": inner product, or minus the squared L2
-// distance. Cosine is inner product over normalised vectors (the caller
-// normalises).
-enum class Metric : int { InnerProduct = 0, L2 = 1 };
 enum class DensePath : int { Auto = 0, Scan = 1, Blocked = 2 };
 
 struct FlatSearchArgs {

@@ -5,7 +5,7 @@
 // A batch is grouped by list: each probed list is read once, for every query
 // of the batch that probes it, and the lists are shared among the threads.
 // Storage: float32 / float16 / bfloat16 rows are scored as FlatIndex scores
-// them, so probing every list gives FlatIndex's answer. U8 rows are per-
+// them, so probing every list gives FlatIndex's answer. SQ8 rows are per-
 // dimension scalar-quantised codes (x ~ min + scale * code): the scan ranks
 // by approximate scores, then the best rescore * k are re-scored with the
 // exact float32 rows, so the returned ids and scores come from exact scores.
@@ -24,7 +24,7 @@ namespace ragcore {
 struct IvfStageTimes {
   double coarse = 0.0;   // choosing the lists (queries against centroids)
   double scan = 0.0;     // scanning the lists
-  double rescore = 0.0;  // exact re-scoring (U8) and writing the results
+  double rescore = 0.0;  // exact re-scoring (SQ8) and writing the results
 };
 
 struct IvfSearchArgs {
@@ -44,7 +44,7 @@ struct IvfSearchArgs {
   const float* sq_norms = nullptr;    // n squared norms of the exact rows; L2 only
   Metric metric = Metric::InnerProduct;
 
-  // U8 storage only.
+  // SQ8 storage only.
   const float* code_min = nullptr;    // d: value of code 0 per dimension
   const float* code_scale = nullptr;  // d: value step of one code per dimension
   const float* exact_rows = nullptr;  // n x d float32, the rows before quantisation

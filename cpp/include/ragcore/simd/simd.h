@@ -8,17 +8,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ragcore/dense/types.h"
+
 namespace ragcore {
 
 enum class SimdLevel : int { Scalar = 0, Avx2 = 1, Avx512 = 2 };
-enum class Storage : int { F32 = 0, F16 = 1, BF16 = 2, U8 = 3 };
-// The float storages (tables indexed by Storage below); U8 holds the codes of
-// scalar-quantised rows (IVFIndex dtype="int8"), read by dot_rows_u8.
-constexpr int kNumStorage = 3;
-
-constexpr size_t storage_bytes(Storage s) {
-  return s == Storage::F32 ? 4 : s == Storage::U8 ? 1 : 2;
-}
 
 // c[r*ldc + l] (+)= sum_{p<kc} x[r*ldx + p] * qp[p*nr + l] for r < rows (rows <= mr),
 // l < nr. qp is a packed panel of nr queries. Each c element is one FMA chain
@@ -45,7 +39,7 @@ struct DenseKernels {
 
   // out[j] = sum_p q[p] * float(x_j[p]) over rows of uint8 codes; the caller folds
   // the per-dimension scale into q and adds the offset term itself.
-  void (*dot_rows_u8)(const float* q, const void* x, size_t ldx, size_t n_rows, size_t d,
+  void (*dot_rows_sq8)(const float* q, const void* x, size_t ldx, size_t n_rows, size_t d,
                       float* out);
 
   // dst (n_rows x d, row stride d) = float32 of the stored rows of x.

@@ -25,7 +25,7 @@
 
 namespace ragcore {
 
-// Codes shared with src/ragcore/bm25.py (ALGORITHM_CODES).
+// Crosses to Python as ragcore._core.QueryAlgorithm (cpp/bindings/sparse_bindings.cpp).
 enum class QueryAlgorithm : int { Auto = 0, Exhaustive = 1, MaxScore = 2, BlockMaxWand = 3 };
 
 // A batch of queries: query q is terms[offsets[q] .. offsets[q+1]) with the

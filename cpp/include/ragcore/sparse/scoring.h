@@ -1,4 +1,4 @@
-// BM25 scoring variants, mirrored from the registry in src/ragcore/reference.py
+// BM25 scoring variants, mirrored from the registry in src/ragcore/sparse/variants.py
 // (where each formula's source is cited).
 //
 // Every variant's score of a term in a document is idf(df, N) * g(tf, norm), with
@@ -13,7 +13,7 @@
 
 namespace ragcore {
 
-// Codes shared with src/ragcore/bm25.py (VARIANT_CODES).
+// Crosses to Python as ragcore._core.Variant (cpp/bindings/sparse_bindings.cpp).
 enum class Variant : int {
   Lucene = 0,
   LuceneLegacy = 1,
@@ -38,7 +38,7 @@ inline void check_params(const Bm25Params& p) {
   if (!(p.b >= 0 && p.b <= 1)) throw std::invalid_argument("b must be in [0, 1]");
   if (!(p.delta >= 0) || !std::isfinite(p.delta)) throw std::invalid_argument("delta must be >= 0");
   const int v = static_cast<int>(p.variant);
-  if (v < 0 || v >= kNumVariants) throw std::invalid_argument("unknown variant code");
+  if (v < 0 || v >= kNumVariants) throw std::invalid_argument("unknown variant");
   if (p.variant == Variant::Bm25L && p.k1 + p.delta == 0)
     throw std::invalid_argument("bm25l needs k1 + delta > 0 (its absent-term score is 0/0)");
 }

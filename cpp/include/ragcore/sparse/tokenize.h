@@ -60,4 +60,9 @@ struct TokenizedBatch {
 TokenizedBatch tokenize_batch(const std::vector<std::string_view>& texts, StringIdMap& vocab,
                               int n_threads);
 
+// The tokens of each text, as strings, tokenized on up to n_threads threads.
+// Throws Utf8Error naming a document by its position in texts.
+std::vector<std::vector<std::string>> tokenize_texts(const std::vector<std::string_view>& texts,
+                                                     int n_threads);
+
 }  // namespace ragcore

@@ -1,7 +1,7 @@
 """``ragcore bench ann``: exhaustive versus approximate search, peers side by side.
 
 Steps: data (clustered by default), ground truth with FlatIndex (exact), then
-for each system (ragcore IVFIndex float32 and int8 for each nlist, faiss
+for each system (ragcore IVFIndex float32 and sq8 for each nlist, faiss
 IndexIVFFlat for each nlist, faiss IndexHNSWFlat, hnswlib, usearch, where
 installed) one build, timed, and a sweep of its search knob; at each point
 recall@k against the exact top-k, and latency/QPS at batch 1 and 256 (see
@@ -173,9 +173,9 @@ def targets(rows: list[dict]) -> dict:
         ours, faiss = best("ragcore IVF float32", key), best("faiss IndexIVFFlat", key)
         out[f"ivf_float32_vs_faiss_ivfflat_{key}"] = {"ragcore": ours, "faiss": faiss,
                                                       "ratio": ratio(ours, faiss), "target": 1.0}
-    int8, f32 = best("ragcore IVF int8", "qps_b1"), best("ragcore IVF float32", "qps_b1")
-    out["ivf_int8_vs_float32_qps_b1"] = {"int8": int8, "float32": f32, "ratio": ratio(int8, f32),
-                                         "target": 2.0}
+    sq8, f32 = best("ragcore IVF sq8", "qps_b1"), best("ragcore IVF float32", "qps_b1")
+    out["ivf_sq8_vs_float32_qps_b1"] = {"sq8": sq8, "float32": f32, "ratio": ratio(sq8, f32),
+                                        "target": 2.0}
     return out
 
 

@@ -175,15 +175,15 @@ class Usearch(System):
         return int(self.index.memory_usage)
 
 
-SYSTEM_NAMES = ("ragcore-f32", "ragcore-int8", "faiss-ivf", "faiss-hnsw", "hnswlib", "usearch")
+SYSTEM_NAMES = ("ragcore-f32", "ragcore-sq8", "faiss-ivf", "faiss-hnsw", "hnswlib", "usearch")
 
 
 def make_systems(names, nlists, nprobes, efs, threads: int, seed: int) -> tuple[list, list]:
     """(systems to run, names skipped because their library is missing)."""
     systems, missing = [], []
     for name in names:
-        if name in ("ragcore-f32", "ragcore-int8"):
-            dtype = "float32" if name == "ragcore-f32" else "int8"
+        if name in ("ragcore-f32", "ragcore-sq8"):
+            dtype = "float32" if name == "ragcore-f32" else "sq8"
             systems += [RagcoreIVF(nprobes, threads, seed, nlist, dtype) for nlist in nlists]
         elif name == "faiss-ivf":
             systems += [FaissIVFFlat(nprobes, threads, seed, nlist) for nlist in nlists]

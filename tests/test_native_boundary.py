@@ -1,0 +1,99 @@
+"""The boundary between the Python layer and the native modules: options cross as the
+enum types of ragcore._core (shared by ragcore._cuda), never as integer codes; the long
+native calls take their options by keyword only; each user string has its enum member."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from ragcore import _core
+from ragcore.dense import _metric, _storage, ivf
+from ragcore.sparse import bm25
+from ragcore.sparse.variants import VARIANTS
+
+X = np.arange(24, dtype=np.float32).reshape(6, 4)
+Q = X[:2].copy()
+F32, IP = _core.Storage.F32, _core.Metric.InnerProduct
+
+
+def _ivf_arrays():
+    centroids = X[:2].copy()
+    return dict(centroids=centroids, centroid_sq_norms=(centroids ** 2).sum(1),
+                list_offsets=np.array([0, 3, 6], np.int64), ids=np.arange(6, dtype=np.int64),
+                sq_norms=None, nprobe=1)
+
+
+def test_keyword_only_arguments_refuse_positional_use():
+    with pytest.raises(TypeError):
+        _core.flat_search(X, Q, 2, F32, IP)
+    with pytest.raises(TypeError):
+        _core.ivf_search(X, Q, 2, X[:2])
+    with pytest.raises(TypeError):
+        _core.kmeans(X, 2, 10)
+    with pytest.raises(TypeError):
+        _core.assign_nearest(X, X[:2], 1)
+    with pytest.raises(TypeError):
+        _core.tokenize_texts(["some text"], 1)
+    with pytest.raises(TypeError):
+        _core.Vocabulary().tokenize(["some text"], 1, 0)
+    with pytest.raises(TypeError):
+        _core.Bm25Index(1.5, 0.75, 0.5, _core.Variant.Lucene, False)
+
+
+def test_keyword_calls_work():
+    scores, ids = _core.flat_search(X, Q, 2, storage=F32, metric=IP)
+    assert ids.shape == (2, 2) and ids[0, 0] == 5
+    _, ids, stages = _core.ivf_search(X, Q, 2, storage=F32, metric=IP, **_ivf_arrays())
+    assert ids.shape == (2, 2) and set(stages) == {"coarse", "scan", "rescore"}
+    native = _core.Bm25Index(k1=1.5, b=0.75, delta=0.5, variant=_core.Variant.Lucene,
+                             lucene_norms=False)
+    assert native.num_docs == 0
+
+
+def test_integer_codes_are_refused():
+    with pytest.raises(TypeError):
+        _core.flat_search(X, Q, 2, storage=0, metric=0)
+    with pytest.raises(TypeError):
+        _core.flat_search(X, Q, 2, storage=F32, metric=IP, path=1)
+    with pytest.raises(TypeError):
+        _core.kmeans(X, 2, init=1)
+    with pytest.raises(TypeError):
+        _core.Bm25Index(k1=1.5, b=0.75, delta=0.5, variant=0, lucene_norms=False)
+
+
+def test_enum_values_built_from_out_of_range_integers_are_refused():
+    with pytest.raises(ValueError, match="storage"):
+        _core.flat_search(X, Q, 2, storage=_core.Storage(7), metric=IP)
+    with pytest.raises(ValueError, match="storage"):
+        _core.flat_search(X, Q, 2, storage=_core.Storage.SQ8, metric=IP)
+    with pytest.raises(ValueError, match="metric"):
+        _core.flat_search(X, Q, 2, storage=F32, metric=_core.Metric(5))
+    with pytest.raises(ValueError, match="variant"):
+        _core.Bm25Index(k1=1.5, b=0.75, delta=0.5, variant=_core.Variant(42), lucene_norms=False)
+
+
+def test_every_user_string_has_its_enum_member():
+    assert set(_metric.NATIVE_METRIC) == set(_metric.METRICS)
+    assert set(_storage.NATIVE_STORAGE) == set(ivf.DTYPES)
+    assert _storage.NATIVE_STORAGE["sq8"] is _core.Storage.SQ8
+    assert set(bm25._NATIVE_VARIANT) == set(VARIANTS)
+    assert set(bm25._NATIVE_ALGORITHM) == set(bm25.ALGORITHMS)
+    # Members are distinct where the strings mean different things.
+    assert len(set(bm25._NATIVE_VARIANT.values())) == len(_core.Variant.__members__)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc: the CUDA module is not built")
+def test_the_cuda_module_uses_the_same_enum_types():
+    from ragcore import _cuda
+    assert _cuda.Storage is _core.Storage and _cuda.Metric is _core.Metric
+    with pytest.raises(TypeError):  # integer codes
+        _cuda.DeviceCorpus(0, 8, storage=0, metric=0)
+    with pytest.raises(TypeError):  # positional options
+        _cuda.DeviceCorpus(0, 8, F32, IP)
+    try:  # _core's members are accepted: what remains is whether device 0 exists
+        _cuda.DeviceCorpus(0, 8, storage=_core.Storage.F16, metric=_core.Metric.L2)
+    except ValueError as err:
+        assert "device" in str(err)

@@ -324,7 +324,7 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
     // 4 blocks beat 2, 8 and 16 at k = 100, and 2 beat 4 at k = 10.
     queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(2, 4 * k / kBlockSize + 1)));
     if (algorithm == QueryAlgorithm::MaxScore) {
-      maxscore_query(q.terms, sink);
+      MaxScoreQuery(q.terms, sink).run();
     } else {
       block_max_wand_query(q.terms, sink);
     }

@@ -326,7 +326,7 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
     if (algorithm == QueryAlgorithm::MaxScore) {
       MaxScoreQuery(q.terms, sink).run();
     } else {
-      block_max_wand_query(q.terms, sink);
+      BlockMaxWandQuery(q.terms, sink).run();
     }
   }
   // Every live document has a score: those without a query term all score the

@@ -59,9 +59,10 @@ def test_lucene_norms_and_extreme_parameters():
 EXHAUSTIVE_BELOW = 1024
 
 
-def expected_auto(index, query, k):
+def expected_auto(index, query, k, n_slots=None):
     postings = sum(index.doc_freq(t) for t in set(query))
-    return "exhaustive" if postings * len(index) < EXHAUSTIVE_BELOW * k * k else "maxscore"
+    n_slots = len(index) if n_slots is None else n_slots
+    return "exhaustive" if postings * n_slots < EXHAUSTIVE_BELOW * k * k else "maxscore"
 
 
 def test_auto_follows_the_rule_and_returns_the_exhaustive_hits():
@@ -77,6 +78,19 @@ def test_auto_follows_the_rule_and_returns_the_exhaustive_hits():
         if k == 10:
             assert used[-4:] == ["maxscore", "exhaustive", "maxscore", "exhaustive"]
     assert seen == {"exhaustive", "maxscore"}
+
+
+def test_auto_counts_removed_slots():
+    # N is the slots exhaustive sweeps, removed documents included; P the live postings.
+    index = build(zipf_corpus(3000, seed=4))
+    index.remove(index.ids[::3])
+    n_slots = len(index.impacts()["slot_ids"])
+    assert n_slots == 3000 > len(index)
+    qs = zipf_queries(60, seed=5)
+    for k in (10, 30, 100):
+        hits, used = index._search(qs, k)
+        assert used == [expected_auto(index, q, k, n_slots) for q in qs]
+        assert_hits_equal(hits, index.search(qs, k, algorithm="exhaustive"))
 
 
 def test_auto_depends_on_k_for_the_same_lists():

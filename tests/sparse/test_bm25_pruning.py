@@ -52,10 +52,53 @@ def test_lucene_norms_and_extreme_parameters():
         assert_same_as_exhaustive(build(corpus, **kw), qs, 10)
 
 
-def test_auto_picks_by_list_lengths():
+# What auto runs (choose_algorithm in cpp/src/sparse/bm25_index.cpp; the measurement behind
+# it is in BENCHMARKS.md, "BM25 query algorithms: what `auto` runs"): exhaustive where
+# P * N < 1024 * k^2 (P: the summed lengths of the query's lists, N: the index's slots),
+# MaxScore otherwise, never Block-Max WAND.
+EXHAUSTIVE_BELOW = 1024
+
+
+def expected_auto(index, query, k, n_slots=None):
+    postings = sum(index.doc_freq(t) for t in set(query))
+    n_slots = len(index) if n_slots is None else n_slots
+    return "exhaustive" if postings * n_slots < EXHAUSTIVE_BELOW * k * k else "maxscore"
+
+
+def test_auto_follows_the_rule_and_returns_the_exhaustive_hits():
+    index = build(zipf_corpus(3000, seed=2))  # no removals: N is len(index)
+    qs = zipf_queries(60, seed=3) + [["t0", "t1"], ["t399"], ["t1"], ["absent"]]
+    seen = set()
+    for k in (1, 10, 30, 100, 1000):
+        for n_threads in (1, 2):
+            hits, used = index._search(qs, k, n_threads=n_threads)
+            assert used == [expected_auto(index, q, k) for q in qs]
+            assert_hits_equal(hits, index.search(qs, k, n_threads=1, algorithm="exhaustive"))
+        seen.update(used)
+        if k == 10:
+            assert used[-4:] == ["maxscore", "exhaustive", "maxscore", "exhaustive"]
+    assert seen == {"exhaustive", "maxscore"}
+
+
+def test_auto_counts_removed_slots():
+    # N is the slots exhaustive sweeps, removed documents included; P the live postings.
+    index = build(zipf_corpus(3000, seed=4))
+    index.remove(index.ids[::3])
+    n_slots = len(index.impacts()["slot_ids"])
+    assert n_slots == 3000 > len(index)
+    qs = zipf_queries(60, seed=5)
+    for k in (10, 30, 100):
+        hits, used = index._search(qs, k)
+        assert used == [expected_auto(index, q, k, n_slots) for q in qs]
+        assert_hits_equal(hits, index.search(qs, k, algorithm="exhaustive"))
+
+
+def test_auto_depends_on_k_for_the_same_lists():
     index = build(zipf_corpus(3000, seed=2))
-    _, used = index._search([["t0", "t1"], ["t399"], ["t1"]], 10)
-    assert used == ["maxscore", "exhaustive", "maxscore"]
+    query = ["t0", "t1"]
+    _, small_k = index._search([query], 10)
+    _, large_k = index._search([query], 1000)
+    assert (small_k, large_k) == (["maxscore"], ["exhaustive"])
 
 
 def brute_force_top_k(index, query, k):

@@ -37,12 +37,24 @@ void count_terms(const uint32_t* words, size_t n, const int64_t* word_to_term, s
   }
 }
 
-// Which algorithm `Auto` runs. Measured with bench/bm25.py and single- and
-// two-term batches on the 1M Zipfian corpus: MaxScore (with its block-max checks
-// and seeded threshold) was the fastest at k = 10 and k = 100 for every query
-// length; a list of at most one block leaves nothing to prune.
-QueryAlgorithm choose_algorithm(size_t total_postings, size_t /*k*/) {
-  return total_postings <= kBlockSize ? QueryAlgorithm::Exhaustive : QueryAlgorithm::MaxScore;
+// Which algorithm `Auto` runs, from the query's postings P (the summed lengths
+// of its lists), k and the index's slots N, as bench/bm25_algorithms.py measured
+// it (BENCHMARKS.md, "BM25 query algorithms: what `auto` runs"):
+//  - Exhaustive when (P / k) * (N / k) < kExhaustiveBelow: few candidates, or
+//    few documents, per result. Exhaustive costs its postings plus two sweeps
+//    of an N-bit bitmap; pruning saves little when k nears P (the k-th score is
+//    low), and pays per query for its threshold seed (about 4 k documents
+//    scored) and, where fewer than k documents match, a list search for each
+//    document filled in at the base score.
+//  - MaxScore otherwise. Block-Max WAND was slower than MaxScore in nearly every
+//    cell and never clearly faster, so auto never runs it (it stays available
+//    by name).
+constexpr double kExhaustiveBelow = 1024.0;
+
+QueryAlgorithm choose_algorithm(size_t total_postings, size_t k, size_t n_slots) {
+  const double kk = static_cast<double>(k);  // in double: P * N may pass 2^64
+  const double x = static_cast<double>(total_postings) * static_cast<double>(n_slots);
+  return x < kExhaustiveBelow * kk * kk ? QueryAlgorithm::Exhaustive : QueryAlgorithm::MaxScore;
 }
 
 }  // namespace
@@ -296,7 +308,8 @@ Bm25Index::Impacts Bm25Index::impacts(int n_threads) const {
 
 void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm,
                           Accumulator& acc, float* scores, int64_t* ids, uint8_t* used) const {
-  if (algorithm == QueryAlgorithm::Auto) algorithm = choose_algorithm(q.total_postings, k);
+  if (algorithm == QueryAlgorithm::Auto)
+    algorithm = choose_algorithm(q.total_postings, k, ext_ids_.size());
   *used = static_cast<uint8_t>(algorithm);
   // Where external ids ascend with slots, the queue ranks slots (same order, and
   // no read of an external id - a cache miss - per entering candidate); they are
@@ -324,9 +337,9 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
     // 4 blocks beat 2, 8 and 16 at k = 100, and 2 beat 4 at k = 10.
     queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(2, 4 * k / kBlockSize + 1)));
     if (algorithm == QueryAlgorithm::MaxScore) {
-      maxscore_query(q.terms, sink);
+      MaxScoreQuery(q.terms, sink).run();
     } else {
-      block_max_wand_query(q.terms, sink);
+      BlockMaxWandQuery(q.terms, sink).run();
     }
   }
   // Every live document has a score: those without a query term all score the

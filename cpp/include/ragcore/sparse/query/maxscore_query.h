@@ -1,10 +1,12 @@
-// MaxScore (Turtle & Flood 1995), document at a time, as in PISA's
+// MaxScore (Turtle & Flood 1995), document at a time, after PISA's
 // maxscore_query: terms sorted by their list bound; the lowest-bound terms
 // whose bounds sum below the entry threshold are "non-essential" - a document
 // found only in them cannot enter - so candidates come from the essential
 // lists and the others are only probed, lowest bound last, while the document
 // can still make it, bounded first by the list bounds and then by the maxima of
 // the blocks that would hold it (block-max MaxScore, Chakrabarti et al., WSDM 2011).
+//
+// Usage, per query: MaxScoreQuery(terms, sink).run();
 #pragma once
 
 #include <algorithm>
@@ -17,118 +19,176 @@
 
 namespace ragcore {
 
-inline void maxscore_query(const std::vector<TermScorer>& terms, DocSink& sink) {
-  const size_t n = terms.size();
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return terms[a].list_bound() < terms[b].list_bound();
-  });
-  std::vector<PostingCursor> cursors;
-  cursors.reserve(n);
-  std::vector<double> prefix(n);  // prefix[i]: sum of the list bounds of order[0..i]
-  std::vector<double> block_prefix(n);  // the same over the blocks holding a candidate
-  for (size_t i = 0; i < n; ++i) {
-    cursors.emplace_back(terms[order[i]].list());
-    prefix[i] = (i ? prefix[i - 1] : 0.0) + terms[order[i]].list_bound();
+class MaxScoreQuery {
+ public:
+  // Capabilities used: doc, position, next, next_geq on every list;
+  // block_index and block_last_doc on the essential ones (the region check);
+  // shallow_next_geq, shallow_done, shallow_index and shallow_block on the
+  // non-essential ones, whose blocks are bounded without decoding them.
+  using Cursor = PostingCursor;
+  static_assert(is_block_max_cursor<Cursor>::value, "MaxScore needs a block-max cursor");
+
+  // terms in query order (their slots index the SlotSum); both must outlive the query.
+  MaxScoreQuery(const std::vector<TermScorer>& terms, DocSink& sink)
+      : terms_(terms), sink_(sink), n_(terms.size()), sum_(terms.size()) {
+    sort_by_list_bound();
   }
-  size_t first_essential = 0;
-  auto update_essential = [&] {
-    while (first_essential < n && !sink.may_enter(prefix[first_essential])) ++first_essential;
-  };
-  auto min_essential_doc = [&] {
+
+  // Offers every document that may enter to the sink, each with its exact sum.
+  void run() {
+    update_essential();
+    for (uint32_t doc = min_essential_doc(); doc != kEndDoc && first_essential_ < n_;) {
+      if (needs_region_check(doc) && check_region(doc) == Region::Skip) {
+        doc = skip_region();
+        continue;
+      }
+      uint32_t next;
+      double partial = score_essential(doc, next);
+      if (probe_non_essential(doc, partial) == DocStatus::Insert) {
+        if (sink_.push(doc, sum_.take_total()) && update_essential()) {
+          next = min_essential_doc();  // a list left the essential ones: its doc may be the min
+          checked_ = false;
+        }
+      } else {
+        sum_.clear();
+      }
+      doc = next;
+    }
+  }
+
+ private:
+  enum class Region : bool { MayEnter, Skip };
+  enum class DocStatus : bool { Insert, Skip };
+
+  const TermScorer& term(size_t i) const { return terms_[order_[i]]; }
+
+  // Lists by ascending list bound (stable: equal bounds keep query order, so
+  // the run does not depend on the sort), a cursor each, and the prefix sums of
+  // the bounds, which the essential split and the probes compare with.
+  void sort_by_list_bound() {
+    order_.resize(n_);
+    std::iota(order_.begin(), order_.end(), 0);
+    std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
+      return terms_[a].list_bound() < terms_[b].list_bound();
+    });
+    cursors_.reserve(n_);
+    prefix_.resize(n_);
+    block_prefix_.resize(n_);
+    for (size_t i = 0; i < n_; ++i) {
+      cursors_.emplace_back(term(i).list());
+      prefix_[i] = (i ? prefix_[i - 1] : 0.0) + term(i).list_bound();
+    }
+  }
+
+  // Moves lists whose bounds, with all lower ones, cannot reach the threshold
+  // to the non-essential side; the threshold only rises, so the split only
+  // moves forward. Returns whether it moved.
+  bool update_essential() {
+    const size_t before = first_essential_;
+    while (first_essential_ < n_ && !sink_.may_enter(prefix_[first_essential_])) ++first_essential_;
+    return first_essential_ != before;
+  }
+
+  uint32_t min_essential_doc() const {
     uint32_t d = kEndDoc;
-    for (size_t i = first_essential; i < n; ++i) d = std::min(d, cursors[i].doc());
+    for (size_t i = first_essential_; i < n_; ++i) d = std::min(d, cursors_[i].doc());
     return d;
-  };
+  }
+
+  // A region checked as MayEnter needs no new check until a doc passes its end
+  // or the essential lists change.
+  bool needs_region_check(uint32_t doc) const { return !checked_ || doc > checked_until_; }
+
   // Whether any document in [doc, end of the essential cursors' current blocks]
   // may enter, bounded by those blocks' maxima and the non-essential lists (their
-  // block maximum where one block covers the range). If none may, the cursors
-  // skip the range; else the range needs no new check (`checked_until`).
-  uint32_t checked_until = 0;
-  bool checked = false;
-  auto region_may_enter = [&](uint32_t doc) {
+  // block maximum where one block covers the range, else their list bound).
+  Region check_region(uint32_t doc) {
     uint32_t end = kEndDoc;
-    for (size_t i = first_essential; i < n; ++i)
-      if (cursors[i].doc() != kEndDoc) end = std::min(end, cursors[i].block_last_doc());
+    for (size_t i = first_essential_; i < n_; ++i)
+      if (cursors_[i].doc() != kEndDoc) end = std::min(end, cursors_[i].block_last_doc());
     double bound = 0.0;
-    for (size_t i = first_essential; i < n; ++i)
-      if (cursors[i].doc() <= end) bound += terms[order[i]].block_bound(cursors[i].block_index());
-    for (size_t i = 0; i < first_essential; ++i) {
-      PostingCursor& c = cursors[i];
+    for (size_t i = first_essential_; i < n_; ++i)
+      if (cursors_[i].doc() <= end) bound += term(i).block_bound(cursors_[i].block_index());
+    for (size_t i = 0; i < first_essential_; ++i) {
+      Cursor& c = cursors_[i];
       c.shallow_next_geq(doc);
       if (c.shallow_done()) continue;
-      bound += c.shallow_block().last_doc >= end ? terms[order[i]].block_bound(c.shallow_index())
-                                                 : terms[order[i]].list_bound();
+      bound += c.shallow_block().last_doc >= end ? term(i).block_bound(c.shallow_index())
+                                                 : term(i).list_bound();
     }
-    checked_until = end;
-    checked = true;
-    return sink.may_enter(bound);
-  };
-  update_essential();
-  SlotSum sum(n);
-  for (uint32_t doc = min_essential_doc(); doc != kEndDoc && first_essential < n;) {
-    if ((!checked || doc > checked_until) && !region_may_enter(doc)) {
-      for (size_t i = first_essential; i < n; ++i) cursors[i].next_geq(checked_until + 1);
-      checked = false;
-      doc = checked_until == kEndDoc ? kEndDoc : min_essential_doc();
-      continue;
-    }
-    // Score the essential lists (a cached float each) and find the next candidate.
+    checked_until_ = end;
+    checked_ = true;
+    return sink_.may_enter(bound) ? Region::MayEnter : Region::Skip;
+  }
+
+  // After check_region said Skip: moves the essential cursors past the region;
+  // returns the next candidate.
+  uint32_t skip_region() {
+    // checked_until_ == kEndDoc wraps to 0, a no-op move; the run then ends.
+    for (size_t i = first_essential_; i < n_; ++i) cursors_[i].next_geq(checked_until_ + 1);
+    checked_ = false;
+    return checked_until_ == kEndDoc ? kEndDoc : min_essential_doc();
+  }
+
+  // Adds doc's contributions from the essential lists (a cached float each),
+  // steps past it, and sets next to the following candidate. Returns their sum.
+  double score_essential(uint32_t doc, uint32_t& next) {
     double partial = 0.0;
-    uint32_t next = kEndDoc;
-    for (size_t i = first_essential; i < n; ++i) {
-      PostingCursor& c = cursors[i];
+    next = kEndDoc;
+    for (size_t i = first_essential_; i < n_; ++i) {
+      Cursor& c = cursors_[i];
       if (c.doc() == doc) {
-        const double v = terms[order[i]].score(c.position());
-        sum.add(order[i], v);
+        const double v = term(i).score(c.position());
+        sum_.add(order_[i], v);
         partial += v;
         c.next();
       }
       next = std::min(next, c.doc());
     }
-    // The non-essential lists can add at most their list bounds, and at most the
-    // maxima of the blocks that could hold the document (moved to without
-    // decoding); probe them, highest bound first, while the document can enter.
-    bool alive = first_essential == 0 || sink.may_enter(partial + prefix[first_essential - 1]);
-    if (alive && first_essential > 0) {
-      for (size_t i = 0; i < first_essential; ++i) {
-        PostingCursor& c = cursors[i];
-        c.shallow_next_geq(doc);
-        const double block = c.shallow_done() ? 0.0 : terms[order[i]].block_bound(c.shallow_index());
-        block_prefix[i] = (i ? block_prefix[i - 1] : 0.0) + block;
-      }
-      for (size_t i = first_essential; i-- > 0;) {
-        if (!sink.may_enter(partial + block_prefix[i])) {
-          alive = false;
-          break;
-        }
-        const TermScorer& t = terms[order[i]];
-        double v;
-        if (t.has_doc_bits()) {
-          if (!t.probe(doc, v)) continue;
-        } else {
-          PostingCursor& c = cursors[i];
-          c.next_geq(doc);
-          if (c.doc() != doc) continue;
-          v = t.score(c.position());
-        }
-        sum.add(order[i], v);
-        partial += v;
-      }
-    }
-    if (alive && sink.push(doc, sum.take_total())) {
-      const size_t before = first_essential;
-      update_essential();
-      if (first_essential != before) {
-        next = min_essential_doc();
-        checked = false;
-      }
-    } else if (!alive) {
-      sum.clear();
-    }
-    doc = next;
+    return partial;
   }
-}
+
+  // The non-essential lists can add at most their list bounds, and at most the
+  // maxima of the blocks that could hold the document (moved to without
+  // decoding); probes them, highest bound first, while the document can enter.
+  DocStatus probe_non_essential(uint32_t doc, double partial) {
+    if (first_essential_ == 0) return DocStatus::Insert;
+    if (!sink_.may_enter(partial + prefix_[first_essential_ - 1])) return DocStatus::Skip;
+    for (size_t i = 0; i < first_essential_; ++i) {
+      Cursor& c = cursors_[i];
+      c.shallow_next_geq(doc);
+      const double block = c.shallow_done() ? 0.0 : term(i).block_bound(c.shallow_index());
+      block_prefix_[i] = (i ? block_prefix_[i - 1] : 0.0) + block;
+    }
+    for (size_t i = first_essential_; i-- > 0;) {
+      if (!sink_.may_enter(partial + block_prefix_[i])) return DocStatus::Skip;
+      const TermScorer& t = term(i);
+      double v;
+      if (t.has_doc_bits()) {
+        if (!t.probe(doc, v)) continue;  // a popcount, no block to decode
+      } else {
+        Cursor& c = cursors_[i];
+        c.next_geq(doc);
+        if (c.doc() != doc) continue;
+        v = t.score(c.position());
+      }
+      sum_.add(order_[i], v);
+      partial += v;
+    }
+    return DocStatus::Insert;
+  }
+
+  const std::vector<TermScorer>& terms_;
+  DocSink& sink_;
+  const size_t n_;
+  std::vector<size_t> order_;          // order_[i]: the term of the i-th lowest list bound
+  std::vector<Cursor> cursors_;        // cursors_[i] walks term(i)'s list
+  std::vector<double> prefix_;         // prefix_[i]: sum of the list bounds of term(0..i)
+  std::vector<double> block_prefix_;   // the same over the blocks that could hold a candidate
+  size_t first_essential_ = 0;         // lists [first_essential_, n_) are essential
+  uint32_t checked_until_ = 0;         // end of the last region checked as MayEnter
+  bool checked_ = false;               // whether that region still applies
+  SlotSum sum_;
+};
 
 }  // namespace ragcore

@@ -8,15 +8,20 @@
 //   next_geq(d)     to the first posting with doc >= d
 //   block_index(), block_last_doc()
 //                   the block holding the current posting, and its last doc
-//   shallow_next_geq(d) / shallow_block()
+//   shallow_next_geq(d) / shallow_done() / shallow_index() / shallow_block()
 //                   moves only the block-max pointer, without decoding, to the
 //                   first block whose last doc is >= d, and reads its metadata
+// The first four make a "posting cursor", all of them a "block-max cursor";
+// is_posting_cursor / is_block_max_cursor below check them, so that each
+// algorithm states with a static_assert what it needs (C++17 has no concepts).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 #include "ragcore/sparse/posting_list.h"
 
@@ -99,5 +104,26 @@ class PostingCursor {
   uint32_t doc_ = kEndDoc;
   uint32_t docs_[kBlockSize];
 };
+
+template <class C, class = void>
+struct is_posting_cursor : std::false_type {};
+template <class C>
+struct is_posting_cursor<
+    C, std::void_t<decltype(uint32_t{std::declval<const C&>().doc()}),
+                   decltype(size_t{std::declval<const C&>().position()}),
+                   decltype(std::declval<C&>().next()),
+                   decltype(std::declval<C&>().next_geq(uint32_t{}))>> : std::true_type {};
+
+template <class C, class = void>
+struct is_block_max_cursor : std::false_type {};
+template <class C>
+struct is_block_max_cursor<
+    C, std::void_t<decltype(size_t{std::declval<const C&>().block_index()}),
+                   decltype(uint32_t{std::declval<const C&>().block_last_doc()}),
+                   decltype(std::declval<C&>().shallow_next_geq(uint32_t{})),
+                   decltype(bool{std::declval<const C&>().shallow_done()}),
+                   decltype(size_t{std::declval<const C&>().shallow_index()}),
+                   decltype(uint32_t{std::declval<const C&>().shallow_block().last_doc})>>
+    : is_posting_cursor<C> {};
 
 }  // namespace ragcore

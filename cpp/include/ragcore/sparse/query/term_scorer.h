@@ -31,9 +31,9 @@ struct TermCache {
   // Only for a frequent term (in at least 1/64 of the slots): bit d set when
   // slot d has the term, and the set bits before each word, so that probing a
   // document (MaxScore's non-essential terms, mostly frequent ones) finds its
-  // posting with a popcount instead of decoding a block (at 1/16, MaxScore was
-  // ~15% slower on the 1M zipf corpus). Costs 3/16 byte per slot: at most 3
-  // times the term's `excess`.
+  // posting with a popcount instead of decoding a block (a threshold of 1/16
+  // made MaxScore slower on the zipf corpus of bench/bm25.py). Costs 3/16 byte
+  // per slot: at most 3 times the term's `excess`.
   std::vector<uint64_t> doc_bits;
   std::vector<uint32_t> rank_before;
 };

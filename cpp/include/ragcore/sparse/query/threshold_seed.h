@@ -22,9 +22,9 @@ namespace ragcore {
 // The k-th best full score (base included, rounded to float as DocSink does)
 // of the documents in the n_blocks blocks of highest bound among the terms'
 // best blocks; -inf when they are fewer than k. Taking blocks from every term,
-// not only the strongest one, gave a markedly higher seed at k = 100 (zipf 1M
-// MaxScore ~3800 -> ~4500-4800 QPS): documents with several query terms sit in
-// the best blocks of the weaker terms too.
+// not only the strongest one, gives a markedly higher seed (and a faster
+// MaxScore on the zipf corpus of bench/bm25.py): documents with several query
+// terms sit in the best blocks of the weaker terms too.
 inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, double base,
                             size_t n_blocks) {
   const float none = -std::numeric_limits<float>::infinity();

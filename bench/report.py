@@ -295,6 +295,23 @@ def optional_sections() -> str:
     return "".join(out)
 
 
+# Sections written by hand from a run's output (their command is in the section): carried over
+# from the current BENCHMARKS.md as they are, so that regenerating the file keeps them.
+KEPT_SECTIONS = ("BM25 query algorithms: what `auto` runs",
+                 "The layout change: speed before and after")
+
+
+def kept_sections() -> str:
+    current = (ROOT / "BENCHMARKS.md").read_text() if (ROOT / "BENCHMARKS.md").exists() else ""
+    out = []
+    for title in KEPT_SECTIONS:
+        start = current.find(f"\n## {title}\n")
+        if start >= 0:
+            end = current.find("\n## ", start + 1)
+            out.append(current[start: end if end >= 0 else len(current)].rstrip() + "\n")
+    return "".join(out)
+
+
 def section(markdown: str, start: str, end: str | None = None) -> str:
     body = markdown[markdown.index(start):]
     return body[: body.index(end)] if end else body
@@ -375,7 +392,7 @@ paths forced at every batch size, same ids on both paths. The automatic choice u
 `kBlockedFromBatch*` in `cpp/src/dense/flat.cpp`.
 
 {crossover_table(cross)}
-{avx2_section()}{gpu_section()}{optional_sections()}"""
+{avx2_section()}{gpu_section()}{optional_sections()}{kept_sections()}"""
     (ROOT / "BENCHMARKS.md").write_text(text)
     print("wrote BENCHMARKS.md")
 

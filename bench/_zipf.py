@@ -20,10 +20,16 @@ def zipf_corpus(n: int, vocab: int, n_queries: int, seed: int = 0) -> tuple[list
         for length in lens:
             texts.append(" ".join(flat[pos : pos + length]))
             pos += length
-    q = 1.0 / np.arange(1, vocab + 1) ** 0.8
-    q /= q.sum()
+    q = query_word_weights(vocab)
     queries = []
     for _ in range(n_queries):
         size = int(rng.integers(2, 7))
         queries.append(" ".join(words[rng.choice(vocab, size=size, replace=False, p=q)]))
     return texts, queries
+
+
+def query_word_weights(vocab: int) -> np.ndarray:
+    """How often each word rank is drawn into a query: p ~ 1/rank^0.8 (flatter than the
+    corpus's 1/rank, so queries mix common and rarer words)."""
+    q = 1.0 / np.arange(1, vocab + 1) ** 0.8
+    return q / q.sum()

@@ -66,8 +66,6 @@ K1, B = 1.5, 0.75
 
 
 def stdlib_corpus(n_queries: int, seed: int = 0) -> tuple[list[str], list[str]]:
-    import ragcore
-
     root = Path(sysconfig.get_paths()["stdlib"])
     texts = []
     for path in sorted(root.rglob("*.py")):
@@ -82,15 +80,22 @@ def stdlib_corpus(n_queries: int, seed: int = 0) -> tuple[list[str], list[str]]:
             if len(para) >= 40:
                 texts.append(para)
     rng = np.random.default_rng(seed)
-    stop = set(ragcore.sparse.tokenizer.STOPWORDS_EN)
     queries = []
     while len(queries) < n_queries:
-        tokens = list(dict.fromkeys(t for t in ragcore.tokenize(texts[rng.integers(len(texts))])
-                                    if t not in stop))
+        tokens = paragraph_tokens(texts, rng)
         if len(tokens) >= 2:
             size = int(rng.integers(2, min(5, len(tokens)) + 1))
             queries.append(" ".join(rng.choice(tokens, size=size, replace=False)))
     return texts, queries
+
+
+def paragraph_tokens(texts: list[str], rng) -> list[str]:
+    """The distinct non-stopword tokens of a random paragraph, in order (query material)."""
+    import ragcore
+
+    stop = set(ragcore.sparse.tokenizer.STOPWORDS_EN)
+    words = ragcore.tokenize(texts[rng.integers(len(texts))])
+    return list(dict.fromkeys(t for t in words if t not in stop))
 
 
 def write_lines(path: Path, lines: list[str]) -> None:

@@ -47,7 +47,7 @@ import time
 from collections import Counter
 
 import numpy as np
-from _zipf import zipf_corpus
+from _zipf import query_word_weights, zipf_corpus
 
 ALGORITHMS = ("exhaustive", "maxscore", "bmw")
 K1, B = 1.5, 0.75
@@ -59,22 +59,19 @@ K1, B = 1.5, 0.75
 def zipf_queries(vocab: int, n_terms: int, n_queries: int, seed: int) -> list[list[str]]:
     """n_queries queries of n_terms distinct words, ranks p ~ 1/rank^0.8 (as _zipf.py)."""
     rng = np.random.default_rng(seed)
-    q = 1.0 / np.arange(1, vocab + 1) ** 0.8
-    q /= q.sum()
+    q = query_word_weights(vocab)
     return [[f"w{r}" for r in rng.choice(vocab, size=n_terms, replace=False, p=q)]
             for _ in range(n_queries)]
 
 
 def stdlib_queries(texts: list[str], n_terms: int, n_queries: int, seed: int) -> list[list[str]]:
     """n_queries queries of n_terms distinct non-stopword tokens of a random paragraph."""
-    import ragcore
+    from bm25 import paragraph_tokens
 
     rng = np.random.default_rng(seed)
-    stop = set(ragcore.sparse.tokenizer.STOPWORDS_EN)
     queries = []
     while len(queries) < n_queries:
-        tokens = list(dict.fromkeys(t for t in ragcore.tokenize(texts[rng.integers(len(texts))])
-                                    if t not in stop))
+        tokens = paragraph_tokens(texts, rng)
         if len(tokens) >= n_terms:
             queries.append([str(t) for t in rng.choice(tokens, size=n_terms, replace=False)])
     return queries

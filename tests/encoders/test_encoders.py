@@ -75,8 +75,7 @@ def tiny_bert(tmp_path_factory):
     for name, module, output in (("tokens", tokens, "last_hidden_state"),
                                  ("pooled", Pooled(), "sentence_embedding"),
                                  ("cross", export.output_module(cross, "logits"), "logits")):
-        (out / name).mkdir()
-        export.onnx_export(module, out / name / "model.onnx", output)
+        export.onnx_export(module, out / name / "model.onnx", output)  # makes out / name
         (out / name / "tokenizer.json").write_bytes(tokenizer.read_bytes())
         paths[name] = out / name / "model.onnx"
     paths["cross_module"] = cross

@@ -17,7 +17,7 @@ class CrossEncoder:
     [CLS] query [SEP] passage [SEP] (token_type_ids given when the model takes them).
 
     No pre-trained cross-encoder ships in a package this project can install, so
-    none is bundled: export one you can download (README, "Rerankers") and pass
+    none is bundled: export one you can download (README, "Encoders (ONNX)") and pass
     its .onnx path. Passages are cut before queries when a pair is longer than
     max_length. The score is the model's relevance logit (the only output, or
     the last column of a two-class output), or its sigmoid. io_binding: as for

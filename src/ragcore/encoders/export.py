@@ -127,9 +127,11 @@ def output_module(model, output: str):
 
 def onnx_export(module, out: Path, output_name: str) -> None:
     """Exports a torch module taking (input_ids, attention_mask, token_type_ids) to
-    ONNX with dynamic batch and sequence axes (torch.onnx.export, dynamo=True)."""
+    ONNX with dynamic batch and sequence axes (torch.onnx.export, dynamo=True); makes the
+    folder of out if it is missing."""
     import torch
 
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
     ids = torch.randint(1000, 2000, (2, 16))
     batch, seq = torch.export.Dim("batch"), torch.export.Dim("sequence")
     axes = {0: batch, 1: seq}

@@ -97,3 +97,13 @@ def test_the_cuda_module_uses_the_same_enum_types():
         _cuda.DeviceCorpus(0, 8, storage=_core.Storage.F16, metric=_core.Metric.L2)
     except ValueError as err:
         assert "device" in str(err)
+
+
+def test_simd_levels_outside_the_enum_are_refused():
+    for bad in (_core.SimdLevel(-5), _core.SimdLevel(99)):
+        with pytest.raises(ValueError, match="simd_level"):
+            _core.flat_search(X, Q, 2, storage=F32, metric=IP, simd_level=bad)
+        with pytest.raises(ValueError, match="simd_level"):
+            _core.blocked_path_min_batch(bad, F32)
+        with pytest.raises(ValueError, match="simd_level"):
+            _core.simd_level_name(bad)

@@ -54,9 +54,17 @@ inline ragcore::AllowFilter allow_filter(const std::optional<py::array>& allow, 
   return f;
 }
 
+// A SimdLevel value that names a level (pybind11 enums accept any int through SimdLevel(n)).
+inline ragcore::SimdLevel checked_simd_level(ragcore::SimdLevel level) {
+  const int v = static_cast<int>(level);
+  if (v < 0 || v > static_cast<int>(ragcore::SimdLevel::Avx512))
+    fail("simd_level", "unknown value");
+  return level;
+}
+
 // A SimdLevel argument (None: the best available) as the kernels' int (-1: best).
 inline int simd_level_code(const std::optional<ragcore::SimdLevel>& level) {
-  return level ? static_cast<int>(*level) : -1;
+  return level ? static_cast<int>(checked_simd_level(*level)) : -1;
 }
 
 }  // namespace ragcore_bindings

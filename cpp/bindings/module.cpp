@@ -115,14 +115,16 @@ PYBIND11_MODULE(_core, m) {
 
   register_ivf(m);
 
-  m.def("simd_level_available", &simd_level_available, py::arg("level"));
+  m.def("simd_level_available",
+        [](SimdLevel level) { return simd_level_available(checked_simd_level(level)); },
+        py::arg("level"));
   m.def("best_simd_level", &best_simd_level);
   m.def("simd_level_name",
-        [](SimdLevel level) { return std::string(dense_kernels(level).name); },
+        [](SimdLevel level) { return std::string(dense_kernels(checked_simd_level(level)).name); },
         py::arg("level"));
   m.def("blocked_path_min_batch",
         [](SimdLevel level, Storage storage) {
-          return blocked_path_min_batch(level, float_storage(storage));
+          return blocked_path_min_batch(checked_simd_level(level), float_storage(storage));
         },
         py::arg("level"), py::arg("storage") = Storage::F32);
 }

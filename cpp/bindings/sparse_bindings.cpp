@@ -35,24 +35,53 @@ py::array_t<T> to_numpy(const std::vector<T>& v) {
   return out;
 }
 
-// A checked view of flattened queries (terms, weights, offsets).
-QueryBatch query_batch(const py::array& terms, const py::array& weights, const py::array& offsets) {
-  QueryBatch q{data_of<int64_t>(terms, "terms"), data_of<double>(weights, "weights"),
-               data_of<int64_t>(offsets, "offsets"),
-               static_cast<size_t>(std::max<py::ssize_t>(offsets.shape(0) - 1, 0))};
-  if (weights.shape(0) != terms.shape(0) || offsets.shape(0) < 1 || q.offsets[0] != 0)
+// Flattened queries (terms, weights, offsets), copied and then checked: the copy is what the
+// native code reads once the GIL is released, so another thread changing the caller's arrays
+// meanwhile cannot undo the checks.
+struct CheckedQueries {
+  std::vector<int64_t> terms;
+  std::vector<double> weights;
+  std::vector<int64_t> offsets;
+  QueryBatch batch() const {
+    return {terms.data(), weights.data(), offsets.data(), offsets.size() - 1};
+  }
+};
+
+CheckedQueries checked_queries(const py::array& terms, const py::array& weights,
+                               const py::array& offsets) {
+  const int64_t* t = data_of<int64_t>(terms, "terms");
+  const double* w = data_of<double>(weights, "weights");
+  const int64_t* o = data_of<int64_t>(offsets, "offsets");
+  CheckedQueries q{std::vector<int64_t>(t, t + terms.shape(0)),
+                   std::vector<double>(w, w + weights.shape(0)),
+                   std::vector<int64_t>(o, o + offsets.shape(0))};
+  if (q.weights.size() != q.terms.size() || q.offsets.empty() || q.offsets[0] != 0)
     throw std::invalid_argument("terms, weights and offsets do not agree");
-  for (size_t i = 0; i < q.nq; ++i)
-    if (q.offsets[i + 1] < q.offsets[i] || q.offsets[i + 1] > terms.shape(0))
+  for (size_t i = 0; i + 1 < q.offsets.size(); ++i)
+    if (q.offsets[i + 1] < q.offsets[i] ||
+        q.offsets[i + 1] > static_cast<int64_t>(q.terms.size()))
       throw std::invalid_argument("offsets out of range");
   return q;
 }
 
-// UTF-8 views of the documents (str or bytes); the list keeps them alive.
-// Errors name documents as first_doc + position in the list.
-std::vector<std::string_view> utf8_views(const py::list& texts, size_t first_doc) {
+// UTF-8 views into Python str / bytes objects, and a reference to each: the views are read
+// with the GIL released, when another thread may change the caller's lists.
+struct TextViews {
   std::vector<std::string_view> views;
+  std::vector<py::object> owners;
+};
+
+struct TokenViews {
+  std::vector<std::vector<std::string_view>> views;
+  std::vector<py::object> owners;
+};
+
+// The documents (str or bytes); errors name documents as first_doc + position in the list.
+TextViews utf8_views(const py::list& texts, size_t first_doc) {
+  TextViews out;
+  auto& views = out.views;
   views.reserve(texts.size());
+  out.owners.reserve(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
     PyObject* obj = texts[i].ptr();
     if (PyUnicode_Check(obj)) {
@@ -71,13 +100,16 @@ std::vector<std::string_view> utf8_views(const py::list& texts, size_t first_doc
                            " must be str or bytes, got " +
                            std::string(Py_TYPE(obj)->tp_name));
     }
+    out.owners.push_back(py::reinterpret_borrow<py::object>(obj));
   }
-  return views;
+  return out;
 }
 
-// UTF-8 views of pre-tokenized documents (lists of str tokens); the list keeps them alive.
-std::vector<std::vector<std::string_view>> token_views(const py::list& docs, size_t first_doc) {
-  std::vector<std::vector<std::string_view>> views(docs.size());
+// Pre-tokenized documents (lists of str tokens).
+TokenViews token_views(const py::list& docs, size_t first_doc) {
+  TokenViews out;
+  auto& views = out.views;
+  views.resize(docs.size());
   for (size_t d = 0; d < docs.size(); ++d) {
     const py::handle doc = docs[d];
     if (!py::isinstance<py::list>(doc) && !py::isinstance<py::tuple>(doc))
@@ -96,9 +128,10 @@ std::vector<std::vector<std::string_view>> token_views(const py::list& docs, siz
                               ": a token is not valid UTF-8");
       }
       views[d].emplace_back(data, static_cast<size_t>(size));
+      out.owners.push_back(py::reinterpret_borrow<py::object>(tok));
     }
   }
-  return views;
+  return out;
 }
 
 // Runs a tokenizing call without the GIL, naming documents from first_doc.
@@ -118,33 +151,43 @@ py::tuple batch_to_numpy(const TokenizedBatch& batch) {
 
 py::tuple vocabulary_tokenize(Vocabulary& self, const py::list& texts, int n_threads,
                               size_t first_doc) {
-  const auto views = utf8_views(texts, first_doc);
-  return batch_to_numpy(
-      tokenize_released(first_doc, [&] { return self.tokenize(views, n_threads); }));
+  const TextViews texts_utf8 = utf8_views(texts, first_doc);
+  return batch_to_numpy(tokenize_released(
+      first_doc, [&] { return self.tokenize(texts_utf8.views, n_threads); }));
 }
 
 py::tuple vocabulary_add_tokens(Vocabulary& self, const py::list& docs, size_t first_doc) {
-  const auto views = token_views(docs, first_doc);
+  const TokenViews tokens = token_views(docs, first_doc);
   TokenizedBatch batch;
   {
     py::gil_scoped_release release;
-    batch = self.add_tokens(views);
+    batch = self.add_tokens(tokens.views);
   }
   return batch_to_numpy(batch);
 }
 
+// words() and size() take the vocabulary's lock, which a tokenizing call holds without the
+// GIL: they wait for it without the GIL too.
 py::list vocabulary_words(const Vocabulary& self, size_t start) {
-  py::list out;
-  for (size_t i = start; i < self.size(); ++i) {
-    const std::string_view w = self.word(i);
-    out.append(py::str(w.data(), w.size()));
+  std::vector<std::string> words;
+  {
+    py::gil_scoped_release release;
+    words = self.words(start);
   }
+  py::list out;
+  for (const std::string& w : words) out.append(py::str(w));
   return out;
 }
 
+size_t vocabulary_size(const Vocabulary& self) {
+  py::gil_scoped_release release;
+  return self.size();
+}
+
 py::list tokenize_texts_py(const py::list& texts, int n_threads) {
-  const auto views = utf8_views(texts, 0);
-  const auto tokens = tokenize_released(0, [&] { return tokenize_texts(views, n_threads); });
+  const TextViews texts_utf8 = utf8_views(texts, 0);
+  const auto tokens =
+      tokenize_released(0, [&] { return tokenize_texts(texts_utf8.views, n_threads); });
   py::list out;
   for (const auto& doc : tokens) {
     py::list words;
@@ -198,7 +241,7 @@ void register_bm25(py::module_& m) {
            py::arg("first_doc") = 0,
            "Word ids of pre-tokenized documents; returns (word ids uint32, offsets int64).")
       .def("words", &vocabulary_words, py::arg("start") = 0, "The words with ids >= start.")
-      .def("__len__", &Vocabulary::size);
+      .def("__len__", &vocabulary_size);
 
   m.def("tokenize_texts", &tokenize_texts_py, py::arg("texts"), py::kw_only(),
         py::arg("n_threads") = 0, "Tokens of each text (the default rule), as lists of str.");
@@ -250,7 +293,8 @@ void register_bm25(py::module_& m) {
              if (k == 0) throw std::invalid_argument("k must be >= 1");
              if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxWand)
                throw std::invalid_argument("algorithm: unknown value");
-             const QueryBatch q = query_batch(terms, weights, offsets);
+             const CheckedQueries queries = checked_queries(terms, weights, offsets);
+             const QueryBatch q = queries.batch();
              py::array_t<float> scores({q.nq, k});
              py::array_t<int64_t> ids({q.nq, k});
              py::array_t<uint8_t> used(static_cast<py::ssize_t>(q.nq));
@@ -296,7 +340,8 @@ void register_bm25(py::module_& m) {
       .def("weigh_queries",
            [](const Bm25Index& self, const py::array& terms, const py::array& weights,
               const py::array& offsets) {
-             const QueryBatch q = query_batch(terms, weights, offsets);
+             const CheckedQueries queries = checked_queries(terms, weights, offsets);
+             const QueryBatch q = queries.batch();
              py::array_t<int64_t> out_terms(terms.shape(0));
              py::array_t<double> out_weights(terms.shape(0));
              py::array_t<double> out_base(static_cast<py::ssize_t>(q.nq));

@@ -5,49 +5,61 @@ cross as the enum types below; the Python layer maps each user string to a membe
 place (dense/_metric.py, dense/_storage.py, dense/ivf.py, sparse/bm25.py).
 """
 
-import enum
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-class Metric(enum.Enum):
-    InnerProduct = 0
-    L2 = 1  # minus the squared L2 distance
+class _NativeEnum:
+    """A pybind11 enum (not an enum.Enum): int-like members with a name and a value."""
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+    def __index__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> int: ...
 
-class Storage(enum.Enum):
-    F32 = 0
-    F16 = 1
-    BF16 = 2  # bfloat16, as uint16 bits
-    SQ8 = 3  # per-dimension 8-bit scalar-quantised codes (IVF only)
+class Metric(_NativeEnum):
+    InnerProduct: ClassVar[Metric]  # 0
+    L2: ClassVar[Metric]  # 1, minus the squared L2 distance
 
-class DensePath(enum.Enum):
-    Auto = 0
-    Scan = 1
-    Blocked = 2
+class Storage(_NativeEnum):
+    F32: ClassVar[Storage]  # 0
+    F16: ClassVar[Storage]  # 1
+    BF16: ClassVar[Storage]  # 2, bfloat16, as uint16 bits
+    SQ8: ClassVar[Storage]  # 3, per-dimension 8-bit scalar-quantised codes (IVF only)
 
-class SimdLevel(enum.Enum):
-    Scalar = 0
-    Avx2 = 1
-    Avx512 = 2
+class DensePath(_NativeEnum):
+    Auto: ClassVar[DensePath]  # 0
+    Scan: ClassVar[DensePath]  # 1
+    Blocked: ClassVar[DensePath]  # 2
 
-class KMeansInit(enum.Enum):
-    KMeansPlusPlus = 0
-    Random = 1
+class SimdLevel(_NativeEnum):
+    Scalar: ClassVar[SimdLevel]  # 0
+    Avx2: ClassVar[SimdLevel]  # 1
+    Avx512: ClassVar[SimdLevel]  # 2
 
-class Variant(enum.Enum):
-    Lucene = 0
-    LuceneLegacy = 1
-    Okapi = 2
-    Robertson = 3
-    Atire = 4
-    Bm25L = 5
-    Bm25Plus = 6
+class KMeansInit(_NativeEnum):
+    KMeansPlusPlus: ClassVar[KMeansInit]  # 0
+    Random: ClassVar[KMeansInit]  # 1
 
-class QueryAlgorithm(enum.Enum):
-    Auto = 0
-    Exhaustive = 1
-    MaxScore = 2
-    BlockMaxWand = 3
+class Variant(_NativeEnum):
+    Lucene: ClassVar[Variant]  # 0
+    LuceneLegacy: ClassVar[Variant]  # 1
+    Okapi: ClassVar[Variant]  # 2
+    Robertson: ClassVar[Variant]  # 3
+    Atire: ClassVar[Variant]  # 4
+    Bm25L: ClassVar[Variant]  # 5
+    Bm25Plus: ClassVar[Variant]  # 6
+
+class QueryAlgorithm(_NativeEnum):
+    Auto: ClassVar[QueryAlgorithm]  # 0
+    Exhaustive: ClassVar[QueryAlgorithm]  # 1
+    MaxScore: ClassVar[QueryAlgorithm]  # 2
+    BlockMaxWand: ClassVar[QueryAlgorithm]  # 3
 
 def flat_search(
     corpus: npt.NDArray[np.float32] | npt.NDArray[np.float16] | npt.NDArray[np.uint16],

@@ -4,19 +4,20 @@ Built only when nvcc is found at build time; use it through ragcore.dense.gpu an
 ragcore.sparse.gpu. Metric and Storage are ragcore._core's enum types (the same objects).
 """
 
-import enum
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from ragcore._core import Metric as Metric
 from ragcore._core import Storage as Storage
+from ragcore._core import _NativeEnum
 
-class GpuPath(enum.Enum):
-    Auto = 0
-    Scan = 1
-    Tiled = 2
-    TensorCores = 3  # fp16 / bf16 storage only
+class GpuPath(_NativeEnum):
+    Auto: ClassVar[GpuPath]  # 0
+    Scan: ClassVar[GpuPath]  # 1
+    Tiled: ClassVar[GpuPath]  # 2
+    TensorCores: ClassVar[GpuPath]  # 3, fp16 / bf16 storage only
 
 def device_count() -> int: ...
 def device_name(device: int) -> str: ...

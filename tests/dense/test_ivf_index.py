@@ -113,6 +113,20 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, index, data):
         ragcore.IVFIndex.load(tmp_path / "flat.rc")
 
 
+def test_files_from_before_the_sq8_name_still_load(data, tmp_path):
+    from ragcore._util.fileformat import read_index, write_index
+
+    ix = ragcore.IVFIndex(8, 4, dtype="sq8", seed=2)
+    ix.train(data)
+    ix.add(data)
+    ix.save(tmp_path / "new.rc")
+    params, arrays = read_index(tmp_path / "new.rc", "IVFIndex")
+    write_index(tmp_path / "old.rc", "IVFIndex", {**params, "dtype": "int8"}, arrays)
+    old = ragcore.IVFIndex.load(tmp_path / "old.rc")
+    assert old.dtype == "sq8"
+    assert_hits_equal(old.search(data[:5], 7, nprobe=4), ix.search(data[:5], 7, nprobe=4))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "sq8"])
 def test_index_keeps_its_own_copy_of_the_vectors(data, dtype):
     ix = ragcore.IVFIndex(8, 4, dtype=dtype)

@@ -3,10 +3,12 @@
 namespace ragcore {
 
 TokenizedBatch Vocabulary::tokenize(const std::vector<std::string_view>& texts, int n_threads) {
+  std::lock_guard<std::mutex> lock(mutex_);
   return tokenize_batch(texts, words_, n_threads);
 }
 
 TokenizedBatch Vocabulary::add_tokens(const std::vector<std::vector<std::string_view>>& docs) {
+  std::lock_guard<std::mutex> lock(mutex_);
   TokenizedBatch batch;
   batch.offsets.reserve(docs.size() + 1);
   batch.offsets.push_back(0);
@@ -15,6 +17,19 @@ TokenizedBatch Vocabulary::add_tokens(const std::vector<std::vector<std::string_
     batch.offsets.push_back(static_cast<int64_t>(batch.tokens.size()));
   }
   return batch;
+}
+
+std::vector<std::string> Vocabulary::words(size_t start) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (size_t id = start; id < words_.size(); ++id)
+    out.emplace_back(words_.word(static_cast<uint32_t>(id)));
+  return out;
+}
+
+size_t Vocabulary::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return words_.size();
 }
 
 }  // namespace ragcore

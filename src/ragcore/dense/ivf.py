@@ -19,6 +19,8 @@ from ._metric import METRICS, NATIVE_METRIC, normalized
 from ..hits import Hits
 
 DTYPES = STORAGE_DTYPES + ("sq8",)
+# Files written before the 8-bit code took the name "sq8" call it "int8" (same code and layout).
+_FILE_DTYPE_RENAMES = {"int8": "sq8"}
 _NATIVE_INIT = {"kmeans++": _core.KMeansInit.KMeansPlusPlus, "random": _core.KMeansInit.Random}
 INITS = tuple(_NATIVE_INIT)
 _FILE_KIND = "IVFIndex"
@@ -247,7 +249,8 @@ class IVFIndex:
         """Reads an index written by save(); damaged or foreign files raise IndexFileError."""
         params, arrays = read_index(path, _FILE_KIND)
         try:
-            index = cls(params["dim"], params["nlist"], params["metric"], params["dtype"],
+            dtype = _FILE_DTYPE_RENAMES.get(params["dtype"], params["dtype"])
+            index = cls(params["dim"], params["nlist"], params["metric"], dtype,
                         init=params["init"], max_iter=params["max_iter"], seed=params["seed"])
             index._restore(arrays)
             index._next_id = int(params["next_id"])

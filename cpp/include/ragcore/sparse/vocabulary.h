@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -13,6 +15,8 @@
 
 namespace ragcore {
 
+// Safe to share between threads: every member takes the vocabulary's lock (the bindings
+// release the GIL around tokenize and add_tokens).
 class Vocabulary {
  public:
   // Tokenizes UTF-8 texts on up to n_threads threads, adding new words. Throws
@@ -23,11 +27,12 @@ class Vocabulary {
   // d, used as they are), adding new words.
   TokenizedBatch add_tokens(const std::vector<std::vector<std::string_view>>& docs);
 
-  // The word with this id (< size()); the view lives until the next word is added.
-  std::string_view word(size_t id) const { return words_.word(static_cast<uint32_t>(id)); }
-  size_t size() const { return words_.size(); }
+  // Copies of the words with ids >= start, in id order.
+  std::vector<std::string> words(size_t start) const;
+  size_t size() const;
 
  private:
+  mutable std::mutex mutex_;
   StringIdMap words_;
 };
 

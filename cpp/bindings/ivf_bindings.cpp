@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "array_checks.h"
 #include "ragcore/dense/ivf.h"
@@ -87,7 +88,12 @@ py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t 
   a.nlist = static_cast<size_t>(centroids.shape(0));
   a.d = static_cast<size_t>(centroids.shape(1));
   a.centroid_sq_norms = vector_data<float>(centroid_sq_norms, a.nlist, "centroid_sq_norms");
-  a.list_offsets = vector_data<int64_t>(list_offsets, a.nlist + 1, "list_offsets");
+  // A copy: the search checks the offsets and then follows them without the GIL, when
+  // another thread could change the caller's array in between.
+  const int64_t* offsets = vector_data<int64_t>(list_offsets, a.nlist + 1, "list_offsets");
+  const std::vector<int64_t> offsets_copy =
+      offsets ? std::vector<int64_t>(offsets, offsets + a.nlist + 1) : std::vector<int64_t>();
+  a.list_offsets = offsets ? offsets_copy.data() : nullptr;
   a.storage = storage;
   if (rows.ndim() != 2 || static_cast<size_t>(rows.shape(1)) != a.d ||
       static_cast<size_t>(rows.itemsize()) != storage_bytes(a.storage) ||

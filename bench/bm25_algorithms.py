@@ -168,6 +168,16 @@ def run_corpus(name: str, args) -> dict:
 # ---- report ---------------------------------------------------------------------
 
 
+def _algorithm_cells(row: dict):
+    """(QPS per algorithm, the fastest forced one, its cells with the fastest in bold, what
+    auto ran) of one table row."""
+    q = row["qps"]
+    best = max(ALGORITHMS, key=lambda a: q[a])
+    cells = [f"**{fmt_num(q[a])}**" if a == best else fmt_num(q[a]) for a in ALGORITHMS]
+    used = ", ".join(f"{a} {c}" for a, c in sorted(row["auto_used"].items()))
+    return q, best, cells, used
+
+
 def report(results: dict, env: dict) -> str:
     lines = [f"Command: `{env['command']}`", "",
              f"CPU: {env['cpu']}, {env['cores']} cores; {ragcore_build_line(env['ragcore'])}.", "",
@@ -178,10 +188,7 @@ def report(results: dict, env: dict) -> str:
     table = []
     for corpus, res in results.items():
         for row in res["rows"]:
-            q = row["qps"]
-            best = max(ALGORITHMS, key=lambda a: q[a])
-            cells = [f"**{fmt_num(q[a])}**" if a == best else fmt_num(q[a]) for a in ALGORITHMS]
-            used = ", ".join(f"{a} {c}" for a, c in sorted(row["auto_used"].items()))
+            q, best, cells, used = _algorithm_cells(row)
             table.append([f"{corpus} ({res['n_docs']:,} docs)", row["n_terms"], row["k"], *cells,
                           best, f"{q['bmw'] / q['maxscore']:.2f}", fmt_num(q["auto"]), used,
                           f"{q['auto'] / q[best]:.2f}"])
@@ -194,10 +201,7 @@ def report(results: dict, env: dict) -> str:
     table = []
     for corpus, res in results.items():
         for row in res["by_x"]:
-            q = row["qps"]
-            best = max(ALGORITHMS, key=lambda a: q[a])
-            cells = [f"**{fmt_num(q[a])}**" if a == best else fmt_num(q[a]) for a in ALGORITHMS]
-            used = ", ".join(f"{a} {c}" for a, c in sorted(row["auto_used"].items()))
+            q, best, cells, used = _algorithm_cells(row)
             edge = row["log2_x"]
             span = "0" if edge == -99 else f"[2^{edge}, 2^{edge + 2})"
             table.append([corpus, row["k"], span, row["n_queries"], *cells, best,

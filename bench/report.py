@@ -225,7 +225,10 @@ OPTIONAL_SECTIONS = (
      "at k = 100 (met at 1M: 5.2x and 3.2x at 1 thread in this run, 5.3x and 3.2x in the "
      "previous one, with a small margin at k = 10: a run of an older build gave 4.96x), build "
      ">= 2x faster and a smaller "
-     "index (met)."),
+     "index (met). The \"ragcore algorithm (auto)\" column shows the `auto` rule of that build; "
+     "`auto` has chosen by P * N against k^2 since (section \"BM25 query algorithms: what "
+     "`auto` runs\"), and the 200k re-run in \"The layout change: speed before and after\" "
+     "measures it."),
     ("Approximate search at N = 1,000,000: IVFIndex vs faiss and hnswlib, against exact "
      "ground truth", "ann1m.md",
      "env -u OPENBLAS_CORETYPE .venv/bin/ragcore bench ann --n 1000000 --d 384 --data clustered "

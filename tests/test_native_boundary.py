@@ -76,13 +76,17 @@ def test_enum_values_built_from_out_of_range_integers_are_refused():
 
 
 def test_every_user_string_has_its_enum_member():
-    assert set(_metric.NATIVE_METRIC) == set(_metric.METRICS)
+    # The documented user strings, each mapped to the member the native code expects.
+    assert _metric.NATIVE_METRIC == {"ip": _core.Metric.InnerProduct,
+                                     "cosine": _core.Metric.InnerProduct, "l2": _core.Metric.L2}
     assert set(_storage.NATIVE_STORAGE) == set(ivf.DTYPES)
     assert _storage.NATIVE_STORAGE["sq8"] is _core.Storage.SQ8
-    assert set(bm25._NATIVE_VARIANT) == set(VARIANTS)
-    assert set(bm25._NATIVE_ALGORITHM) == set(bm25.ALGORITHMS)
-    # Members are distinct where the strings mean different things.
-    assert len(set(bm25._NATIVE_VARIANT.values())) == len(_core.Variant.__members__)
+    assert bm25._NATIVE_ALGORITHM == {
+        "auto": _core.QueryAlgorithm.Auto, "exhaustive": _core.QueryAlgorithm.Exhaustive,
+        "maxscore": _core.QueryAlgorithm.MaxScore, "bmw": _core.QueryAlgorithm.BlockMaxWand}
+    # The registry's variants, in its order, are the native variants in theirs.
+    native_order = sorted(_core.Variant.__members__.values(), key=int)
+    assert [bm25._NATIVE_VARIANT[name] for name in VARIANTS] == native_order
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc: the CUDA module is not built")

@@ -20,6 +20,7 @@ using namespace ragcore_bindings;
 
 void register_ivf(py::module_& m);   // ivf_bindings.cpp
 void register_bm25(py::module_& m);  // sparse_bindings.cpp
+void register_query_encoder(py::module_& m);  // query_bindings.cpp
 
 namespace {
 
@@ -104,6 +105,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "ragcore native kernels (private; use the ragcore package)";
   register_enums(m);  // first: the functions below take them as arguments and defaults
   register_bm25(m);
+  register_query_encoder(m);
 
   m.def("flat_search", &flat_search_py, py::arg("corpus"), py::arg("queries"), py::arg("k"),
         py::kw_only(), py::arg("storage"), py::arg("metric"), py::arg("ids") = py::none(),

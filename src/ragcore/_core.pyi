@@ -5,7 +5,7 @@ cross as the enum types below; the Python layer maps each user string to a membe
 place (dense/_metric.py, dense/_storage.py, dense/ivf.py, sparse/bm25.py).
 """
 
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -107,6 +107,27 @@ class Vocabulary:
 
 def tokenize_texts(texts: list[str | bytes], *, n_threads: int = 0) -> list[list[str]]:
     """Tokens of each text: re.findall(r"(?u)\\b\\w\\w+\\b", text.lower())."""
+
+class QueryEncoder:
+    """BM25 queries to (term ids, multiplicities, offsets): tokenizing, stopwords, stemming
+    through stem_words (called once per word its bounded LRU cache lacks), term look-up and
+    counting, with the GIL released (cpp/include/ragcore/sparse/query_encoder.h)."""
+
+    def __init__(
+        self, stopwords: list[str], *, stem_words: Callable[[list[str]], list[str]] | None = None,
+        cache_words: int = 65536, cache_bytes: int = 16777216,
+    ) -> None: ...
+    def add_terms(self, terms: list[str]) -> None:
+        """Appends index terms (ids continue from num_terms); a known term raises."""
+    @property
+    def num_terms(self) -> int: ...
+    def encode(
+        self, queries: list, *, pretokenized: bool = False
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64]]: ...
+    @property
+    def cached_words(self) -> int: ...
+    @property
+    def cache_bytes(self) -> int: ...
 
 class Bm25Index:
     """The native inverted index (see cpp/include/ragcore/sparse/bm25_index.h)."""

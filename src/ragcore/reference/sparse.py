@@ -1,6 +1,7 @@
 """BM25 in plain numpy: every variant's formula, written independently of the native index
 (cpp/include/ragcore/sparse/scoring.h) and of ragcore.sparse.variants, which name the same
-variants in the same order; and the GPU plans' exhaustive and candidate searches.
+variants in the same order; the GPU plans' exhaustive and candidate searches; and how a
+query becomes term ids.
 
 Each variant is an idf and a term-frequency part, small pure functions whose docstrings
 cite their source.
@@ -8,6 +9,7 @@ cite their source.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -203,3 +205,29 @@ def bm25_candidate_search(impacts: dict, terms, weights, offsets, base, k: int,
             out_scores[q], out_ids[q] = best.scores[0], best.ids[0]
             fell_back[q] = False
     return Hits(out_scores, out_ids), fell_back
+
+
+_QUERY_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+
+def bm25_query_terms(queries, term_ids: dict, stopwords=(), stem=None, pretokenized=False):
+    """(term ids, multiplicities, offsets) of queries as BM25Index scores them: texts are
+    tokenized as re.findall(r"(?u)\\b\\w\\w+\\b", text.lower()) (token lists used as given),
+    stopwords dropped, the rest mapped through stem (a word -> stem function, or none) and
+    looked up in term_ids; each term once per query, in order of first appearance."""
+    stop = set(stopwords)
+    terms, weights, offsets = [], [], [0]
+    for query in queries:
+        words = query if pretokenized else _QUERY_TOKEN.findall(query.lower())
+        counts: Counter = Counter()
+        for word in words:
+            if word in stop:
+                continue
+            term = term_ids.get(stem(word) if stem else word)
+            if term is not None:
+                counts[term] += 1  # Counter keeps first-insertion order
+        terms.extend(counts)
+        weights.extend(counts.values())
+        offsets.append(len(terms))
+    return (np.array(terms, dtype=np.int64), np.array(weights, dtype=np.float64),
+            np.array(offsets, dtype=np.int64))

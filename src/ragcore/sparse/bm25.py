@@ -82,7 +82,7 @@ class BM25Index:
         self._word_to_term = np.empty(0, dtype=np.int64)  # word id -> term id, -1 = stopword
         self._term_ids: dict[str, int] = {}
         self._terms: list[str] = []
-        self._query_words: dict[str, int] = {}  # query word -> term id, -1 = none
+        self._encoder = self._normalizer.query_encoder()  # queries -> term ids, natively
         self._next_id = 0
 
     def _native_params(self) -> dict:
@@ -144,7 +144,7 @@ class BM25Index:
         new_ids = fresh.add(texts, ids, n_threads=n_threads, show_progress=show_progress)
         with self._lock:
             for name in ("_native", "_words", "_word_to_term", "_term_ids", "_terms",
-                         "_query_words", "_next_id"):
+                         "_encoder", "_next_id"):
                 setattr(self, name, getattr(fresh, name))
         return new_ids
 
@@ -180,7 +180,6 @@ class BM25Index:
                 progress.update(i * _CHUNK_DOCS + len(chunk_ids), "indexed")
             if len(new_ids):
                 self._next_id = max(self._next_id, int(new_ids.max()) + 1)
-            self._query_words = {}  # new terms: cached query words may now match
         progress.close()
         return new_ids.copy()
 
@@ -208,6 +207,7 @@ class BM25Index:
         if not new_words:
             return
         ids = np.empty(len(new_words), dtype=np.int64)
+        first_new = len(self._terms)
         for i, term in enumerate(self._normalizer.terms(new_words)):
             if term is None:
                 ids[i] = -1
@@ -217,6 +217,7 @@ class BM25Index:
                 tid = self._term_ids[term] = len(self._terms)
                 self._terms.append(term)
             ids[i] = tid
+        self._encoder.add_terms(self._terms[first_new:])
         self._word_to_term = np.concatenate([self._word_to_term, ids])
 
     def remove(self, ids, n_threads: int = 0) -> None:
@@ -253,7 +254,7 @@ class BM25Index:
         k = check_positive_int(k, "k")
         n_threads = check_threads(n_threads)
         check_choice(algorithm, "algorithm", ALGORITHMS)
-        terms, weights, offsets = self._encode_queries(queries, n_threads)
+        terms, weights, offsets = self._encode_queries(queries)
         scores, ids, used = self._native.search(terms, weights, offsets, k,
                                                 algorithm=_NATIVE_ALGORITHM[algorithm],
                                                 n_threads=n_threads)
@@ -268,32 +269,22 @@ class BM25Index:
             batch = [list(query)]
         else:
             raise TypeError("query must be a str or a list of str tokens")
-        terms, weights, _ = self._encode_queries(batch, 1)
+        terms, weights, _ = self._encode_queries(batch)
         return self._native.get_scores(terms, weights)
 
-    def _encode_queries(self, queries, n_threads: int):
-        """Flattened (term ids, multiplicities, offsets), each term once per query, in order."""
+    def _encode_queries(self, queries):
+        """Flattened (term ids, multiplicities, offsets), each term once per query, in order
+        of first appearance: tokenized, normalised and counted natively (QueryEncoder)."""
+        if isinstance(queries, str):  # one query: nothing to inspect
+            return self._encoder.encode([queries])
         batch, pretokenized = _as_documents(queries, "queries")
-        tokens = batch if pretokenized else _core.tokenize_texts(batch, n_threads=n_threads)
-        cache = self._query_words
-        missing = list({w: None for words in tokens for w in words if w not in cache})
-        if missing:
-            if not all(isinstance(w, str) for w in missing):
-                raise TypeError("queries: tokens must be str")
-            for word, term in zip(missing, self._normalizer.terms(missing)):
-                cache[word] = -1 if term is None else self._term_ids.get(term, -1)
-        terms, weights, offsets = [], [], [0]
-        for words in tokens:
-            counts: dict[int, int] = {}
-            for w in words:
-                t = cache[w]
-                if t >= 0:
-                    counts[t] = counts.get(t, 0) + 1
-            terms.extend(counts)
-            weights.extend(counts.values())
-            offsets.append(len(terms))
-        return (np.array(terms, dtype=np.int64), np.array(weights, dtype=np.float64),
-                np.array(offsets, dtype=np.int64))
+        return self._encoder.encode(batch, pretokenized=pretokenized)
+
+    @property
+    def query_cache_words(self) -> int:
+        """Words in the query stem cache (only with a stemmer): at most
+        QUERY_CACHE_WORDS, least recently used out first."""
+        return self._encoder.cached_words
 
     def impacts(self) -> dict:
         """Every posting's score part, as the CPU algorithms read it, in CSR form: "offsets"
@@ -304,7 +295,7 @@ class BM25Index:
     def weighed_queries(self, queries):
         """The queries as the scoring code sees them: (term ids, float64 weights, offsets of
         each query's terms, float64 base score per query), each term once per query."""
-        terms, weights, offsets = self._encode_queries(queries, 0)
+        terms, weights, offsets = self._encode_queries(queries)
         terms, weights, base = self._native.weigh_queries(terms, weights, offsets)
         return terms, weights, offsets, base
 
@@ -318,6 +309,7 @@ class BM25Index:
                                                         **self._native_params())
             clone._terms = list(self._terms)
             clone._term_ids = dict(self._term_ids)
+            clone._encoder.add_terms(clone._terms)
             clone._next_id = self._next_id
         return clone
 
@@ -368,6 +360,7 @@ class BM25Index:
         index._native = native
         index._terms = terms
         index._term_ids = {t: i for i, t in enumerate(terms)}
+        index._encoder.add_terms(terms)
         index._next_id = next_id
         return index
 

@@ -19,6 +19,12 @@ STOPWORDS_EN = (
 )
 _NAMED_STOPWORDS = {"en": STOPWORDS_EN, "english": STOPWORDS_EN}
 
+# The query stem cache of a BM25Index with a stemmer: at most this many words and about this
+# many bytes (each entry counted as its two strings plus 128 bytes of bookkeeping), least
+# recently used out first; a word it lacks costs one call to the stemmer.
+QUERY_CACHE_WORDS = 65536
+QUERY_CACHE_BYTES = 16 << 20
+
 
 def resolve_stopwords(stopwords) -> tuple[str, ...]:
     """None, "en" (STOPWORDS_EN) or an iterable of str, as a sorted tuple."""
@@ -64,6 +70,13 @@ class WordNormalizer:
         self.stemmer_name = stemmer
         self._stop = frozenset(self.stopwords)
         self._stemmer = load_stemmer(stemmer)
+
+    def query_encoder(self):
+        """A native QueryEncoder with these stopwords and this stemmer (which it calls once
+        per word its cache lacks; see QUERY_CACHE_WORDS)."""
+        stem_words = self._stemmer.stemWords if self._stemmer is not None else None
+        return _core.QueryEncoder(list(self.stopwords), stem_words=stem_words,
+                                  cache_words=QUERY_CACHE_WORDS, cache_bytes=QUERY_CACHE_BYTES)
 
     def terms(self, words: list[str]) -> list[str | None]:
         """The term of each word (None for a stopword)."""

@@ -1,0 +1,115 @@
+// Bindings of the BM25 query encoder (registered from module.cpp): conversion, GIL
+// release and error translation. The stemmer is a Python callable (PyStemmer's
+// stemWords), called with the GIL for the words the cache does not hold.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ragcore/sparse/query_encoder.h"
+#include "ragcore/sparse/tokenize.h"
+#include "text_views.h"
+
+namespace py = pybind11;
+using namespace ragcore;
+using namespace ragcore_bindings;
+
+namespace {
+
+// The native encoder and the Python stemmer it calls back.
+struct PyQueryEncoder {
+  PyQueryEncoder(const std::vector<std::string>& stopwords, py::object stem_words,
+                 size_t cache_words, size_t cache_bytes)
+      : stem_words(std::move(stem_words)),
+        encoder(std::vector<std::string_view>(stopwords.begin(), stopwords.end()),
+                !this->stem_words.is_none(), cache_words, cache_bytes) {}
+
+  // The callback holds a borrowed handle: this object outlives every call.
+  QueryEncoder::StemFn stem_fn() const {
+    if (stem_words.is_none()) return {};
+    const py::handle fn = stem_words;
+    return [fn](const std::vector<std::string>& words) {
+      py::gil_scoped_acquire gil;
+      py::list in(words.size());
+      for (size_t i = 0; i < words.size(); ++i) in[i] = py::str(words[i]);
+      const py::object out = fn(in);
+      std::vector<std::string> stems;
+      stems.reserve(words.size());
+      for (const py::handle s : out) {
+        if (!PyUnicode_Check(s.ptr())) throw py::type_error("the stemmer must return str stems");
+        stems.push_back(s.cast<std::string>());
+      }
+      return stems;
+    };
+  }
+
+  py::object stem_words;
+  QueryEncoder encoder;
+};
+
+template <class T>
+py::array_t<T> to_numpy(const std::vector<T>& v) {
+  py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
+}
+
+// queries: a list of str / bytes (pretokenized false) or of token lists (true).
+EncodedQueries encode(const PyQueryEncoder& self, const py::list& queries, bool pretokenized) {
+  const QueryEncoder::StemFn stem = self.stem_fn();
+  if (pretokenized) {
+    const TokenViews tokens = token_views(queries, 0);
+    py::gil_scoped_release release;
+    return self.encoder.encode_tokens(tokens.views, stem);
+  }
+  const TextViews texts = utf8_views(queries, 0);
+  try {
+    py::gil_scoped_release release;
+    return self.encoder.encode_texts(texts.views, stem);
+  } catch (const Utf8Error& e) {
+    throw py::value_error(e.what());
+  }
+}
+
+}  // namespace
+
+void register_query_encoder(py::module_& m) {
+  py::class_<PyQueryEncoder>(m, "QueryEncoder")
+      .def(py::init<const std::vector<std::string>&, py::object, size_t, size_t>(),
+           py::arg("stopwords"), py::kw_only(), py::arg("stem_words") = py::none(),
+           py::arg("cache_words") = QueryEncoder::kDefaultCacheWords,
+           py::arg("cache_bytes") = QueryEncoder::kDefaultCacheBytes,
+           "stem_words: None or a callable list[str] -> list[str] (one stem per word).")
+      .def("add_terms",
+           [](PyQueryEncoder& self, const std::vector<std::string>& terms) {
+             const std::vector<std::string_view> views(terms.begin(), terms.end());
+             py::gil_scoped_release release;
+             self.encoder.add_terms(views);
+           },
+           py::arg("terms"), "Appends index terms (ids continue from num_terms).")
+      .def_property_readonly("num_terms",
+                             [](const PyQueryEncoder& self) {
+                               py::gil_scoped_release release;
+                               return self.encoder.num_terms();
+                             })
+      .def("encode",
+           [](const PyQueryEncoder& self, const py::list& queries, bool pretokenized) {
+             const EncodedQueries q = encode(self, queries, pretokenized);
+             return py::make_tuple(to_numpy(q.terms), to_numpy(q.weights), to_numpy(q.offsets));
+           },
+           py::arg("queries"), py::kw_only(), py::arg("pretokenized") = false,
+           "(term ids int64, multiplicities float64, offsets int64), each term once per query.")
+      .def_property_readonly("cached_words",
+                             [](const PyQueryEncoder& self) {
+                               py::gil_scoped_release release;
+                               return self.encoder.cached_words();
+                             })
+      .def_property_readonly("cache_bytes", [](const PyQueryEncoder& self) {
+        py::gil_scoped_release release;
+        return self.encoder.cache_bytes();
+      });
+}

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ragcore/sparse/bm25_index.h"
 #include "ragcore/sparse/query_encoder.h"
 #include "ragcore/sparse/tokenize.h"
 #include "text_views.h"
@@ -58,21 +59,47 @@ py::array_t<T> to_numpy(const std::vector<T>& v) {
   return out;
 }
 
-// queries: a list of str / bytes (pretokenized false) or of token lists (true).
-EncodedQueries encode(const PyQueryEncoder& self, const py::list& queries, bool pretokenized) {
+// Encodes queries (a list of str / bytes, or of token lists when pretokenized) and
+// passes them to then(const EncodedQueries&), all in one release of the GIL.
+template <class Then>
+void encode_then(const PyQueryEncoder& self, const py::list& queries, bool pretokenized,
+                 Then&& then) {
   const QueryEncoder::StemFn stem = self.stem_fn();
   if (pretokenized) {
     const TokenViews tokens = token_views(queries, 0);
     py::gil_scoped_release release;
-    return self.encoder.encode_tokens(tokens.views, stem);
+    then(self.encoder.encode_tokens(tokens.views, stem));
+    return;
   }
   const TextViews texts = utf8_views(queries, 0);
   try {
     py::gil_scoped_release release;
-    return self.encoder.encode_texts(texts.views, stem);
+    then(self.encoder.encode_texts(texts.views, stem));
   } catch (const Utf8Error& e) {
     throw py::value_error(e.what());
   }
+}
+
+// encode + Bm25Index::search in one native call: the single-query path of
+// BM25Index.search, which would otherwise pay for three arrays and a second call.
+py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::list& queries,
+                 bool pretokenized, size_t k, QueryAlgorithm algorithm, int n_threads) {
+  if (k == 0) throw std::invalid_argument("k must be >= 1");
+  if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxWand)
+    throw std::invalid_argument("algorithm: unknown value");
+  const auto nq = static_cast<py::ssize_t>(queries.size());
+  py::array_t<float> scores({nq, static_cast<py::ssize_t>(k)});
+  py::array_t<int64_t> ids({nq, static_cast<py::ssize_t>(k)});
+  py::array_t<uint8_t> used(nq);
+  float* s = scores.mutable_data();
+  int64_t* i = ids.mutable_data();
+  uint8_t* u = used.mutable_data();
+  encode_then(self, queries, pretokenized, [&](const EncodedQueries& q) {
+    const QueryBatch batch{q.terms.data(), q.weights.data(), q.offsets.data(),
+                           q.offsets.size() - 1};
+    index.search(batch, k, algorithm, n_threads, s, i, u);
+  });
+  return py::make_tuple(scores, ids, used);
 }
 
 }  // namespace
@@ -98,11 +125,15 @@ void register_query_encoder(py::module_& m) {
                              })
       .def("encode",
            [](const PyQueryEncoder& self, const py::list& queries, bool pretokenized) {
-             const EncodedQueries q = encode(self, queries, pretokenized);
+             EncodedQueries q;
+             encode_then(self, queries, pretokenized, [&](EncodedQueries&& e) { q = std::move(e); });
              return py::make_tuple(to_numpy(q.terms), to_numpy(q.weights), to_numpy(q.offsets));
            },
            py::arg("queries"), py::kw_only(), py::arg("pretokenized") = false,
            "(term ids int64, multiplicities float64, offsets int64), each term once per query.")
+      .def("search", &search, py::arg("index"), py::arg("queries"), py::arg("pretokenized"),
+           py::arg("k"), py::arg("algorithm"), py::arg("n_threads"),
+           "encode + index.search in one call (positional arguments: the per-call path).")
       .def_property_readonly("cached_words",
                              [](const PyQueryEncoder& self) {
                                py::gil_scoped_release release;

@@ -51,8 +51,9 @@ class FlatSearch {
     if (a_.metric == Metric::L2) compute_query_norms();
     if (blocked_) pack_queries();
 
-    int threads = resolve_threads(a_.n_threads);
     double work = static_cast<double>(a_.n) * a_.nq * a_.d;
+    // Work for one thread skips hardware_concurrency (microseconds: the one-query path).
+    int threads = work < 2 * kMinWorkPerThread ? 1 : resolve_threads(a_.n_threads);
     threads = static_cast<int>(std::max(1.0, std::min<double>(threads, work / kMinWorkPerThread)));
 
     // Split the corpus when each worker would get too few queries to fill its

@@ -75,6 +75,9 @@ class IvfSearch {
   size_t list_end(size_t l) const { return static_cast<size_t>(a_.list_offsets[l + 1]); }
 
   int threads_for(double multiply_adds) const {
+    // Work for one thread runs inline without asking how many cores there are
+    // (hardware_concurrency costs microseconds: the single-query path pays it).
+    if (multiply_adds < 2 * kMinWorkPerThread) return 1;
     const int most = resolve_threads(a_.n_threads);
     return static_cast<int>(std::max(1.0, std::min<double>(most, multiply_adds / kMinWorkPerThread)));
   }

@@ -375,8 +375,10 @@ void Bm25Index::search(const QueryBatch& queries, size_t k, QueryAlgorithm algor
                        int n_threads, float* scores, int64_t* ids, uint8_t* algorithm_used) const {
   if (k == 0) throw std::invalid_argument("k must be >= 1");
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  const int workers = std::max(1, std::min<int>(resolve_threads(n_threads),
-                                                static_cast<int>(std::max<size_t>(queries.nq, 1))));
+  // One query runs inline, without asking how many cores there are (microseconds).
+  const int workers = queries.nq <= 1 ? 1
+                                      : std::max(1, std::min<int>(resolve_threads(n_threads),
+                                                                  static_cast<int>(queries.nq)));
   std::vector<std::unique_ptr<Accumulator>> accs(workers);
   for (auto& a : accs) a = take_accumulator();
   parallel_for(queries.nq, workers, [&](size_t qi, int worker) {

@@ -81,9 +81,32 @@ def as_float_matrix(x, name: str, dim: int | None = None) -> np.ndarray:
     return arr
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
+def one_float32_row(x, dim: int):
+    """x as a (1, dim) view when it already is one contiguous float32 vector (1-D, or one
+    row) with finite values and a norm in range; None otherwise (then as_float_matrix
+    converts, checks and explains). A few hundred nanoseconds: the single-query path."""
+    if type(x) is not np.ndarray or x.dtype != _FLOAT32 or not x.flags.c_contiguous:
+        return None
+    if x.shape == (dim,):
+        row = x
+    elif x.shape == (1, dim):
+        row = x[0]
+    else:
+        return None
+    if not float(row.dot(row)) <= _ONE_ROW_SQ_NORM_LIMIT:  # also False for NaN
+        return None
+    return row[None, :]
+
+
 # Scores are float32: with norms up to 1e18 a dot product or squared distance stays
 # below float32's maximum (3.4e38); beyond that it could overflow to inf or NaN.
 MAX_NORM = 1e18
+# A float32 sum of squares below this is under MAX_NORM ** 2 whatever its rounding; one
+# above (or NaN, or inf) goes through as_float_matrix's exact checks and messages.
+_ONE_ROW_SQ_NORM_LIMIT = 0.99 * MAX_NORM**2
 
 
 def _check_magnitude(arr: np.ndarray, name: str) -> None:

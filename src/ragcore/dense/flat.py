@@ -8,7 +8,9 @@ import numpy as np
 
 from .. import _core
 from .._util.allow import allow_mask
-from .._util.arrays import as_float_matrix, check_choice, check_positive_int, check_threads
+from .._util.arrays import (
+    as_float_matrix, check_choice, check_positive_int, check_threads, one_float32_row,
+)
 from .._util.devices import to_device
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
@@ -156,15 +158,19 @@ class FlatIndex:
         """
         k = check_positive_int(k, "k")
         n_threads = check_threads(n_threads)
-        q = as_float_matrix(queries, "queries", self._dim)
+        q = one_float32_row(queries, self._dim)  # the single-query path: no copy, few checks
+        if q is None:
+            q = as_float_matrix(queries, "queries", self._dim)
         if self._metric == "cosine":
             q = normalized(q, "queries")
         with self._lock:
             n = self._n
             vectors, ids = self._vectors[:n], self._ids[:n]
             sq_norms = self._sq_norms[:n] if self._metric == "l2" else None
-        mask, by_row = allow_mask(allow, ids)
-        filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
+        filtered = {}
+        if allow is not None:
+            mask, by_row = allow_mask(allow, ids)
+            filtered = {"allow": mask, "allow_by_row": by_row}
         scores, out_ids = _core.flat_search(
             vectors, q, k, storage=NATIVE_STORAGE[self._dtype], metric=NATIVE_METRIC[self._metric],
             ids=ids, sq_norms=sq_norms, n_threads=n_threads, **filtered, **self._search_options,

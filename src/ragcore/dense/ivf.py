@@ -8,7 +8,9 @@ import numpy as np
 
 from .. import _core
 from .._util.allow import allow_mask
-from .._util.arrays import as_float_matrix, check_choice, check_positive_int, check_threads
+from .._util.arrays import (
+    as_float_matrix, check_choice, check_positive_int, check_threads, one_float32_row,
+)
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
 from ._lists import Lists
@@ -168,7 +170,9 @@ class IVFIndex:
             self._lists = self._lists.without(arr)
 
     def _prepared(self, vectors, name: str) -> np.ndarray:
-        x = as_float_matrix(vectors, name, self._dim)
+        x = one_float32_row(vectors, self._dim)  # the single-query path: no copy, few checks
+        if x is None:
+            x = as_float_matrix(vectors, name, self._dim)
         return normalized(x, name) if self._metric == "cosine" else x
 
     def _stored_rows(self, x: np.ndarray):
@@ -216,7 +220,7 @@ class IVFIndex:
         n_threads = check_threads(n_threads)
         q = self._prepared(queries, "queries")
         lists = self._lists  # one snapshot for the whole search
-        mask, by_row = allow_mask(allow, lists.ids)
+        mask, by_row = (None, False) if allow is None else allow_mask(allow, lists.ids)
         scores, ids, stages = _core.ivf_search(
             lists.rows, q, k, centroids=self._centroids,
             centroid_sq_norms=self._centroid_sq_norms, list_offsets=lists.offsets,

@@ -28,6 +28,7 @@ _NATIVE_ALGORITHM = {
     "maxscore": _core.QueryAlgorithm.MaxScore, "bmw": _core.QueryAlgorithm.BlockMaxWand,
 }
 ALGORITHMS = tuple(_NATIVE_ALGORITHM)
+_AUTO = _core.QueryAlgorithm.Auto
 _ALGORITHM_NAME = {int(member): name for name, member in _NATIVE_ALGORITHM.items()}
 _FILE_KIND = "BM25Index"
 _CHUNK_DOCS = 65536  # documents tokenized and indexed per native call
@@ -247,18 +248,33 @@ class BM25Index:
         (term-at-a-time), "maxscore" or "bmw" (Block-Max WAND); all return the same hits.
         Rows are padded with id -1 / score -inf only when k exceeds the documents.
         """
-        return self._search(queries, k, n_threads, algorithm)[0]
+        if (type(queries) is str and type(k) is int and k > 0 and type(n_threads) is int
+                and n_threads >= 0 and type(algorithm) is str and algorithm == "auto"):  # one query, nothing to convert
+            scores, ids, _ = self._encoder.search(self._native, [queries], False, k,
+                                                  _AUTO, n_threads)
+        else:
+            scores, ids, _ = self._run(queries, k, n_threads, algorithm)
+        return Hits(scores, ids)
 
     def _search(self, queries, k, n_threads=0, algorithm="auto") -> tuple[Hits, list[str]]:
         """search(), plus the algorithm that ran for each query (for benchmarks)."""
+        scores, ids, used = self._run(queries, k, n_threads, algorithm)
+        return Hits(scores, ids), [_ALGORITHM_NAME[c] for c in used]
+
+    def _run(self, queries, k, n_threads, algorithm):
+        """(scores, ids, algorithm codes): checks, then one native call that encodes the
+        queries and searches."""
         k = check_positive_int(k, "k")
         n_threads = check_threads(n_threads)
-        check_choice(algorithm, "algorithm", ALGORITHMS)
-        terms, weights, offsets = self._encode_queries(queries)
-        scores, ids, used = self._native.search(terms, weights, offsets, k,
-                                                algorithm=_NATIVE_ALGORITHM[algorithm],
-                                                n_threads=n_threads)
-        return Hits(scores, ids), [_ALGORITHM_NAME[c] for c in used]
+        native_algorithm = _NATIVE_ALGORITHM.get(algorithm) if isinstance(algorithm, str) else None
+        if native_algorithm is None:
+            check_choice(algorithm, "algorithm", ALGORITHMS)  # raises, naming the choices
+        if isinstance(queries, str):  # one query: nothing to inspect
+            batch, pretokenized = [queries], False
+        else:
+            batch, pretokenized = _as_documents(queries, "queries")
+        return self._encoder.search(self._native, batch, pretokenized, k, native_algorithm,
+                                    n_threads)
 
     def get_scores(self, query) -> np.ndarray:
         """float32 score of one query (a str or a token list) for every document, in the

@@ -1,0 +1,82 @@
+"""The single-query fast check (one_float32_row) against the full one (as_float_matrix), and
+FlatIndex / IVFIndex answers through it equal to the batched path's."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import ragcore
+from ragcore._util.arrays import as_float_matrix, one_float32_row
+
+DIM = 8
+SPECIAL = [np.nan, np.inf, -np.inf, 4e17, 1e18, 3.6e17, -3.6e17, 1e-42, 0.0]
+
+
+@st.composite
+def query_inputs(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float64, np.float16, np.int32]))
+    shape = draw(st.sampled_from([(DIM,), (1, DIM), (2, DIM), (DIM + 1,), (1, DIM - 1), (DIM, 1)]))
+    values = draw(hnp.arrays(np.float64, shape, elements=st.one_of(
+        st.floats(-10, 10), st.sampled_from(SPECIAL))))
+    with np.errstate(all="ignore"):
+        x = values.astype(dtype)
+    if draw(st.booleans()) and x.ndim == 2 and x.shape[0] > 1:
+        x = np.asfortranarray(x)
+    if draw(st.booleans()):
+        x = np.repeat(x, 2, axis=-1)[..., ::2]  # a strided view
+    return x
+
+
+@settings(max_examples=400, deadline=None)
+@given(query_inputs())
+def test_fast_check_accepts_only_what_the_full_check_passes_unchanged(x):
+    fast = one_float32_row(x, DIM)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a CopyWarning means the full path would copy
+        try:
+            full = as_float_matrix(x, "queries", DIM)
+        except Exception:
+            full = None
+    if fast is not None:
+        assert full is not None and full.shape == (1, DIM)
+        assert np.shares_memory(fast, x) and np.array_equal(fast, full)
+    elif full is not None and full.shape[0] == 1 and np.all(np.abs(x) <= 10):
+        assert not x.flags.c_contiguous  # an ordinary row is declined only for its layout
+
+
+def test_declined_rows_get_the_full_error():
+    index = ragcore.FlatIndex(DIM)
+    index.add(np.eye(DIM, dtype=np.float32))
+    bad = np.ones(DIM, dtype=np.float32)
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        index.search(bad, 1)
+    with pytest.raises(ValueError, match="expected dim=8"):
+        index.search(np.ones(DIM + 1, dtype=np.float32), 1)
+    huge = np.full(DIM, 1e18, dtype=np.float32)
+    with pytest.raises(ValueError, match="could overflow"):
+        index.search(huge, 1)
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2", "cosine"])
+def test_one_query_equals_its_row_of_a_batch(metric):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((300, DIM)).astype(np.float32)
+    queries = rng.standard_normal((7, DIM)).astype(np.float32)
+    flat = ragcore.FlatIndex(DIM, metric=metric)
+    flat.add(x)
+    ivf = ragcore.IVFIndex(DIM, nlist=4, metric=metric)
+    ivf.train(x)
+    ivf.add(x)
+    for index, kwargs in ((flat, {}), (ivf, {"nprobe": 2})):
+        batch = index.search(queries, 5, n_threads=1, **kwargs)
+        for i, q in enumerate(queries):
+            for single in (q, q[None, :]):
+                got = index.search(single, 5, **kwargs)
+                np.testing.assert_array_equal(got.ids, batch.ids[i : i + 1])
+                np.testing.assert_array_equal(got.scores, batch.scores[i : i + 1])

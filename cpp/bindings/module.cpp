@@ -99,6 +99,60 @@ py::tuple flat_search_py(const py::array& corpus, const py::array& queries, size
   return py::make_tuple(scores, out_ids);
 }
 
+// FlatIndex.search's one-query path: positional arguments, the first n rows of the
+// corpus (no Python slicing), and the query checked here in nanoseconds. None when the
+// query is not one contiguous float32 row of d finite values with a norm in range: the
+// Python checks then say what is wrong.
+py::object flat_search_row(const py::array& corpus, size_t n, const py::handle& query, size_t k,
+                           Storage storage, Metric metric, const py::array& ids,
+                           const std::optional<py::array>& sq_norms, double max_sq_norm,
+                           int n_threads) {
+  if (!py::isinstance<py::array_t<float>>(query)) return py::none();
+  const auto q = py::reinterpret_borrow<py::array>(query);
+  const size_t d = corpus.ndim() == 2 ? static_cast<size_t>(corpus.shape(1)) : 0;
+  const bool one_row = (q.ndim() == 1 && static_cast<size_t>(q.shape(0)) == d) ||
+                       (q.ndim() == 2 && q.shape(0) == 1 && static_cast<size_t>(q.shape(1)) == d);
+  if (!one_row || !(q.flags() & py::array::c_style)) return py::none();
+  const float* v = static_cast<const float*>(q.data());
+  double sq = 0.0;
+  for (size_t p = 0; p < d; ++p) sq += static_cast<double>(v[p]) * v[p];
+  if (!(sq <= max_sq_norm)) return py::none();  // NaN, infinity or too large
+  if (corpus.ndim() != 2 || n > static_cast<size_t>(corpus.shape(0)) ||
+      n > static_cast<size_t>(ids.shape(0)) || (sq_norms && n > static_cast<size_t>(sq_norms->shape(0))))
+    fail("n", "exceeds the stored rows");
+  const Storage st = float_storage(storage);
+  const bool corpus_ok = st == Storage::F32 ? py::isinstance<py::array_t<float>>(corpus)
+                                            : corpus.itemsize() == 2;
+  if (!corpus_ok || !(corpus.flags() & py::array::c_style)) fail("corpus", "dtype or layout");
+  if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
+  if (k == 0) fail("k", "must be >= 1");
+  FlatSearchArgs a;
+  a.corpus = corpus.data();
+  a.storage = st;
+  a.corpus_stride = d;
+  a.n = n;
+  a.d = d;
+  a.ids = vector_data<int64_t>(std::optional<py::array>(ids), static_cast<size_t>(ids.shape(0)), "ids");
+  a.sq_norms = sq_norms ? vector_data<float>(sq_norms, static_cast<size_t>(sq_norms->shape(0)),
+                                             "sq_norms")
+                        : nullptr;
+  a.metric = metric;
+  a.query_stride = d;
+  a.queries = v;
+  a.nq = 1;
+  a.k = k;
+  a.n_threads = n_threads;
+  py::array_t<float> scores({size_t{1}, k});
+  py::array_t<int64_t> out_ids({size_t{1}, k});
+  a.out_scores = scores.mutable_data();
+  a.out_ids = out_ids.mutable_data();
+  {
+    py::gil_scoped_release release;
+    flat_search(a);
+  }
+  return py::make_tuple(scores, out_ids);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -114,6 +168,9 @@ PYBIND11_MODULE(_core, m) {
         py::arg("tile_rows") = 0, py::arg("tile_depth") = 0, py::arg("allow") = py::none(),
         py::arg("allow_by_row") = false,
         "Exact top-k of queries against a flat corpus; returns (scores, ids).");
+  m.def("flat_search_row", &flat_search_row,
+        "flat_search of one query row over corpus[:n] (positional: the one-query path); "
+        "None when the query is not one contiguous, finite float32 row of norm^2 <= max_sq_norm.");
 
   register_ivf(m);
 

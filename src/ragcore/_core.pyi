@@ -85,6 +85,14 @@ def flat_search(
     or by row when allow_by_row.
     """
 
+def flat_search_row(
+    corpus: npt.NDArray, n: int, query: object, k: int, storage: Storage, metric: Metric,
+    ids: npt.NDArray[np.int64], sq_norms: npt.NDArray[np.float32] | None, max_sq_norm: float,
+    n_threads: int, /,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
+    """flat_search of one query row over corpus[:n]; None unless the query is one contiguous
+    float32 row of d finite values with squared norm <= max_sq_norm."""
+
 def simd_level_available(level: SimdLevel) -> bool: ...
 def best_simd_level() -> SimdLevel: ...
 def simd_level_name(level: SimdLevel) -> str: ...

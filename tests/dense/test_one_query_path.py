@@ -40,7 +40,7 @@ def test_fast_check_accepts_only_what_the_full_check_passes_unchanged(x):
         warnings.simplefilter("error")  # a CopyWarning means the full path would copy
         try:
             full = as_float_matrix(x, "queries", DIM)
-        except Exception:
+        except (TypeError, ValueError, Warning):
             full = None
     if fast is not None:
         assert full is not None and full.shape == (1, DIM)
@@ -80,3 +80,23 @@ def test_one_query_equals_its_row_of_a_batch(metric):
                 got = index.search(single, 5, **kwargs)
                 np.testing.assert_array_equal(got.ids, batch.ids[i : i + 1])
                 np.testing.assert_array_equal(got.scores, batch.scores[i : i + 1])
+
+
+def _outcome(index, x, n_threads):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            hits = index.search(x, 3, n_threads=n_threads)
+        except (TypeError, ValueError) as err:
+            return type(err), str(err)
+    return hits.ids.tolist(), hits.scores.tolist()
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+@settings(max_examples=200, deadline=None)
+@given(x=query_inputs())
+def test_flat_native_row_path_equals_the_full_path(metric, x):
+    index = ragcore.FlatIndex(DIM, metric=metric)
+    index.add(np.random.default_rng(1).standard_normal((20, DIM)).astype(np.float32))
+    # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
+    assert _outcome(index, x, 0) == _outcome(index, x, np.int64(0))

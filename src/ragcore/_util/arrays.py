@@ -96,7 +96,7 @@ def one_float32_row(x, dim: int):
         row = x[0]
     else:
         return None
-    if not float(row.dot(row)) <= _ONE_ROW_SQ_NORM_LIMIT:  # also False for NaN
+    if not float(row.dot(row)) <= ONE_ROW_SQ_NORM_LIMIT:  # also False for NaN
         return None
     return row[None, :]
 
@@ -106,7 +106,7 @@ def one_float32_row(x, dim: int):
 MAX_NORM = 1e18
 # A float32 sum of squares below this is under MAX_NORM ** 2 whatever its rounding; one
 # above (or NaN, or inf) goes through as_float_matrix's exact checks and messages.
-_ONE_ROW_SQ_NORM_LIMIT = 0.99 * MAX_NORM**2
+ONE_ROW_SQ_NORM_LIMIT = 0.99 * MAX_NORM**2
 
 
 def _check_magnitude(arr: np.ndarray, name: str) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _core
 from .._util.allow import allow_mask
 from .._util.arrays import (
-    as_float_matrix, check_choice, check_positive_int, check_threads, one_float32_row,
+    ONE_ROW_SQ_NORM_LIMIT, as_float_matrix, check_choice, check_positive_int, check_threads,
 )
 from .._util.devices import to_device
 from .._util.fileformat import read_index, write_index
@@ -156,11 +156,14 @@ class FlatIndex:
         id list or array, or a boolean mask indexed by id); applied inside the
         scan, so a row is padded only when fewer than k allowed vectors exist.
         """
+        if (allow is None and type(k) is int and k > 0 and type(n_threads) is int
+                and n_threads >= 0 and self._metric != "cosine" and not self._search_options):
+            found = self._search_row(queries, k, n_threads)  # one clean row: checked natively
+            if found is not None:
+                return Hits(*found)
         k = check_positive_int(k, "k")
         n_threads = check_threads(n_threads)
-        q = one_float32_row(queries, self._dim)  # the single-query path: no copy, few checks
-        if q is None:
-            q = as_float_matrix(queries, "queries", self._dim)
+        q = as_float_matrix(queries, "queries", self._dim)
         if self._metric == "cosine":
             q = normalized(q, "queries")
         with self._lock:
@@ -176,6 +179,15 @@ class FlatIndex:
             ids=ids, sq_norms=sq_norms, n_threads=n_threads, **filtered, **self._search_options,
         )
         return Hits(scores, out_ids)
+
+    def _search_row(self, query, k: int, n_threads: int):
+        """(scores, ids) of one contiguous, finite float32 row; None for anything else."""
+        with self._lock:
+            n, vectors, ids = self._n, self._vectors, self._ids
+            sq_norms = self._sq_norms if self._metric == "l2" else None
+        return _core.flat_search_row(vectors, n, query, k, NATIVE_STORAGE[self._dtype],
+                                     NATIVE_METRIC[self._metric], ids, sq_norms,
+                                     ONE_ROW_SQ_NORM_LIMIT, n_threads)
 
     # ---- copies and devices --------------------------------------------
 

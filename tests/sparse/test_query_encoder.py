@@ -135,3 +135,40 @@ def test_memory_stays_flat_over_a_million_distinct_query_words():
     # 800,000 more distinct words, kept, would take about 100 MB.
     assert rss_after - rss_before < 8 << 20, f"grew {(rss_after - rss_before) >> 20} MiB"
     assert index.query_cache_words == QUERY_CACHE_WORDS
+
+
+def test_concurrent_searches_and_adds_with_a_stemmer():
+    """Searches stem new words (the stemmer takes the GIL inside the native call) while
+    other threads search and add: no deadlock, and every answer matches a fresh encoding."""
+    import threading
+
+    index = ragcore.BM25Index(stemmer="english")
+    index.index([f"running{i} connection{i % 7} data" for i in range(200)])
+    errors: list[BaseException] = []
+
+    def searcher(seed):
+        try:
+            for i in range(150):
+                query = f"connections{(seed + i) % 7} runs{seed}x{i} data"
+                hits = index.search(query, 3)
+                assert hits.ids.shape == (1, 3)
+        except BaseException as err:  # reported below, in the main thread
+            errors.append(err)
+
+    def adder():
+        try:
+            for i in range(20):
+                index.add([f"runs{i}x{i} datum{i}"])
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=searcher, args=(s,)) for s in range(4)]
+    threads.append(threading.Thread(target=adder))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a search or add did not finish"
+    assert not errors, errors[0]
+    queries = ["connections3 runs0x0 data", "runs5x5 datum5"]
+    assert encoded(index, queries) == expected(index, queries, False)

@@ -20,6 +20,7 @@ using namespace ragcore_bindings;
 
 void register_ivf(py::module_& m);   // ivf_bindings.cpp
 void register_bm25(py::module_& m);  // sparse_bindings.cpp
+void register_hnsw(py::module_& m);  // hnsw_bindings.cpp
 
 namespace {
 
@@ -114,6 +115,7 @@ PYBIND11_MODULE(_core, m) {
         "Exact top-k of queries against a flat corpus; returns (scores, ids).");
 
   register_ivf(m);
+  register_hnsw(m);
 
   m.def("simd_level_available",
         [](SimdLevel level) { return simd_level_available(checked_simd_level(level)); },

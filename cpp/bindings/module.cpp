@@ -21,6 +21,7 @@ using namespace ragcore_bindings;
 void register_ivf(py::module_& m);   // ivf_bindings.cpp
 void register_bm25(py::module_& m);  // sparse_bindings.cpp
 void register_hnsw(py::module_& m);  // hnsw_bindings.cpp
+void register_codes(py::module_& m);  // codes_bindings.cpp
 
 namespace {
 
@@ -116,6 +117,7 @@ PYBIND11_MODULE(_core, m) {
 
   register_ivf(m);
   register_hnsw(m);
+  register_codes(m);
 
   m.def("simd_level_available",
         [](SimdLevel level) { return simd_level_available(checked_simd_level(level)); },

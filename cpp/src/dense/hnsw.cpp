@@ -255,13 +255,12 @@ struct WorseFirst {  // priority_queue whose top is the best: candidates to expa
 // The heuristic of the HNSW paper (Algorithm 4): a candidate is kept only if it
 // is closer to the base than to every neighbour kept so far, so the links point
 // in diverse directions. cands is sorted best first and becomes the kept ones.
-void HnswIndex::select_neighbors(std::vector<Scored>& cands, size_t m,
-                                 std::vector<float>& buf) const {
-  if (cands.size() <= m) return;
-  std::vector<Scored> kept;
+void HnswIndex::select_neighbors(std::vector<Scored>& cands, size_t m, std::vector<float>& buf,
+                                 std::vector<Scored> kept) const {
+  if (kept.empty() && cands.size() <= m) return;
   kept.reserve(m);
   for (const Scored& c : cands) {
-    if (kept.size() == m) break;
+    if (kept.size() >= m) break;
     const float* cv = as_f32(c.slot, buf);
     const float cn = p_.metric == Metric::L2 ? sq_norms_[c.slot] : 0.0f;
     bool diverse = true;
@@ -580,21 +579,7 @@ std::vector<HnswIndex::Scored> HnswIndex::relinked(uint32_t s, int level,
   std::sort(cands.begin(), cands.end(), BetterFirst());
   // Fill the free places with candidates that pass the insertion heuristic
   // against the links already there (so they add directions, not duplicates).
-  const size_t target = degree(level);
-  for (const Scored& c : cands) {
-    if (kept_links.size() >= target) break;
-    const float* cv = as_f32(c.slot, buf);
-    const float cn = p_.metric == Metric::L2 ? sq_norms_[c.slot] : 0.0f;
-    bool diverse = true;
-    for (const Scored& k : kept_links) {
-      if (score(cv, cn, k.slot) > c.score) {
-        diverse = false;
-        break;
-      }
-    }
-    if (diverse) kept_links.push_back(c);
-  }
-  cands.swap(kept_links);
+  select_neighbors(cands, degree(level), buf, std::move(kept_links));
   return cands;
 }
 

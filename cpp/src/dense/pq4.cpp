@@ -18,6 +18,7 @@ namespace {
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("PQ4: " + what); }
 
 constexpr size_t kMaxM = 256;  // 16-bit sums of m bytes cannot overflow
+constexpr size_t kHistogramBins = 1024;
 
 }  // namespace
 
@@ -109,10 +110,25 @@ void pq4_search(const Pq4SearchArgs& a) {
     pq4_quantize_tables(t.data(), a.m, luts.data());
     std::vector<uint16_t> losses(pq4_blocks(a.n) * kPq4Block);
     pq4_scan(a.packed, a.n, a.m, luts.data(), losses.data(), level);
-    // The `want` smallest losses (ties: lower row), then exact scores for them.
-    std::vector<uint64_t> keyed(a.n);
-    for (size_t i = 0; i < a.n; ++i) keyed[i] = (static_cast<uint64_t>(losses[i]) << 32) | i;
-    if (want < a.n) std::nth_element(keyed.begin(), keyed.begin() + want, keyed.end());
+    // The `want` smallest losses (ties: lower row). A histogram of the losses finds
+    // the bucket that holds the want-th, so only the rows up to it are sorted.
+    const size_t shift = [&] {
+      size_t sh = 0;
+      while ((255 * a.m) >> sh >= kHistogramBins) ++sh;
+      return sh;
+    }();
+    std::vector<uint32_t> hist(kHistogramBins, 0);
+    for (size_t i = 0; i < a.n; ++i) ++hist[losses[i] >> shift];
+    size_t last_bin = 0;
+    for (size_t seen = 0; last_bin < kHistogramBins; ++last_bin) {
+      seen += hist[last_bin];
+      if (seen >= want) break;
+    }
+    std::vector<uint64_t> keyed;
+    keyed.reserve(want * 2);
+    for (size_t i = 0; i < a.n; ++i)
+      if ((losses[i] >> shift) <= last_bin) keyed.push_back((static_cast<uint64_t>(losses[i]) << 32) | i);
+    if (want < keyed.size()) std::nth_element(keyed.begin(), keyed.begin() + want, keyed.end());
     TopKQueue top(a.k);
     for (size_t c = 0; c < want; ++c) {
       const size_t row = static_cast<uint32_t>(keyed[c]);

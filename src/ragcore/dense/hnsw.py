@@ -19,14 +19,16 @@ from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, t
 
 _FILE_KIND = "HNSWIndex"
 _MAX_M = 512
-# ef of search() when none is given: the smallest of the benchmark's sweep that reaches
-# recall@10 >= 0.95 on its data (BENCHMARKS.md, "HNSWIndex against hnswlib, faiss and usearch").
+# ef of search() when none is given: one step of the benchmark's sweep above 48, the smallest
+# that reaches recall@10 >= 0.95 on both of its data sets (clustered N = 50,000: 0.960; stdlib
+# embeddings: 0.995), as recall at a given ef falls slowly with N (BENCHMARKS.md, "Graph search
+# and 4-bit PQ: HNSWIndex and PQIndex against hnswlib, faiss and usearch").
 DEFAULT_EF = 64
 # A filtered search scores the allowed vectors exactly when they number at most
 # EXACT_FILTER_FACTOR * sqrt(ef * M * n): a walk that keeps ef allowed results out of a
 # fraction s = allowed / n expands about ef / s nodes of about 2M neighbours each, which
-# costs more than scoring the allowed set once allowed**2 < c * ef * M * n. c is measured by
-# bench/hnsw_filter.py (BENCHMARKS.md, same section).
+# costs more than scoring the allowed set once allowed**2 < c * ef * M * n. bench/hnsw_filter.py
+# puts the crossover between 0.9 and 1.3 x sqrt(ef * M * n) at n = 20,000 and 80,000 (same section).
 EXACT_FILTER_FACTOR = 1.0
 _NO_ROWS = np.empty(0, dtype=np.int64)
 

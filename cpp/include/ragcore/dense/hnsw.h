@@ -153,7 +153,9 @@ class HnswIndex {
   void reserve_slots(size_t slots);
   void own_vectors();
   void insert(uint32_t slot, int level, std::vector<float>& qbuf, Visited& vis);
-  void select_neighbors(std::vector<Scored>& cands, size_t m, std::vector<float>& buf) const;
+  // kept: links that stay; candidates are added to them up to m.
+  void select_neighbors(std::vector<Scored>& cands, size_t m, std::vector<float>& buf,
+                        std::vector<Scored> kept = {}) const;
   void link_back(uint32_t from, uint32_t to, float score, int level, std::vector<float>& buf);
   std::vector<Scored> relinked(uint32_t s, int level, const std::vector<uint8_t>& removed,
                                const AllowFilter& live, Visited& vis, std::vector<float>& buf) const;

@@ -21,7 +21,7 @@ constexpr int kMaxLevel = 48;
 constexpr size_t kMaxM = 512;  // bounds the walk's neighbour buffer
 // Bytes of each neighbour's row requested ahead of scoring; the hardware
 // prefetcher streams the rest once the first lines arrive.
-constexpr size_t kPrefetchBytes = 256;
+constexpr size_t kPrefetchBytes = 4096;
 
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("HNSW: " + what); }
 
@@ -362,12 +362,19 @@ void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_
     size_t fresh = 0;
     for (size_t j = 0; j < count; ++j) {
       if (vis.check_and_mark(nbs[j])) continue;
-      const uint8_t* r = row(nbs[j]);
-      for (size_t line = 0; line < prefetch_bytes; line += 64) __builtin_prefetch(r + line);
+      __builtin_prefetch(row(nbs[j]));
       nbs[fresh++] = nbs[j];
+    }
+    for (size_t j = 0; j < 2 && j < fresh; ++j) {
+      const uint8_t* r = row(nbs[j]);
+      for (size_t line = 64; line < prefetch_bytes; line += 64) __builtin_prefetch(r + line);
     }
     for (size_t j = 0; j < fresh; ++j) {
       const uint32_t nb = nbs[j];
+      if (j + 2 < fresh) {  // the row after next in full while this one is scored
+        const uint8_t* r = row(nbs[j + 2]);
+        for (size_t line = 64; line < prefetch_bytes; line += 64) __builtin_prefetch(r + line);
+      }
       const Scored s{score(q, qnorm, nb), nb};
       if (best.size() < ef || BetterFirst()(s, best.top())) {
         frontier.push(s);

@@ -226,3 +226,17 @@ class HnswGraph:
                 links0: npt.NDArray[np.uint32], upper: npt.NDArray[np.uint32],
                 upper_offsets: npt.NDArray[np.int64], entry: int, rng_state: int,
                 borrow_vectors: bool) -> None: ...
+
+def pq4_pack(codes: npt.NDArray[np.uint8], m: int) -> npt.NDArray[np.uint8]:
+    """4-bit codes (n x m, each < 16) in the fast-scan block layout."""
+def pq4_scan(packed: npt.NDArray[np.uint8], n: int, m: int, luts: npt.NDArray[np.uint8],
+             simd_level: SimdLevel) -> npt.NDArray[np.uint16]:
+    """16-bit losses of n packed vectors for byte tables luts."""
+def pq4_quantize_tables(tables: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.uint8], float]:
+    """Byte tables (losses scaled to 0..255) of float tables m x 16; returns (luts, scale)."""
+def pq4_search(packed: npt.NDArray[np.uint8], m: int, centroids: npt.NDArray[np.float32],
+               exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
+               ids: npt.NDArray[np.int64], metric: Metric, queries: npt.NDArray[np.float32],
+               k: int, *, rescore: int = 4, n_threads: int = 0,
+               simd_level: SimdLevel | None = None) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """Fast-scan candidates re-scored exactly; returns (scores, ids)."""

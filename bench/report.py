@@ -304,7 +304,8 @@ def optional_sections() -> str:
 KEPT_SECTIONS = ("Evaluation and fusion: a million-row run",
                  "BM25 query algorithms: what `auto` runs",
                  "The layout change: speed before and after",
-                 "Query latency end to end: one query per call, and BM25 against PISA")
+                 "Query latency end to end: one query per call, and BM25 against PISA",
+                 "Graph search and 4-bit PQ: HNSWIndex and PQIndex against hnswlib, faiss and usearch")
 
 
 def kept_sections() -> str:

@@ -21,6 +21,8 @@ using namespace ragcore_bindings;
 void register_ivf(py::module_& m);   // ivf_bindings.cpp
 void register_bm25(py::module_& m);  // sparse_bindings.cpp
 void register_query_encoder(py::module_& m);  // query_bindings.cpp
+void register_hnsw(py::module_& m);  // hnsw_bindings.cpp
+void register_codes(py::module_& m);  // codes_bindings.cpp
 
 namespace {
 
@@ -169,6 +171,8 @@ PYBIND11_MODULE(_core, m) {
         "None when the query is not one contiguous, finite float32 row of norm^2 <= max_sq_norm.");
 
   register_ivf(m);
+  register_hnsw(m);
+  register_codes(m);
 
   m.def("simd_level_available",
         [](SimdLevel level) { return simd_level_available(checked_simd_level(level)); },

@@ -9,6 +9,8 @@ from .sparse.gpu import GpuBM25Index
 from .dense.gpu import DeviceHits, GpuFlatIndex
 from .hits import Hits
 from .dense.ivf import IVFIndex
+from .dense.hnsw import HNSWIndex
+from .dense.pq import PQIndex
 from .sparse.tokenizer import tokenize
 
 from . import evaluate, rag  # submodules: ragcore.rag.fusion.rrf, ragcore.evaluate.evaluate
@@ -17,6 +19,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BM25Index", "BiEncoder", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
-    "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker",
+    "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "HNSWIndex", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker", "PQIndex",
     "TruncationWarning", "__version__", "cuda_device_count", "evaluate", "rag", "tokenize",
 ]

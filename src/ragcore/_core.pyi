@@ -5,7 +5,7 @@ cross as the enum types below; the Python layer maps each user string to a membe
 place (dense/_metric.py, dense/_storage.py, dense/ivf.py, sparse/bm25.py).
 """
 
-from typing import Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -231,3 +231,41 @@ def ivf_search(
     """Approximate top-k over inverted lists; storage SQ8 = uint8 codes (needs
     code_min, code_scale and exact_rows). Returns (scores, ids, seconds per
     stage: coarse, scan, rescore)."""
+
+class HnswGraph:
+    """HNSW graph over stored rows (ragcore.HNSWIndex's core)."""
+
+    def __init__(self, d: int, *, metric: Metric, storage: Storage, M: int, ef_construction: int,
+                 seed: int = 0, simd_level: SimdLevel | None = None) -> None: ...
+    def add(self, rows: npt.NDArray[Any], ids: npt.NDArray[np.int64], *,
+            sq_norms: npt.NDArray[np.float32] | None = None, n_threads: int = 0) -> None: ...
+    def remove(self, ids: npt.NDArray[np.int64], *, n_threads: int = 0) -> int: ...
+    def search(self, queries: npt.NDArray[np.float32], k: int, *, ef: int,
+               allow: npt.NDArray[np.uint8] | None = None,
+               allow_ids: npt.NDArray[np.int64] | None = None, exact_below: int = 0,
+               n_threads: int = 0) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], bool, int]:
+        """Returns (scores, ids, whether the allowed set was scored exactly, allowed count)."""
+    def size(self) -> int: ...
+    def slots(self) -> int: ...
+    def memory_bytes(self) -> int: ...
+    def slot_ids(self) -> npt.NDArray[np.int64]: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def restore(self, vectors: npt.NDArray[Any], sq_norms: npt.NDArray[np.float32] | None,
+                ids: npt.NDArray[np.int64], levels: npt.NDArray[np.int32],
+                links0: npt.NDArray[np.uint32], upper: npt.NDArray[np.uint32],
+                upper_offsets: npt.NDArray[np.int64], entry: int, rng_state: int,
+                borrow_vectors: bool) -> None: ...
+
+def pq4_pack(codes: npt.NDArray[np.uint8], m: int) -> npt.NDArray[np.uint8]:
+    """4-bit codes (n x m, each < 16) in the fast-scan block layout."""
+def pq4_scan(packed: npt.NDArray[np.uint8], n: int, m: int, luts: npt.NDArray[np.uint8],
+             simd_level: SimdLevel) -> npt.NDArray[np.uint16]:
+    """16-bit losses of n packed vectors for byte tables luts."""
+def pq4_quantize_tables(tables: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.uint8], float]:
+    """Byte tables (losses scaled to 0..255) of float tables m x 16; returns (luts, scale)."""
+def pq4_search(packed: npt.NDArray[np.uint8], m: int, centroids: npt.NDArray[np.float32],
+               exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
+               ids: npt.NDArray[np.int64], metric: Metric, queries: npt.NDArray[np.float32],
+               k: int, *, rescore: int = 4, n_threads: int = 0,
+               simd_level: SimdLevel | None = None) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """Fast-scan candidates re-scored exactly; returns (scores, ids)."""

@@ -29,7 +29,7 @@ FORMAT_VERSION = 1
 _ALIGN = 64
 _PREFIX = struct.Struct("<8sII")
 _TRAILER = struct.Struct("<I4s")
-_ALLOWED_DTYPES = ("float32", "float16", "uint16", "int64", "uint8")
+_ALLOWED_DTYPES = ("float32", "float16", "uint16", "int64", "uint8", "int32", "uint32")
 _CRC_CHUNK = 1 << 24
 
 

@@ -1,8 +1,11 @@
 """Dense vector search: FlatIndex (exact), IVFIndex (inverted file; float, float16, bfloat16 or
-sq8 codes re-scored exactly) and GpuFlatIndex (exact, on a CUDA device)."""
+sq8 codes re-scored exactly), HNSWIndex (graph), PQIndex (4-bit
+product-quantisation codes scanned by SIMD look-ups, re-scored exactly) and GpuFlatIndex (exact, on a CUDA device)."""
 
 from .flat import METRICS, FlatIndex
 from .gpu import DeviceHits, GpuFlatIndex
+from .hnsw import HNSWIndex
+from .pq import PQIndex
 from .ivf import IVFIndex
 
-__all__ = ["METRICS", "DeviceHits", "FlatIndex", "GpuFlatIndex", "IVFIndex"]
+__all__ = ["METRICS", "DeviceHits", "FlatIndex", "GpuFlatIndex", "HNSWIndex", "IVFIndex", "PQIndex"]

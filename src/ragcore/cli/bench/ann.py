@@ -1,9 +1,11 @@
 """``ragcore bench ann``: exhaustive versus approximate search, peers side by side.
 
-Steps: data (clustered by default), ground truth with FlatIndex (exact), then
-for each system (ragcore IVFIndex float32 and sq8 for each nlist, faiss
-IndexIVFFlat for each nlist, faiss IndexHNSWFlat, hnswlib, usearch, where
-installed) one build, timed, and a sweep of its search knob; at each point
+Steps: data (clustered by default, or ``stdlib``: the bundled encoder's
+embeddings of stdlib docstring and comment paragraphs), ground truth with
+FlatIndex (exact), then for each system (ragcore IVFIndex float32 and sq8 for
+each nlist, ragcore HNSWIndex, faiss IndexIVFFlat for each nlist, faiss
+IndexHNSWFlat, hnswlib, usearch, where installed; the graphs all with --M and
+--ef-construction) one build, timed, and a sweep of its search knob; at each point
 recall@k against the exact top-k, and latency/QPS at batch 1 and 256 (see
 measure_latency). Writes ann.csv, ann.json, ann.md and ann.png (recall vs QPS
 with the Pareto front of each system) to --out.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gc
+import itertools
 import json
 import math
 import sys
@@ -28,7 +31,7 @@ from ._machine import CpuLoad, environment
 from ..._util.progress import Progress
 from .latency import measure_latency
 from .pareto import best_qps_at, plot
-from .peers import SYSTEM_NAMES, make_systems
+from .peers import GRAPH_EF_CONSTRUCTION, GRAPH_M, SYSTEM_NAMES, make_systems
 from .recall import recall_vs_exact
 
 TARGET_RECALL = 0.95
@@ -41,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--n", type=int, default=200_000, help="corpus vectors (default 200000)")
     add("--d", type=int, default=384, help="dimensions (default 384; ignored for a FILE.npy)")
     add("--data", default="clustered",
-        help="clustered (mixture of Gaussians, normalised; default), random, or FILE.npy")
+        help="clustered (mixture of Gaussians, normalised; default), random, stdlib (the bundled "
+             "encoder's embeddings of stdlib paragraphs, computed once and cached), or FILE.npy")
     add("--queries", type=int, default=1000, help="queries for recall (default 1000)")
     add("--k", type=int, default=10, help="results per query (default 10)")
     add("--nlist", type=_int_list, default=None,
@@ -50,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="IVF nprobe sweep (default 1,2,4,8,12,16,24,32,48,64,96,128)")
     add("--ef", type=_int_list, default=[10, 16, 24, 32, 48, 64, 96, 128, 256],
         help="HNSW efSearch sweep (default 10,16,24,32,48,64,96,128,256)")
+    add("--M", type=int, default=GRAPH_M, help=f"graph indexes' M (default {GRAPH_M})")
+    add("--ef-construction", type=int, default=GRAPH_EF_CONSTRUCTION,
+        help=f"graph indexes' ef_construction (default {GRAPH_EF_CONSTRUCTION})")
     add("--systems", type=lambda s: s.split(","), default=list(SYSTEM_NAMES),
         help=f"comma-separated subset of {','.join(SYSTEM_NAMES)}")
     add("--threads", type=int, default=0, help="threads for every system (default 0: all cores)")
@@ -94,7 +101,8 @@ def run(args) -> int:
 
     train_size = args.train_size or min(n, 40 * max(nlists))  # faiss warns below 39
     sample = x[np.random.default_rng(args.seed).permutation(n)[:train_size]]
-    systems, missing = make_systems(args.systems, nlists, args.nprobe, args.ef, threads, args.seed)
+    systems, missing = make_systems(args.systems, nlists, args.nprobe, args.ef, threads, args.seed,
+                                    args.M, args.ef_construction)
     for family in missing:
         print(f"skipped {family}: its library is not installed", file=log, flush=True)
 
@@ -107,6 +115,7 @@ def run(args) -> int:
         "environment": environment(threads),
         "parameters": {"n": n, "d": d, "data": args.data, "queries": len(queries), "k": args.k,
                        "nlist": nlists, "nprobe": args.nprobe, "ef": args.ef,
+                       "M": args.M, "ef_construction": args.ef_construction,
                        "train_size": train_size, "b1_calls": args.b1_calls,
                        "b256_calls": args.b256_calls, "seed": args.seed},
         "skipped": missing, "rows": rows, "targets": targets(rows),
@@ -123,9 +132,13 @@ def _load(args):
         return bench_data.clustered(args.n, args.d, args.seed, args.queries)
     if args.data == "random":
         return bench_data.uniform(args.n, args.d, args.seed, args.queries)
+    if args.data == "stdlib":
+        from .stdlib_vectors import stdlib_embeddings
+
+        return stdlib_embeddings(args.n, args.queries, args.seed)
     if args.data.endswith(".npy"):
         return bench_data.from_file(args.data, args.n, args.seed, args.queries)
-    raise SystemExit(f"--data: expected clustered, random or a .npy file, got {args.data!r}")
+    raise SystemExit(f"--data: expected clustered, random, stdlib or a .npy file, got {args.data!r}")
 
 
 def _sweep(system, x, sample, queries, truth, args, log) -> list[dict]:
@@ -173,6 +186,14 @@ def targets(rows: list[dict]) -> dict:
         ours, faiss = best("ragcore IVF float32", key), best("faiss IndexIVFFlat", key)
         out[f"ivf_float32_vs_faiss_ivfflat_{key}"] = {"ragcore": ours, "faiss": faiss,
                                                       "ratio": ratio(ours, faiss), "target": 1.0}
+    graph_peers = [p for p in ("hnswlib", "faiss IndexHNSWFlat", "usearch")
+                   if any(r["system"] == p for r in rows)]
+    if any(r["system"] == "ragcore HNSW" for r in rows):
+        for peer, key, recall in itertools.product(graph_peers, ("qps_b1", "qps_b256"), (0.95, 0.99)):
+            ours = best_qps_at(rows, "ragcore HNSW", key, recall)
+            theirs = best_qps_at(rows, peer, key, recall)
+            out[f"hnsw_vs_{peer.split()[0]}_{key}_at_{recall}"] = {
+                "ragcore": ours, "peer": theirs, "ratio": ratio(ours, theirs), "target": 1.0}
     sq8, f32 = best("ragcore IVF sq8", "qps_b1"), best("ragcore IVF float32", "qps_b1")
     out["ivf_sq8_vs_float32_qps_b1"] = {"sq8": sq8, "float32": f32, "ratio": ratio(sq8, f32),
                                         "target": 2.0}

@@ -1,8 +1,10 @@
-"""The indexes compared by ``ragcore bench ann``: ragcore's IVFIndex and peers.
+"""The indexes compared by ``ragcore bench ann``: ragcore's IVFIndex and HNSWIndex, and peers.
 
 Each system builds once and then sweeps its search-time knob (nprobe or
 efSearch); a peer whose library is not installed is skipped and said so.
-All use inner product on the same unit vectors and the same thread count.
+All use inner product on the same unit vectors and the same thread count; the
+graph indexes (ragcore HNSWIndex, faiss IndexHNSWFlat, hnswlib, usearch) all
+build with the same M and ef_construction.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ import importlib.util
 
 import numpy as np
 
+from ...dense.hnsw import HNSWIndex
 from ...dense.ivf import IVFIndex
+
+# The graph indexes' build parameters when none are given: hnswlib's README example.
+GRAPH_M, GRAPH_EF_CONSTRUCTION = 16, 200
 
 
 class System:
@@ -107,11 +113,35 @@ class FaissIVFFlat(System):
         return int(faiss.serialize_index(self.index).nbytes)
 
 
-class FaissHNSW(System):
-    family, knob, module = "faiss IndexHNSWFlat", "efSearch", "faiss"
-    M, EF_CONSTRUCTION = 32, 40  # faiss defaults
+class GraphSystem(System):
+    """A graph index built with M and ef_construction (the same for every one)."""
+
+    def __init__(self, sweep, threads, seed, M: int = GRAPH_M,
+                 ef_construction: int = GRAPH_EF_CONSTRUCTION):
+        super().__init__(sweep, threads, seed)
+        self.M, self.EF_CONSTRUCTION = M, ef_construction
 
     config = property(lambda self: f"M={self.M},efC={self.EF_CONSTRUCTION}")
+
+
+class RagcoreHNSW(GraphSystem):
+    family, knob = "ragcore HNSW", "ef"
+
+    def build(self, x, sample):
+        self.index = HNSWIndex(x.shape[1], "ip", M=self.M, ef_construction=self.EF_CONSTRUCTION,
+                               seed=self.seed)
+        self.index.add(x, n_threads=self.threads)
+
+    def search(self, queries, k):
+        return self.index.search(queries, k, ef=self.value,
+                                 n_threads=self.threads_for(queries)).ids
+
+    def memory_bytes(self):
+        return self.index.memory_bytes()
+
+
+class FaissHNSW(GraphSystem):
+    family, knob, module = "faiss IndexHNSWFlat", "efSearch", "faiss"
 
     def build(self, x, sample):
         import faiss
@@ -122,6 +152,9 @@ class FaissHNSW(System):
         self.index.add(x)
 
     def search(self, queries, k):
+        import faiss
+
+        faiss.omp_set_num_threads(self.threads_for(queries))
         self.index.hnsw.efSearch = max(self.value, k)
         return self.index.search(queries, k)[1]
 
@@ -131,11 +164,8 @@ class FaissHNSW(System):
         return int(faiss.serialize_index(self.index).nbytes)
 
 
-class Hnswlib(System):
+class Hnswlib(GraphSystem):
     family, knob, module = "hnswlib", "ef", "hnswlib"
-    M, EF_CONSTRUCTION = 16, 200  # hnswlib's README example
-
-    config = property(lambda self: f"M={self.M},efC={self.EF_CONSTRUCTION}")
 
     def build(self, x, sample):
         import hnswlib
@@ -153,17 +183,14 @@ class Hnswlib(System):
         return int(self.index.index_file_size())
 
 
-class Usearch(System):
+class Usearch(GraphSystem):
     family, knob, module = "usearch", "expansion_search", "usearch"
-    CONNECTIVITY, EXPANSION_ADD = 16, 128  # usearch defaults
-
-    config = property(lambda self: f"M={self.CONNECTIVITY},efC={self.EXPANSION_ADD}")
 
     def build(self, x, sample):
         from usearch.index import Index
 
         self.index = Index(ndim=x.shape[1], metric="ip", dtype="f32",
-                           connectivity=self.CONNECTIVITY, expansion_add=self.EXPANSION_ADD)
+                           connectivity=self.M, expansion_add=self.EF_CONSTRUCTION)
         self.index.add(np.arange(len(x)), x, threads=self.threads)
 
     def search(self, queries, k):
@@ -175,10 +202,14 @@ class Usearch(System):
         return int(self.index.memory_usage)
 
 
-SYSTEM_NAMES = ("ragcore-f32", "ragcore-sq8", "faiss-ivf", "faiss-hnsw", "hnswlib", "usearch")
+SYSTEM_NAMES = ("ragcore-f32", "ragcore-sq8", "ragcore-hnsw", "faiss-ivf", "faiss-hnsw", "hnswlib",
+                "usearch")
+_GRAPHS = {"ragcore-hnsw": RagcoreHNSW, "faiss-hnsw": FaissHNSW, "hnswlib": Hnswlib,
+           "usearch": Usearch}
 
 
-def make_systems(names, nlists, nprobes, efs, threads: int, seed: int) -> tuple[list, list]:
+def make_systems(names, nlists, nprobes, efs, threads: int, seed: int, M: int = GRAPH_M,
+                 ef_construction: int = GRAPH_EF_CONSTRUCTION) -> tuple[list, list]:
     """(systems to run, names skipped because their library is missing)."""
     systems, missing = [], []
     for name in names:
@@ -188,8 +219,7 @@ def make_systems(names, nlists, nprobes, efs, threads: int, seed: int) -> tuple[
         elif name == "faiss-ivf":
             systems += [FaissIVFFlat(nprobes, threads, seed, nlist) for nlist in nlists]
         else:
-            cls = {"faiss-hnsw": FaissHNSW, "hnswlib": Hnswlib, "usearch": Usearch}[name]
-            systems.append(cls(efs, threads, seed))
+            systems.append(_GRAPHS[name](efs, threads, seed, M, ef_construction))
     kept = [s for s in systems if s.available()]
     missing = sorted({s.family for s in systems if not s.available()})
     return kept, missing

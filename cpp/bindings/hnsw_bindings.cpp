@@ -1,0 +1,176 @@
+// Bindings of the HNSW graph index: conversion, checks and GIL release only.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "array_checks.h"
+#include "ragcore/dense/hnsw.h"
+
+namespace py = pybind11;
+using namespace ragcore;
+using namespace ragcore_bindings;
+
+namespace {
+
+// A C-contiguous 2-D array of `cols` elements of `itemsize` bytes per row.
+const void* rows_of(const py::array& a, size_t cols, size_t itemsize, const std::string& name) {
+  if (a.ndim() != 2 || static_cast<size_t>(a.shape(1)) != cols ||
+      static_cast<size_t>(a.itemsize()) != itemsize || !(a.flags() & py::array::c_style))
+    fail(name, "expected a C-contiguous 2-D array of " + std::to_string(cols) +
+                   " columns of " + std::to_string(itemsize) + "-byte elements");
+  return a.data();
+}
+
+template <class T>
+py::array_t<T> to_numpy(const std::vector<T>& v) {
+  py::array_t<T> out(v.size());
+  if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(T));
+  return out;
+}
+
+HnswIndex* make_graph(size_t d, Metric metric, Storage storage, size_t M, size_t ef_construction,
+                      uint64_t seed, const std::optional<SimdLevel>& simd_level) {
+  HnswParams p;
+  p.d = d;
+  p.metric = metric;
+  p.storage = storage;
+  p.M = M;
+  p.ef_construction = ef_construction;
+  p.seed = seed;
+  p.simd_level = simd_level_code(simd_level);
+  return new HnswIndex(p);
+}
+
+void add_py(HnswIndex& g, const py::array& rows, const py::array& ids,
+            const std::optional<py::array>& sq_norms, int n_threads) {
+  const HnswParams& p = g.params();
+  const void* data = rows_of(rows, p.d, storage_bytes(p.storage), "rows");
+  const size_t n = static_cast<size_t>(rows.shape(0));
+  const int64_t* id = vector_data<int64_t>(ids, n, "ids");
+  const float* norms = vector_data<float>(sq_norms, n, "sq_norms");
+  py::gil_scoped_release release;
+  g.add(data, n, p.d, id, norms, n_threads);
+}
+
+size_t remove_py(HnswIndex& g, const py::array& ids, int n_threads) {
+  const size_t n = static_cast<size_t>(ids.size());
+  const int64_t* id = vector_data<int64_t>(ids, n, "ids");
+  py::gil_scoped_release release;
+  return g.remove(id, n, n_threads);
+}
+
+py::tuple search_py(const HnswIndex& g, const py::array& queries, size_t k, size_t ef,
+                    const std::optional<py::array>& allow,
+                    const std::optional<py::array>& allow_ids, size_t exact_below,
+                    int n_threads) {
+  if (!py::isinstance<py::array_t<float>>(queries)) fail("queries", "expected float32");
+  HnswSearchArgs a;
+  a.query_stride = row_stride_elements(queries, "queries");
+  if (static_cast<size_t>(queries.shape(1)) != g.params().d)
+    fail("queries", "expected " + std::to_string(g.params().d) + " columns");
+  a.queries = static_cast<const float*>(queries.data());
+  a.nq = static_cast<size_t>(queries.shape(0));
+  a.k = k;
+  a.ef = ef;
+  a.allow = allow_filter(allow, false);
+  // A copy: the ids are followed without the GIL, when the caller's array could change.
+  std::vector<int64_t> id_list;
+  if (allow_ids) {
+    const int64_t* p = vector_data<int64_t>(allow_ids, static_cast<size_t>(allow_ids->size()), "allow_ids");
+    id_list.assign(p, p + allow_ids->size());
+    a.allow_ids = id_list.data();
+    a.n_allow_ids = id_list.size();
+    static const int64_t none = -1;
+    if (id_list.empty()) a.allow_ids = &none;
+  }
+  a.exact_below = exact_below;
+  a.n_threads = n_threads;
+  if (k == 0) fail("k", "must be >= 1");
+  py::array_t<float> scores({a.nq, k});
+  py::array_t<int64_t> out_ids({a.nq, k});
+  a.out_scores = scores.mutable_data();
+  a.out_ids = out_ids.mutable_data();
+  HnswSearchStats stats;
+  {
+    py::gil_scoped_release release;
+    stats = g.search(a);
+  }
+  return py::make_tuple(scores, out_ids, stats.exact, stats.allowed);
+}
+
+py::dict snapshot_py(const HnswIndex& g) {
+  HnswIndex::Snapshot s;
+  {
+    py::gil_scoped_release release;
+    s = g.snapshot();
+  }
+  const HnswParams& p = g.params();
+  const size_t row_bytes = p.d * storage_bytes(p.storage);
+  py::dict out;
+  out["vectors"] = to_numpy(s.vectors).attr("reshape")(s.ids.size(), row_bytes);
+  out["sq_norms"] = to_numpy(s.sq_norms);
+  out["ids"] = to_numpy(s.ids);
+  out["levels"] = to_numpy(s.levels);
+  out["links0"] = to_numpy(s.links0).attr("reshape")(s.ids.size(), 1 + 2 * p.M);
+  out["upper"] = to_numpy(s.upper);
+  out["upper_offsets"] = to_numpy(s.upper_offsets);
+  out["entry"] = s.entry;
+  out["rng_state"] = s.rng_state;
+  return out;
+}
+
+void restore_py(HnswIndex& g, const py::array& vectors, const std::optional<py::array>& sq_norms,
+                const py::array& ids, const py::array& levels, const py::array& links0,
+                const py::array& upper, const py::array& upper_offsets, int64_t entry,
+                uint64_t rng_state, bool borrow_vectors) {
+  const HnswParams& p = g.params();
+  HnswArrays a;
+  a.slots = static_cast<size_t>(ids.size());
+  a.vectors = rows_of(vectors, p.d, storage_bytes(p.storage), "vectors");
+  if (static_cast<size_t>(vectors.shape(0)) != a.slots) fail("vectors", "one row per slot");
+  a.sq_norms = vector_data<float>(sq_norms, a.slots, "sq_norms");
+  a.ids = vector_data<int64_t>(ids, a.slots, "ids");
+  a.levels = vector_data<int32_t>(levels, a.slots, "levels");
+  a.links0 = static_cast<const uint32_t*>(rows_of(links0, 1 + 2 * p.M, 4, "links0"));
+  if (static_cast<size_t>(links0.shape(0)) != a.slots || !py::isinstance<py::array_t<uint32_t>>(links0))
+    fail("links0", "expected uint32, one row per slot");
+  a.upper_len = static_cast<size_t>(upper.size());
+  a.upper = vector_data<uint32_t>(upper, a.upper_len, "upper");
+  a.upper_offsets = vector_data<int64_t>(upper_offsets, a.slots + 1, "upper_offsets");
+  a.entry = entry;
+  a.rng_state = rng_state;
+  py::gil_scoped_release release;
+  g.restore(a, borrow_vectors);
+}
+
+}  // namespace
+
+void register_hnsw(py::module_& m) {
+  py::class_<HnswIndex>(m, "HnswGraph", "HNSW graph over stored rows (ragcore.HNSWIndex's core).")
+      .def(py::init(&make_graph), py::arg("d"), py::kw_only(), py::arg("metric"),
+           py::arg("storage"), py::arg("M"), py::arg("ef_construction"), py::arg("seed") = 0,
+           py::arg("simd_level") = py::none())
+      .def("add", &add_py, py::arg("rows"), py::arg("ids"), py::kw_only(),
+           py::arg("sq_norms") = py::none(), py::arg("n_threads") = 0)
+      .def("remove", &remove_py, py::arg("ids"), py::kw_only(), py::arg("n_threads") = 0)
+      .def("search", &search_py, py::arg("queries"), py::arg("k"), py::kw_only(), py::arg("ef"),
+           py::arg("allow") = py::none(), py::arg("allow_ids") = py::none(),
+           py::arg("exact_below") = 0, py::arg("n_threads") = 0,
+           "Returns (scores, ids, whether the allowed set was scored exactly, allowed count).")
+      .def("size", &HnswIndex::size)
+      .def("slots", &HnswIndex::slots)
+      .def("memory_bytes", &HnswIndex::memory_bytes)
+      .def("slot_ids", [](const HnswIndex& g) { return to_numpy(g.slot_ids()); })
+      .def("snapshot", &snapshot_py, "The state as arrays (copies), for save.")
+      .def("restore", &restore_py, py::arg("vectors"), py::arg("sq_norms"), py::arg("ids"),
+           py::arg("levels"), py::arg("links0"), py::arg("upper"), py::arg("upper_offsets"),
+           py::arg("entry"), py::arg("rng_state"), py::arg("borrow_vectors"),
+           // The graph reads borrowed vectors in place: they live as long as it does.
+           py::keep_alive<1, 2>(),
+           "Replaces the state with checked arrays from a file (ValueError on any inconsistency).");
+}

@@ -1,0 +1,799 @@
+#include "ragcore/dense/hnsw.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <string>
+
+#include "ragcore/topk/topk_batch.h"
+#include "ragcore/topk/topk_queue.h"
+#include "ragcore/util/parallel.h"
+
+namespace ragcore {
+namespace {
+
+// Rows inserted per exclusive hold of the lock: searches wait at most one chunk.
+constexpr size_t kAddChunk = 4096;
+constexpr int kMaxLevel = 48;
+constexpr size_t kMaxM = 512;  // bounds the walk's neighbour buffer
+// Bytes of each neighbour's row requested ahead of scoring; the hardware
+// prefetcher streams the rest once the first lines arrive.
+constexpr size_t kPrefetchBytes = 4096;
+
+[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("HNSW: " + what); }
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+// One tag per slot; a node is visited when its tag equals the current epoch, so
+// a walk starts in O(1) rather than clearing a table the size of the index.
+class HnswIndex::Visited {
+ public:
+  void start(size_t slots) {
+    if (tags_.size() < slots) tags_.resize(slots, 0);
+    if (++epoch_ == 0) {  // wrapped: old tags could collide
+      std::fill(tags_.begin(), tags_.end(), 0);
+      epoch_ = 1;
+    }
+  }
+  bool check_and_mark(uint32_t s) {
+    if (tags_[s] == epoch_) return true;
+    tags_[s] = epoch_;
+    return false;
+  }
+
+ private:
+  std::vector<uint32_t> tags_;
+  uint32_t epoch_ = 0;
+};
+
+// ---- construction ----------------------------------------------------------
+
+HnswIndex::HnswIndex(const HnswParams& p)
+    : p_(p),
+      kern_(dense_kernels(p.simd_level < 0 ? best_simd_level()
+                                           : static_cast<SimdLevel>(p.simd_level))),
+      row_bytes_(p.d * storage_bytes(p.storage)),
+      rng_state_(p.seed) {
+  if (p.d == 0) fail("d must be >= 1");
+  if (p.M < 2 || p.M > kMaxM) fail("M must be between 2 and " + std::to_string(kMaxM));
+  if (p.ef_construction < 1) fail("ef_construction must be >= 1");
+  if (static_cast<int>(p.storage) < 0 || static_cast<int>(p.storage) >= kNumStorage)
+    fail("storage must be F32, F16 or BF16");
+  if (p.metric != Metric::InnerProduct && p.metric != Metric::L2) fail("unknown metric");
+}
+
+uint32_t* HnswIndex::links(uint32_t s, int level) {
+  if (level == 0) return links0_.data() + static_cast<size_t>(s) * (1 + 2 * p_.M);
+  return upper_[s].data() + static_cast<size_t>(level - 1) * (1 + p_.M);
+}
+
+const uint32_t* HnswIndex::links(uint32_t s, int level) const {
+  return const_cast<HnswIndex*>(this)->links(s, level);
+}
+
+float HnswIndex::score(const float* q, float qnorm, uint32_t s) const {
+  float dot;
+  kern_.dot_rows[static_cast<int>(p_.storage)](q, row(s), p_.d, 1, p_.d, &dot);
+  return p_.metric == Metric::L2 ? 2.0f * dot - sq_norms_[s] - qnorm : dot;
+}
+
+const float* HnswIndex::as_f32(uint32_t s, std::vector<float>& buf) const {
+  if (p_.storage == Storage::F32) return reinterpret_cast<const float*>(row(s));
+  buf.resize(p_.d);
+  kern_.to_f32[static_cast<int>(p_.storage)](row(s), p_.d, 1, p_.d, buf.data());
+  return buf.data();
+}
+
+size_t HnswIndex::size() const {
+  std::shared_lock<std::shared_mutex> lock(rw_);
+  return slot_of_.size();
+}
+
+size_t HnswIndex::slots() const {
+  std::shared_lock<std::shared_mutex> lock(rw_);
+  return ids_.size();
+}
+
+std::vector<int64_t> HnswIndex::slot_ids() const {
+  std::shared_lock<std::shared_mutex> lock(rw_);
+  return ids_;
+}
+
+size_t HnswIndex::memory_bytes() const {
+  std::shared_lock<std::shared_mutex> lock(rw_);
+  size_t bytes = ids_.size() * (row_bytes_ + sizeof(int64_t) + sizeof(int32_t)) +
+                 links0_.size() * sizeof(uint32_t) + sq_norms_.size() * sizeof(float) +
+                 upper_.size() * sizeof(std::vector<uint32_t>) +
+                 slot_of_.size() * (sizeof(int64_t) + sizeof(uint32_t) + 2 * sizeof(void*));
+  for (const auto& u : upper_) bytes += u.capacity() * sizeof(uint32_t);
+  return bytes;
+}
+
+void HnswIndex::reserve_slots(size_t slots) {
+  if (slots <= ids_.size()) return;
+  own_vectors();
+  owned_.resize(slots * row_bytes_);
+  vectors_ = owned_.data();
+  if (p_.metric == Metric::L2) sq_norms_.resize(slots, 0.0f);
+  ids_.resize(slots, kPaddingId);
+  levels_.resize(slots, -1);
+  links0_.resize(slots * (1 + 2 * p_.M), 0);
+  upper_.resize(slots);
+  if (n_node_locks_ < slots) {  // no worker runs: add holds the lock exclusively
+    n_node_locks_ = std::max(slots, 2 * n_node_locks_);
+    node_locks_.reset(new std::mutex[n_node_locks_]);
+  }
+}
+
+void HnswIndex::own_vectors() {
+  if (!borrowed_) return;
+  owned_.assign(vectors_, vectors_ + ids_.size() * row_bytes_);
+  vectors_ = owned_.data();
+  borrowed_ = false;
+}
+
+void HnswIndex::add(const void* rows, size_t n, size_t stride, const int64_t* ids,
+                    const float* sq_norms, int n_threads) {
+  if (n == 0) return;
+  if (!rows || !ids) fail("add needs rows and ids");
+  if (stride < p_.d) fail("row stride below d");
+  if (p_.metric == Metric::L2 && !sq_norms) fail("L2 needs sq_norms");
+  {
+    std::shared_lock<std::shared_mutex> lock(rw_);
+    std::unordered_map<int64_t, size_t> seen;
+    for (size_t i = 0; i < n; ++i) {
+      if (ids[i] < 0) fail("ids must be non-negative");
+      if (slot_of_.count(ids[i]) || !seen.emplace(ids[i], i).second)
+        fail("id " + std::to_string(ids[i]) + " is already in the index or repeated");
+    }
+  }
+  const double level_scale = 1.0 / std::log(static_cast<double>(p_.M));
+  const size_t elem = storage_bytes(p_.storage);
+  const int threads = resolve_threads(n_threads);
+  for (size_t c0 = 0; c0 < n; c0 += kAddChunk) {
+    const size_t c1 = std::min(n, c0 + kAddChunk);
+    std::unique_lock<std::shared_mutex> lock(rw_);
+    // Slots first (lowest free slot first, then new ones), then rows, then links.
+    std::vector<uint32_t> slots(c1 - c0);
+    size_t fresh = 0;
+    for (auto& s : slots) {
+      if (!free_slots_.empty()) {
+        s = free_slots_.back();
+        free_slots_.pop_back();
+      } else {
+        s = static_cast<uint32_t>(ids_.size() + fresh++);
+      }
+    }
+    if (ids_.size() + fresh > std::numeric_limits<uint32_t>::max()) fail("too many vectors");
+    own_vectors();
+    reserve_slots(ids_.size() + fresh);
+    std::vector<int> levels(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const uint32_t s = slots[i];
+      const uint8_t* src = static_cast<const uint8_t*>(rows) + (c0 + i) * stride * elem;
+      std::memcpy(owned_.data() + static_cast<size_t>(s) * row_bytes_, src, row_bytes_);
+      if (p_.metric == Metric::L2) sq_norms_[s] = sq_norms[c0 + i];
+      ids_[s] = ids[c0 + i];
+      slot_of_[ids[c0 + i]] = s;
+      // u in (0, 1]: 53 random bits, never 0, so the log is finite.
+      const double u = (static_cast<double>(splitmix64(rng_state_) >> 11) + 1.0) * 0x1.0p-53;
+      levels[i] = std::min(kMaxLevel, static_cast<int>(-std::log(u) * level_scale));
+      levels_[s] = levels[i];
+      links(s, 0)[0] = 0;
+      upper_[s].assign(static_cast<size_t>(levels[i]) * (1 + p_.M), 0);
+    }
+    std::vector<Visited> visited(threads);
+    std::vector<std::vector<float>> qbufs(threads);
+    parallel_for(slots.size(), threads, [&](size_t i, int w) {
+      insert(slots[i], levels[i], qbufs[w], visited[w]);
+    });
+    connect_unreached();
+  }
+}
+
+void HnswIndex::insert(uint32_t slot, int level, std::vector<float>& qbuf, Visited& vis) {
+  std::vector<float> own;
+  const float* q = as_f32(slot, own);
+  const float qn = p_.metric == Metric::L2 ? sq_norms_[slot] : 0.0f;
+  std::unique_lock<std::mutex> top_lock(entry_lock_);
+  const int top = max_level_;
+  const int64_t ep = entry_;
+  if (ep < 0) {  // the first node
+    entry_ = slot;
+    max_level_ = level;
+    return;
+  }
+  // A node that raises the top level keeps the lock until its links exist, so no
+  // walk starts from an entry point that has none yet (as hnswlib does).
+  if (level <= top) top_lock.unlock();
+  Scored cur{score(q, qn, static_cast<uint32_t>(ep)), static_cast<uint32_t>(ep)};
+  for (int l = top; l > level; --l) cur = greedy<true>(q, qn, cur, l);
+  std::vector<Scored> found;
+  for (int l = std::min(level, top); l >= 0; --l) {
+    walk<true>(q, qn, cur, l, p_.ef_construction, vis, nullptr, found);
+    cur = found.front();
+    select_neighbors(found, p_.M, qbuf);
+    {
+      std::lock_guard<std::mutex> g(node_locks_[slot]);
+      uint32_t* list = links(slot, l);
+      list[0] = static_cast<uint32_t>(found.size());
+      for (size_t j = 0; j < found.size(); ++j) list[1 + j] = found[j].slot;
+    }
+    for (const Scored& nb : found) link_back(nb.slot, slot, nb.score, l, qbuf);
+  }
+  if (level > top) {
+    entry_ = slot;
+    max_level_ = level;
+  }
+}
+
+namespace {
+
+struct BetterFirst {  // priority_queue whose top is the worst: results
+  template <class S>
+  bool operator()(const S& a, const S& b) const {
+    return a.score > b.score || (a.score == b.score && a.slot < b.slot);
+  }
+};
+struct WorseFirst {  // priority_queue whose top is the best: candidates to expand
+  template <class S>
+  bool operator()(const S& a, const S& b) const { return BetterFirst()(b, a); }
+};
+
+}  // namespace
+
+// The heuristic of the HNSW paper (Algorithm 4): a candidate is kept only if it
+// is closer to the base than to every neighbour kept so far, so the links point
+// in diverse directions. cands is sorted best first and becomes the kept ones.
+void HnswIndex::select_neighbors(std::vector<Scored>& cands, size_t m, std::vector<float>& buf,
+                                 std::vector<Scored> kept) const {
+  if (kept.empty() && cands.size() <= m) return;
+  kept.reserve(m);
+  for (const Scored& c : cands) {
+    if (kept.size() >= m) break;
+    const float* cv = as_f32(c.slot, buf);
+    const float cn = p_.metric == Metric::L2 ? sq_norms_[c.slot] : 0.0f;
+    bool diverse = true;
+    for (const Scored& s : kept) {
+      if (score(cv, cn, s.slot) > c.score) {
+        diverse = false;
+        break;
+      }
+    }
+    if (diverse) kept.push_back(c);
+  }
+  cands.swap(kept);
+}
+
+void HnswIndex::link_back(uint32_t from, uint32_t to, float sc, int level, std::vector<float>& buf) {
+  std::lock_guard<std::mutex> g(node_locks_[from]);
+  uint32_t* list = links(from, level);
+  const size_t cap = degree(level);
+  if (std::find(list + 1, list + 1 + list[0], to) != list + 1 + list[0]) return;  // already linked
+  if (list[0] < cap) {
+    list[1 + list[0]] = to;
+    ++list[0];
+    return;
+  }
+  std::vector<float> fbuf;
+  const float* fv = as_f32(from, fbuf);
+  const float fn = p_.metric == Metric::L2 ? sq_norms_[from] : 0.0f;
+  std::vector<Scored> cands{{sc, to}};
+  for (uint32_t j = 0; j < list[0]; ++j) cands.push_back({score(fv, fn, list[1 + j]), list[1 + j]});
+  std::sort(cands.begin(), cands.end(), BetterFirst());
+  select_neighbors(cands, cap, buf);
+  list[0] = static_cast<uint32_t>(cands.size());
+  for (size_t j = 0; j < cands.size(); ++j) list[1 + j] = cands[j].slot;
+}
+
+// ---- the walk ------------------------------------------------------------------
+
+template <bool kLocked>
+HnswIndex::Scored HnswIndex::greedy(const float* q, float qnorm, Scored cur, int level) const {
+  std::vector<uint32_t> nbs;
+  for (bool moved = true; moved;) {
+    moved = false;
+    {
+      std::unique_lock<std::mutex> g;
+      if (kLocked) g = std::unique_lock<std::mutex>(node_locks_[cur.slot]);
+      const uint32_t* list = links(cur.slot, level);
+      nbs.assign(list + 1, list + 1 + list[0]);
+    }
+    for (uint32_t nb : nbs) {
+      const float s = score(q, qnorm, nb);
+      if (s > cur.score) {
+        cur = Scored{s, nb};
+        moved = true;
+      }
+    }
+  }
+  return cur;
+}
+
+// The ef best nodes reachable from entry on one level (best first in out);
+// with a filter only allowed nodes enter the results, while every node may be
+// walked through (the filter is applied inside the walk, not afterwards).
+template <bool kLocked>
+void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_t ef, Visited& vis,
+                     const AllowFilter* allow, std::vector<Scored>& out) const {
+  std::priority_queue<Scored, std::vector<Scored>, WorseFirst> frontier;
+  std::priority_queue<Scored, std::vector<Scored>, BetterFirst> best;
+  auto allowed = [&](uint32_t s) { return !allow || allow->allows(s, ids_[s]); };
+  vis.start(ids_.size());
+  auto seed = [&](Scored e) {
+    if (vis.check_and_mark(e.slot)) return;
+    frontier.push(e);
+    if (allowed(e.slot)) best.push(e);
+  };
+  seed(entry);
+  // Every node is reachable from the entry point on level 0 (connect_unreached),
+  // (searches only: during a threaded add the entry point may be changing)
+  // not always from where the descent ends; seeding both makes a walk with ef >= n
+  // exhaustive. The entry point is expanded only while it ranks among the best ef.
+  if (!kLocked && level == 0 && entry_ >= 0 && static_cast<uint32_t>(entry_) != entry.slot)
+    seed(Scored{score(q, qnorm, static_cast<uint32_t>(entry_)), static_cast<uint32_t>(entry_)});
+  uint32_t nbs[2 * kMaxM];
+  const size_t cap = degree(level);
+  const size_t prefetch_bytes = std::min<size_t>(row_bytes_, kPrefetchBytes);
+  while (!frontier.empty()) {
+    const Scored c = frontier.top();
+    if (best.size() >= ef && BetterFirst()(best.top(), c)) break;
+    frontier.pop();
+    size_t count;
+    {
+      std::unique_lock<std::mutex> g;
+      if (kLocked) g = std::unique_lock<std::mutex>(node_locks_[c.slot]);
+      const uint32_t* list = links(c.slot, level);
+      count = std::min<size_t>(list[0], cap);
+      std::memcpy(nbs, list + 1, count * sizeof(uint32_t));
+    }
+    // First the unvisited neighbours, with their rows' first lines requested, then
+    // their scores: the loads overlap instead of each waiting for memory in turn.
+    size_t fresh = 0;
+    for (size_t j = 0; j < count; ++j) {
+      if (vis.check_and_mark(nbs[j])) continue;
+      __builtin_prefetch(row(nbs[j]));
+      nbs[fresh++] = nbs[j];
+    }
+    for (size_t j = 0; j < 2 && j < fresh; ++j) {
+      const uint8_t* r = row(nbs[j]);
+      for (size_t line = 64; line < prefetch_bytes; line += 64) __builtin_prefetch(r + line);
+    }
+    for (size_t j = 0; j < fresh; ++j) {
+      const uint32_t nb = nbs[j];
+      if (j + 2 < fresh) {  // the row after next in full while this one is scored
+        const uint8_t* r = row(nbs[j + 2]);
+        for (size_t line = 64; line < prefetch_bytes; line += 64) __builtin_prefetch(r + line);
+      }
+      const Scored s{score(q, qnorm, nb), nb};
+      if (best.size() < ef || BetterFirst()(s, best.top())) {
+        frontier.push(s);
+        if (allowed(nb)) {
+          best.push(s);
+          if (best.size() > ef) best.pop();
+        }
+      }
+    }
+  }
+  out.resize(best.size());
+  for (size_t j = best.size(); j-- > 0;) {
+    out[j] = best.top();
+    best.pop();
+  }
+}
+
+// ---- search --------------------------------------------------------------
+
+HnswSearchStats HnswIndex::search(const HnswSearchArgs& args) const {
+  if (args.k == 0) fail("k must be >= 1");
+  if (args.ef == 0) fail("ef must be >= 1");
+  if (args.nq && (!args.queries || args.query_stride < p_.d)) fail("queries");
+  if (args.allow.by_row) fail("allow masks are by id");
+  std::shared_lock<std::shared_mutex> lock(rw_);
+  HnswSearchArgs a = args;
+  std::vector<uint8_t> by_slot;  // an id list becomes a mask by slot, under the lock
+  if (a.allow_ids) {
+    by_slot.assign(ids_.size(), 0);
+    for (size_t i = 0; i < a.n_allow_ids; ++i) {
+      auto it = slot_of_.find(a.allow_ids[i]);
+      if (it != slot_of_.end()) by_slot[it->second] = 1;
+    }
+    a.allow.mask = by_slot.data();
+    a.allow.len = by_slot.size();
+    a.allow.by_row = true;
+    if (by_slot.empty()) a.allow.mask = reinterpret_cast<const uint8_t*>("");  // active, allows nothing
+  }
+  HnswSearchStats stats;
+  if (a.allow.active()) {
+    std::vector<uint32_t> allowed;
+    for (uint32_t s = 0; s < ids_.size(); ++s) {
+      if (levels_[s] >= 0 && a.allow.allows(s, ids_[s])) {
+        if (allowed.size() <= a.exact_below) allowed.push_back(s);
+        ++stats.allowed;
+      }
+    }
+    if (stats.allowed <= a.exact_below) {
+      stats.exact = true;
+      search_exact(a, allowed);
+      return stats;
+    }
+  }
+  if (entry_ < 0) {
+    search_exact(a, {});
+    return stats;
+  }
+  search_graph(a);
+  return stats;
+}
+
+void HnswIndex::search_exact(const HnswSearchArgs& a, const std::vector<uint32_t>& slots) const {
+  const int threads = slots.size() * a.nq < 100000 ? 1 : resolve_threads(a.n_threads);
+  parallel_for(a.nq, threads, [&](size_t i, int) {
+    const float* q = a.queries + i * a.query_stride;
+    float qn = 0.0f;
+    if (p_.metric == Metric::L2)
+      for (size_t p = 0; p < p_.d; ++p) qn += q[p] * q[p];
+    TopKQueue top(a.k);
+    for (uint32_t s : slots) top.push(score(q, qn, s), ids_[s]);
+    top.finish(a.out_scores + i * a.k, a.out_ids + i * a.k);
+  });
+}
+
+void HnswIndex::search_graph(const HnswSearchArgs& a) const {
+  const int threads = std::min<int>(resolve_threads(a.n_threads), static_cast<int>(a.nq));
+  // Worker 0 is the calling thread: its table survives between calls, so a
+  // batch-1 search does not allocate one the size of the index.
+  static thread_local Visited caller_visited;
+  std::vector<Visited> others(threads > 1 ? threads - 1 : 0);
+  const size_t ef = std::max(a.ef, a.k);
+  const AllowFilter* allow = a.allow.active() ? &a.allow : nullptr;
+  parallel_for(a.nq, threads, [&](size_t i, int w) {
+    Visited& vis = w == 0 ? caller_visited : others[w - 1];
+    const float* q = a.queries + i * a.query_stride;
+    float qn = 0.0f;
+    if (p_.metric == Metric::L2)
+      for (size_t p = 0; p < p_.d; ++p) qn += q[p] * q[p];
+    const uint32_t ep = static_cast<uint32_t>(entry_);
+    Scored cur{score(q, qn, ep), ep};
+    for (int l = max_level_; l > 0; --l) cur = greedy<false>(q, qn, cur, l);
+    std::vector<Scored> found;
+    walk<false>(q, qn, cur, 0, ef, vis, allow, found);
+    std::vector<Candidate> hits(found.size());
+    for (size_t j = 0; j < found.size(); ++j) hits[j] = Candidate{found[j].score, ids_[found[j].slot]};
+    std::sort(hits.begin(), hits.end(), ranks_before);
+    float* out_s = a.out_scores + i * a.k;
+    int64_t* out_i = a.out_ids + i * a.k;
+    for (size_t j = 0; j < a.k; ++j) {
+      out_s[j] = j < hits.size() ? hits[j].score : -std::numeric_limits<float>::infinity();
+      out_i[j] = j < hits.size() ? hits[j].id : kPaddingId;
+    }
+  });
+}
+
+// ---- removal ---------------------------------------------------------------
+
+size_t HnswIndex::remove(const int64_t* ids, size_t n, int n_threads) {
+  std::unique_lock<std::shared_mutex> lock(rw_);
+  std::vector<uint8_t> removed(ids_.size(), 0);
+  std::vector<uint32_t> gone;
+  for (size_t i = 0; i < n; ++i) {
+    auto it = slot_of_.find(ids[i]);
+    if (it == slot_of_.end()) fail("id " + std::to_string(ids[i]) + " is not in the index");
+    if (!removed[it->second]) gone.push_back(it->second);
+    removed[it->second] = 1;
+  }
+  if (gone.empty()) return 0;
+  const int threads = resolve_threads(n_threads);
+  std::vector<std::vector<float>> bufs(threads);
+  std::vector<Visited> visited(threads);
+  std::vector<uint8_t> kept(ids_.size(), 0);
+  for (size_t s = 0; s < ids_.size(); ++s) kept[s] = levels_[s] >= 0 && !removed[s];
+  AllowFilter live;
+  live.mask = kept.data();
+  live.len = kept.size();
+  live.by_row = true;
+  // Per level: every list that holds a removed node is recomputed first (reading
+  // the graph as it is, removed nodes still linked), then all are written, so
+  // the tasks need no locks.
+  for (int l = 0; l <= max_level_; ++l) {
+    std::vector<std::vector<Scored>> fresh(ids_.size());
+    std::vector<uint8_t> touched(ids_.size(), 0);
+    parallel_for(ids_.size(), threads, [&](size_t s, int w) {
+      if (!kept[s] || levels_[s] < l) return;
+      const uint32_t* list = links(static_cast<uint32_t>(s), l);
+      for (uint32_t j = 0; j < list[0]; ++j) touched[s] |= removed[list[1 + j]];
+      if (touched[s]) fresh[s] = relinked(static_cast<uint32_t>(s), l, removed, live, visited[w], bufs[w]);
+    });
+    // The new neighbours link back, as at insertion: without it the nodes that
+    // only removed nodes pointed to would keep losing in-edges and the walk would
+    // gather on a few hubs.
+    std::vector<std::vector<Scored>> added(ids_.size());
+    for (size_t s = 0; s < ids_.size(); ++s) {
+      if (!touched[s]) continue;
+      uint32_t* list = links(static_cast<uint32_t>(s), l);
+      for (const Scored& f : fresh[s])
+        if (std::find(list + 1, list + 1 + list[0], f.slot) == list + 1 + list[0])
+          added[s].push_back(f);
+      list[0] = static_cast<uint32_t>(fresh[s].size());
+      for (size_t j = 0; j < fresh[s].size(); ++j) list[1 + j] = fresh[s][j].slot;
+    }
+    parallel_for(ids_.size(), threads, [&](size_t s, int w) {
+      for (const Scored& f : added[s]) link_back(f.slot, static_cast<uint32_t>(s), f.score, l, bufs[w]);
+    });
+  }
+  for (uint32_t s : gone) {
+    slot_of_.erase(ids_[s]);
+    ids_[s] = kPaddingId;
+    levels_[s] = -1;
+    links(s, 0)[0] = 0;
+    std::vector<uint32_t>().swap(upper_[s]);
+    free_slots_.push_back(s);
+  }
+  std::sort(free_slots_.begin(), free_slots_.end(), std::greater<uint32_t>());
+  if (entry_ >= 0 && removed[entry_]) choose_entry();
+  connect_unreached();
+  return gone.size();
+}
+
+// The new list of a node some of whose neighbours are removed: the best
+// (heuristic) of its remaining neighbours, the removed ones' neighbours and what
+// a walk for it finds among the kept nodes, as if it were inserted again.
+std::vector<HnswIndex::Scored> HnswIndex::relinked(uint32_t s, int level,
+                                                   const std::vector<uint8_t>& removed,
+                                                   const AllowFilter& live, Visited& vis,
+                                                   std::vector<float>& buf) const {
+  const uint32_t* list = links(s, level);
+  std::vector<float> sbuf;
+  const float* sv = as_f32(s, sbuf);
+  const float sn = p_.metric == Metric::L2 ? sq_norms_[s] : 0.0f;
+  // The remaining neighbours stay; only the places of the removed ones are filled.
+  std::vector<Scored> kept_links;
+  std::vector<uint32_t> pool;
+  for (uint32_t j = 0; j < list[0]; ++j) {
+    const uint32_t nb = list[1 + j];
+    if (!removed[nb]) {
+      kept_links.push_back({score(sv, sn, nb), nb});
+      continue;
+    }
+    const uint32_t* second = links(nb, level);
+    for (uint32_t t = 0; t < second[0]; ++t)
+      if (!removed[second[1 + t]]) pool.push_back(second[1 + t]);
+  }
+  const uint32_t ep = static_cast<uint32_t>(entry_);
+  Scored cur{score(sv, sn, ep), ep};
+  for (int l = max_level_; l > level; --l) cur = greedy<false>(sv, sn, cur, l);
+  std::vector<Scored> found;
+  walk<false>(sv, sn, cur, level, p_.ef_construction, vis, &live, found);
+  for (const Scored& f : found) pool.push_back(f.slot);
+  std::sort(pool.begin(), pool.end());
+  pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
+  std::vector<Scored> cands;
+  for (uint32_t z : pool) {
+    const bool linked = std::any_of(kept_links.begin(), kept_links.end(),
+                                    [&](const Scored& k) { return k.slot == z; });
+    if (z != s && !linked) cands.push_back({score(sv, sn, z), z});
+  }
+  std::sort(cands.begin(), cands.end(), BetterFirst());
+  // Fill the free places with candidates that pass the insertion heuristic
+  // against the links already there (so they add directions, not duplicates).
+  select_neighbors(cands, degree(level), buf, std::move(kept_links));
+  return cands;
+}
+
+void HnswIndex::choose_entry() {
+  entry_ = -1;
+  max_level_ = -1;
+  for (uint32_t s = 0; s < levels_.size(); ++s) {
+    if (levels_[s] > max_level_) {
+      max_level_ = levels_[s];
+      entry_ = s;
+    }
+  }
+}
+
+// Pruning can drop every edge into a node, which then no walk reaches (hnswlib
+// keeps such nodes). Each one gets an edge from the nearest node the entry point
+// reaches, taking the place of that node's worst link to a node with other
+// in-edges, so every live node stays reachable on level 0 after each add / remove.
+void HnswIndex::connect_unreached() {
+  // A replaced link can cut off the node it pointed to (its other in-edges may
+  // come from cut-off nodes): repeat until every node is reached or nothing changes.
+  for (int round = 0; round < 8 && connect_unreached_once(); ++round) {
+  }
+}
+
+bool HnswIndex::connect_unreached_once() {
+  if (entry_ < 0) return false;
+  const size_t n = ids_.size(), cap = 2 * p_.M;
+  std::vector<uint8_t> reached(n, 0);
+  std::vector<uint32_t> in_degree(n, 0), stack;
+  for (uint32_t s = 0; s < n; ++s) {
+    const uint32_t* list = links(s, 0);
+    if (levels_[s] >= 0)
+      for (uint32_t j = 0; j < list[0]; ++j) ++in_degree[list[1 + j]];
+  }
+  auto reach_from = [&](uint32_t start) {
+    reached[start] = 1;
+    stack.push_back(start);
+    while (!stack.empty()) {
+      const uint32_t u = stack.back();
+      stack.pop_back();
+      const uint32_t* list = links(u, 0);
+      for (uint32_t j = 0; j < list[0]; ++j) {
+        if (!reached[list[1 + j]]) {
+          reached[list[1 + j]] = 1;
+          stack.push_back(list[1 + j]);
+        }
+      }
+    }
+  };
+  reach_from(static_cast<uint32_t>(entry_));
+  Visited vis;
+  std::vector<float> qbuf, buf;
+  std::vector<Scored> found;
+  bool changed = false;
+  for (uint32_t s = 0; s < n; ++s) {
+    if (levels_[s] < 0 || reached[s]) continue;
+    const float* q = as_f32(s, qbuf);
+    const float qn = p_.metric == Metric::L2 ? sq_norms_[s] : 0.0f;
+    const uint32_t ep = static_cast<uint32_t>(entry_);
+    Scored cur{score(q, qn, ep), ep};
+    for (int l = max_level_; l > 0; --l) cur = greedy<false>(q, qn, cur, l);
+    walk<false>(q, qn, cur, 0, p_.ef_construction, vis, nullptr, found);
+    found.push_back(Scored{score(q, qn, ep), ep});  // the entry point is always reached
+    bool linked = false;
+    for (const Scored& y : found) {
+      if (!reached[y.slot] || y.slot == s) continue;
+      uint32_t* list = links(y.slot, 0);
+      if (list[0] < cap) {
+        list[1 + list[0]++] = s;
+        linked = true;
+      } else {  // replace the link of y least like y among those with other in-edges
+        std::vector<float> ybuf;
+        const float* yv = as_f32(y.slot, ybuf);
+        const float yn = p_.metric == Metric::L2 ? sq_norms_[y.slot] : 0.0f;
+        int worst = -1;
+        float worst_score = std::numeric_limits<float>::infinity();
+        for (uint32_t j = 0; j < list[0]; ++j) {
+          const float sc = score(yv, yn, list[1 + j]);
+          if (in_degree[list[1 + j]] >= 2 && sc < worst_score) {
+            worst = static_cast<int>(j);
+            worst_score = sc;
+          }
+        }
+        if (worst < 0) continue;
+        --in_degree[list[1 + worst]];
+        list[1 + worst] = s;
+        linked = true;
+      }
+      if (linked) break;
+    }
+    // None of the nearest reached nodes can take a link (a degenerate graph: tiny M,
+    // duplicate vectors): any reached node with a free place will do.
+    for (uint32_t y = 0; !linked && y < n; ++y) {
+      uint32_t* list = links(y, 0);
+      if (reached[y] && levels_[y] >= 0 && y != s && list[0] < cap) {
+        list[1 + list[0]++] = s;
+        linked = true;
+      }
+    }
+    if (!linked) continue;
+    changed = true;
+    ++in_degree[s];
+    reach_from(s);
+  }
+  return changed;
+}
+
+// ---- files -------------------------------------------------------------------
+
+HnswIndex::Snapshot HnswIndex::snapshot() const {
+  std::shared_lock<std::shared_mutex> lock(rw_);
+  Snapshot out;
+  out.vectors.assign(vectors_, vectors_ + ids_.size() * row_bytes_);
+  out.sq_norms = sq_norms_;
+  out.ids = ids_;
+  out.levels = levels_;
+  out.links0 = links0_;
+  out.upper_offsets.resize(ids_.size() + 1, 0);
+  for (size_t s = 0; s < ids_.size(); ++s) {
+    out.upper.insert(out.upper.end(), upper_[s].begin(), upper_[s].end());
+    out.upper_offsets[s + 1] = static_cast<int64_t>(out.upper.size());
+  }
+  out.entry = entry_;
+  out.rng_state = rng_state_;
+  return out;
+}
+
+void HnswIndex::restore(const HnswArrays& a, bool borrow_vectors) {
+  const size_t n = a.slots;
+  if (n > std::numeric_limits<uint32_t>::max()) fail("too many slots");
+  if (n && (!a.vectors || !a.ids || !a.levels || !a.links0 || !a.upper_offsets))
+    fail("missing arrays");
+  if (p_.metric == Metric::L2 && n && !a.sq_norms) fail("L2 needs sq_norms");
+  const size_t w0 = 1 + 2 * p_.M, wu = 1 + p_.M;
+  std::unordered_map<int64_t, uint32_t> slot_of;
+  int top = -1;
+  for (size_t s = 0; s < n; ++s) {
+    const int32_t lv = a.levels[s];
+    if (lv < -1 || lv > kMaxLevel) fail("slot " + std::to_string(s) + " has level " + std::to_string(lv));
+    if ((lv < 0) != (a.ids[s] < 0)) fail("slot " + std::to_string(s) + ": id and level disagree");
+    if (lv >= 0 && !slot_of.emplace(a.ids[s], static_cast<uint32_t>(s)).second)
+      fail("id " + std::to_string(a.ids[s]) + " appears twice");
+    top = std::max(top, static_cast<int>(lv));
+    if (lv >= 0 && p_.metric == Metric::L2 && !std::isfinite(a.sq_norms[s]))
+      fail("sq_norms are not finite");
+  }
+  if (n && a.upper_offsets[0] != 0) fail("upper offsets must start at 0");
+  // Every list: count within the degree, neighbours inside the index, live, and
+  // present on that level, so a walk can follow any link without a check.
+  auto check_list = [&](size_t s, const uint32_t* list, int level) {
+    const size_t cap = level == 0 ? 2 * p_.M : p_.M;
+    if (list[0] > cap) fail("slot " + std::to_string(s) + " has " + std::to_string(list[0]) +
+                            " neighbours on level " + std::to_string(level) + " (at most " +
+                            std::to_string(cap) + ")");
+    for (uint32_t j = 0; j < list[0]; ++j) {
+      const uint32_t nb = list[1 + j];
+      if (nb >= n) fail("slot " + std::to_string(s) + " links to " + std::to_string(nb) +
+                        ", outside the index of " + std::to_string(n) + " slots");
+      if (a.levels[nb] < level) fail("slot " + std::to_string(s) + " links to slot " +
+                                     std::to_string(nb) + ", which is not on level " +
+                                     std::to_string(level));
+    }
+  };
+  for (size_t s = 0; s < n; ++s) {
+    const int64_t lo = a.upper_offsets[s], hi = a.upper_offsets[s + 1];
+    const int64_t want = static_cast<int64_t>(std::max(a.levels[s], 0)) * static_cast<int64_t>(wu);
+    if (lo < 0 || hi - lo != want || static_cast<uint64_t>(hi) > a.upper_len)
+      fail("upper offsets of slot " + std::to_string(s) + " do not match its level");
+    if (a.levels[s] < 0) {
+      if (a.links0[s * w0] != 0) fail("free slot " + std::to_string(s) + " has neighbours");
+      continue;
+    }
+    check_list(s, a.links0 + s * w0, 0);
+    for (int l = 1; l <= a.levels[s]; ++l) check_list(s, a.upper + lo + (l - 1) * wu, l);
+  }
+  if (n && static_cast<uint64_t>(a.upper_offsets[n]) != a.upper_len) fail("upper list length");
+  if (slot_of.empty() ? a.entry != -1
+                      : (a.entry < 0 || static_cast<size_t>(a.entry) >= n || a.levels[a.entry] != top))
+    fail("entry point is not a node of the top level");
+
+  std::unique_lock<std::shared_mutex> lock(rw_);
+  borrowed_ = borrow_vectors;
+  if (borrow_vectors) {
+    owned_.clear();
+    vectors_ = static_cast<const uint8_t*>(a.vectors);
+  } else {
+    owned_.assign(static_cast<const uint8_t*>(a.vectors),
+                  static_cast<const uint8_t*>(a.vectors) + n * row_bytes_);
+    vectors_ = owned_.data();
+  }
+  if (p_.metric == Metric::L2) sq_norms_.assign(a.sq_norms, a.sq_norms + n);
+  ids_.assign(a.ids, a.ids + n);
+  levels_.assign(a.levels, a.levels + n);
+  links0_.assign(a.links0, a.links0 + n * w0);
+  upper_.assign(n, {});
+  free_slots_.clear();
+  for (size_t s = n; s-- > 0;) {
+    upper_[s].assign(a.upper + a.upper_offsets[s], a.upper + a.upper_offsets[s + 1]);
+    if (levels_[s] < 0) free_slots_.push_back(static_cast<uint32_t>(s));
+  }
+  slot_of_.swap(slot_of);
+  entry_ = a.entry;
+  max_level_ = top;
+  rng_state_ = a.rng_state;
+  node_locks_.reset(new std::mutex[std::max<size_t>(n, 1)]);
+  n_node_locks_ = std::max<size_t>(n, 1);
+}
+
+}  // namespace ragcore

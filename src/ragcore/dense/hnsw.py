@@ -1,0 +1,238 @@
+"""HNSWIndex: approximate dense top-k over a hierarchical navigable small-world graph."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .. import _core
+from .._util.allow import allow_mask
+from .._util.arrays import (as_float_matrix, check_choice, check_positive_int, check_threads,
+                            raw_ids)
+from .._util.fileformat import read_index, write_index
+from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
+from ..errors import IndexFileError
+from ..hits import Hits
+from ._metric import METRICS, NATIVE_METRIC, normalized
+from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
+
+_FILE_KIND = "HNSWIndex"
+_MAX_M = 512
+# ef of search() when none is given: one step of the benchmark's sweep above 48, the smallest
+# that reaches recall@10 >= 0.95 on both of its data sets (clustered N = 50,000: 0.960; stdlib
+# embeddings: 0.995), as recall at a given ef falls slowly with N (BENCHMARKS.md, "Graph search
+# and 4-bit PQ: HNSWIndex and PQIndex against hnswlib, faiss and usearch").
+DEFAULT_EF = 64
+# A filtered search scores the allowed vectors exactly when they number at most
+# EXACT_FILTER_FACTOR * sqrt(ef * M * n): a walk that keeps ef allowed results out of a
+# fraction s = allowed / n expands about ef / s nodes of about 2M neighbours each, which
+# costs more than scoring the allowed set once allowed**2 < c * ef * M * n. bench/hnsw_filter.py
+# puts the crossover between 0.9 and 1.3 x sqrt(ef * M * n) at n = 20,000 and 80,000 (same section).
+EXACT_FILTER_FACTOR = 1.0
+_NO_ROWS = np.empty(0, dtype=np.int64)
+
+
+class HNSWIndex:
+    """Approximate top-k search over an HNSW graph (Malkov and Yashunin, 2018).
+
+    Args:
+        dim: dimensions per vector.
+        metric: "ip", "cosine" or "l2", as for FlatIndex (higher score is better;
+            for "l2" the score is minus the squared distance).
+        M: neighbours per node on the upper levels (2M on the bottom level), 2..512.
+            More: higher recall at a given ef, more memory, slower build.
+        ef_construction: candidates kept while linking a new node (>= 1).
+        dtype: storage of the vectors: "float32", "float16" or "bfloat16". ("int8"
+            is not built for HNSWIndex: it is refused.)
+        seed: draws the node levels; with n_threads=1 in add() the graph depends
+            only on the seed and the vectors added, in order.
+        ef: the default search breadth (see search).
+
+    Scores are computed as FlatIndex computes them (same kernels), so the score
+    of a returned vector is exact. ``remove`` re-links the removed nodes'
+    neighbours and frees their slots for later adds. ``search`` may run from
+    several threads and while another thread adds or removes: an add takes the
+    graph in chunks of 4096 vectors, and a search sees the graph between two chunks.
+    """
+
+    def __init__(self, dim: int, metric: str = "ip", M: int = 16, ef_construction: int = 200,
+                 dtype: str = "float32", seed: int = 0, *, ef: int = DEFAULT_EF):
+        self._dim = check_positive_int(dim, "dim")
+        self._metric = check_choice(metric, "metric", METRICS)
+        M = check_positive_int(M, "M")
+        if not 2 <= M <= _MAX_M:
+            raise ValueError(f"M must be between 2 and {_MAX_M}, got {M}")
+        self._M = M
+        self._ef_construction = check_positive_int(ef_construction, "ef_construction")
+        if dtype == "int8":
+            raise ValueError("dtype 'int8' is not built for HNSWIndex; use 'float32', "
+                             "'float16' or 'bfloat16'")
+        self._dtype = check_choice(dtype, "dtype", STORAGE_DTYPES)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
+            raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+        self._seed = int(seed)
+        self._ef = check_positive_int(ef, "ef")
+        self._graph = self._new_graph()
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._sorted_ids = np.empty(0, dtype=np.int64)
+        self._next_id = 0
+
+    def _new_graph(self):
+        return _core.HnswGraph(self._dim, metric=NATIVE_METRIC[self._metric],
+                               storage=NATIVE_STORAGE[self._dtype], M=self._M,
+                               ef_construction=self._ef_construction, seed=self._seed)
+
+    # ---- properties -----------------------------------------------------
+
+    dim = property(lambda self: self._dim)
+    metric = property(lambda self: self._metric)
+    dtype = property(lambda self: self._dtype)
+    M = property(lambda self: self._M)
+    ef_construction = property(lambda self: self._ef_construction)
+    ef = property(lambda self: self._ef)
+
+    def __len__(self) -> int:
+        return self._graph.size()
+
+    def __repr__(self) -> str:
+        return (f"HNSWIndex(dim={self._dim}, metric={self._metric!r}, M={self._M}, "
+                f"ef_construction={self._ef_construction}, dtype={self._dtype!r}, n={len(self)})")
+
+    @property
+    def ids(self) -> np.ndarray:
+        """The ids of the stored vectors, in slot order (a copy)."""
+        slot_ids = self._graph.slot_ids()
+        return slot_ids[slot_ids >= 0]
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the graph: vectors, links, ids and the id map."""
+        return int(self._graph.memory_bytes())
+
+    @property
+    def last_search(self) -> dict:
+        """This thread's last filtered search: whether the allowed set was scored
+        exactly ("exact") and how many stored vectors the filter allowed ("allowed")."""
+        return dict(getattr(self._local, "last", {}))
+
+    # ---- mutation -------------------------------------------------------
+
+    def add(self, vectors, ids=None, n_threads: int = 0) -> np.ndarray:
+        """Inserts vectors into the graph; returns their ids.
+
+        ids: unique non-negative int64 ids not in the index; default:
+        consecutive ids after the largest so far. n_threads=0 uses all cores;
+        n_threads=1 builds the same graph on every run.
+        """
+        n_threads = check_threads(n_threads)
+        x = as_float_matrix(vectors, "vectors", self._dim)
+        if self._metric == "cosine":
+            x = normalized(x, "vectors")
+        stored = np.ascontiguousarray(to_storage(x, self._dtype, "vectors"))
+        sq_norms = None
+        if self._metric == "l2":  # of the stored values, as FlatIndex computes them
+            values = to_float32(stored, self._dtype)
+            sq_norms = np.einsum("ij,ij->i", values, values, dtype=np.float32)
+        with self._lock:
+            new_ids = check_new_ids(ids, len(x), self._sorted_ids, self._next_id)
+            new_ids = np.ascontiguousarray(new_ids, dtype=np.int64)
+            self._graph.add(stored, new_ids, sq_norms=sq_norms, n_threads=n_threads)
+            self._sorted_ids = np.union1d(self._sorted_ids, new_ids)
+            if len(new_ids):
+                self._next_id = max(self._next_id, int(new_ids.max()) + 1)
+        return new_ids.copy()
+
+    def remove(self, ids, n_threads: int = 0) -> None:
+        """Removes the vectors with these ids (unknown ids are an error; nothing is
+        removed). Their neighbours are re-linked and their slots reused by later adds."""
+        n_threads = check_threads(n_threads)
+        with self._lock:
+            arr = np.ascontiguousarray(np.unique(check_known_ids(ids, self._sorted_ids)))
+            self._graph.remove(arr, n_threads=n_threads)
+            self._sorted_ids = np.setdiff1d(self._sorted_ids, arr, assume_unique=True)
+
+    # ---- search ---------------------------------------------------------
+
+    def search(self, queries, k: int, ef: int | None = None, n_threads: int = 0,
+               allow=None) -> Hits:
+        """Approximate top-k of each query: ``Hits`` [nq, k], best first, padded (-1, -inf).
+
+        ef: candidates kept by the walk (max(ef, k) are kept); more gives higher
+            recall and slower search. Default: the index's ``ef``.
+        allow: only these ids may be returned (an id list or array, or a boolean
+            mask indexed by id). Applied inside the walk; when the allowed set is
+            small (see EXACT_FILTER_FACTOR) its vectors are scored exactly instead,
+            so a restrictive filter returns the exact filtered top-k.
+        n_threads: 0 uses all cores (queries are spread over them).
+        """
+        k = check_positive_int(k, "k")
+        ef = self._ef if ef is None else check_positive_int(ef, "ef")
+        n_threads = check_threads(n_threads)
+        q = as_float_matrix(queries, "queries", self._dim)
+        if self._metric == "cosine":
+            q = normalized(q, "queries")
+        filtered = {}
+        if allow is not None:
+            mask, by_row = allow_mask(allow, _NO_ROWS)
+            if by_row:  # ids too sparse for a mask by id: the graph maps them to slots itself
+                filtered["allow_ids"] = np.ascontiguousarray(raw_ids(allow, "allow"), dtype=np.int64)
+            else:
+                filtered["allow"] = mask
+            filtered["exact_below"] = exact_filter_limit(len(self), ef, self._M)
+        scores, ids, exact, allowed = self._graph.search(q, k, ef=ef, n_threads=n_threads,
+                                                         **filtered)
+        if allow is not None:
+            self._local.last = {"exact": bool(exact), "allowed": int(allowed)}
+        return Hits(scores, ids)
+
+    # ---- persistence ----------------------------------------------------
+
+    def save(self, path) -> None:
+        """Writes the index to path (atomically: temporary file, then rename)."""
+        with self._lock:
+            snap = self._graph.snapshot()
+            params = {"dim": self._dim, "metric": self._metric, "M": self._M,
+                      "ef_construction": self._ef_construction, "dtype": self._dtype,
+                      "seed": self._seed, "ef": self._ef, "next_id": self._next_id,
+                      "entry": int(snap["entry"]), "rng_state": int(snap["rng_state"])}
+        arrays = {"vectors": snap["vectors"].view(NUMPY_DTYPE[self._dtype]), "ids": snap["ids"],
+                  "levels": snap["levels"], "links0": snap["links0"], "upper": snap["upper"],
+                  "upper_offsets": snap["upper_offsets"]}
+        if self._metric == "l2":
+            arrays["sq_norms"] = snap["sq_norms"]
+        write_index(path, _FILE_KIND, params, arrays)
+
+    @classmethod
+    def load(cls, path, mmap: bool = False) -> HNSWIndex:
+        """Reads an index written by save(); damaged, foreign or inconsistent files
+        (a neighbour outside the index, ...) raise IndexFileError.
+
+        mmap=True maps the vectors read-only (the graph links are read into
+        memory); a later add() copies the vectors into memory first.
+        """
+        params, arrays = read_index(path, _FILE_KIND, mmap=mmap)
+        try:
+            index = cls(params["dim"], params["metric"], params["M"], params["ef_construction"],
+                        params["dtype"], params["seed"], ef=params["ef"])
+            ids = arrays["ids"]
+            vectors = arrays["vectors"]
+            if vectors.dtype != NUMPY_DTYPE[index.dtype] or vectors.shape != (len(ids), index.dim):
+                raise ValueError("vectors do not match the parameters")
+            if not np.isfinite(to_float32(vectors[arrays["levels"] >= 0], index.dtype)).all():
+                raise ValueError("vectors contain NaN or infinity")
+            sq_norms = arrays["sq_norms"] if index.metric == "l2" else None
+            index._graph.restore(
+                vectors, sq_norms, ids, arrays["levels"], arrays["links0"], arrays["upper"],
+                arrays["upper_offsets"], entry=int(params["entry"]),
+                rng_state=int(params["rng_state"]), borrow_vectors=bool(mmap))
+            index._sorted_ids = sorted_unique_ids(ids[ids >= 0])
+            index._next_id = int(params["next_id"])
+        except (KeyError, ValueError, TypeError, OverflowError) as err:
+            raise IndexFileError(f"{path}: inconsistent index contents ({err})") from None
+        return index
+
+
+def exact_filter_limit(n: int, ef: int, M: int) -> int:
+    """Largest allowed set that a filtered search scores exactly instead of walking."""
+    return int(EXACT_FILTER_FACTOR * np.sqrt(float(ef) * M * max(n, 1)))

@@ -1,0 +1,120 @@
+"""PQIndex (4-bit codes, fast scan): the native scan against the numpy reference, exact
+re-scoring, bad input."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ragcore
+from ragcore import _core, reference
+from ragcore.reference import ann as ref_ann
+from _hits_check import assert_hits_close
+from _hnsw_data import clustered, recall
+
+LEVELS = [lvl for lvl in (_core.SimdLevel.Scalar, _core.SimdLevel.Avx2, _core.SimdLevel.Avx512)
+          if _core.simd_level_available(lvl)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 200), m=st.integers(1, 40), seed=st.integers(0, 10_000))
+def test_fast_scan_equals_the_reference_sums_at_every_simd_level(n, m, seed):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 16, (n, m)).astype(np.uint8)
+    luts = rng.integers(0, 256, (m, 16)).astype(np.uint8)
+    padded = np.zeros(((m + 1) // 2 * 2, 16), dtype=np.uint8)
+    padded[:m] = luts
+    packed = _core.pq4_pack(codes, m)
+    assert packed.nbytes == -(-n // 32) * ((m + 1) // 2) * 32
+    want = ref_ann.pq_losses(codes, luts)
+    for level in LEVELS:  # the scalar path and the pshufb path, run-time dispatched
+        got = _core.pq4_scan(packed, n, m, padded, level)
+        np.testing.assert_array_equal(got.astype(np.int64), want)
+
+
+@settings(max_examples=30, deadline=None)
+@given(m=st.integers(1, 20), seed=st.integers(0, 10_000), metric=st.sampled_from(["ip", "l2"]))
+def test_byte_tables_match_the_reference(m, seed, metric):
+    rng = np.random.default_rng(seed)
+    centroids = rng.standard_normal((m, 16, 3)).astype(np.float32)
+    q = rng.standard_normal(3 * m).astype(np.float32)
+    tables = ref_ann.pq_tables(q, centroids, metric)
+    luts, scale = _core.pq4_quantize_tables(tables.astype(np.float32))
+    want = ref_ann.pq_quantize_tables(tables)
+    assert luts.shape == ((m + 1) // 2 * 2, 16) and (luts[m:] == 0).all()
+    # float32 against float64 rounding: an entry may sit on the other side of .5
+    assert np.abs(luts[:m].astype(int) - want.astype(int)).max() <= 1
+    assert luts[:m].max() == 255 or scale == 0
+
+
+def _trained(x, m, metric="ip", ids=None):
+    index = ragcore.PQIndex(x.shape[1], m, metric)
+    index.train(x)
+    index.add(x, ids=ids)
+    return index
+
+
+def test_codes_are_the_reference_nearest_centroids():
+    x = clustered(800, 24, seed=1)
+    index = _trained(x, 6)
+    want = ref_ann.pq_encode(x, index.centroids)
+    got = index.encode(x)
+    assert (got == want).mean() > 0.999  # float32 vs float64 distances may flip exact near-ties
+
+
+@pytest.mark.parametrize("metric", ["ip", "cosine", "l2"])
+def test_scores_are_exact_and_full_rescore_is_exact_search(metric):
+    rng = np.random.default_rng(2)
+    x = clustered(600, 32, seed=2) * rng.uniform(0.5, 2.0, (600, 1)).astype(np.float32)
+    q = clustered(20, 32, seed=3)
+    ids = rng.permutation(10_000)[:600].astype(np.int64)
+    index = _trained(x, 8, metric, ids)
+    stored = reference.normalize_rows(x) if metric == "cosine" else x
+    qs = reference.normalize_rows(q) if metric == "cosine" else q
+    ref_metric = "ip" if metric == "cosine" else metric
+    full = index.search(q, 10, rescore=60)  # 600 candidates: every vector re-scored
+    assert_hits_close(full, reference.dense_scores(stored, qs, ref_metric), ids, 10, atol=1e-4)
+    few = index.search(q, 10, rescore=2)
+    ref_scores = reference.dense_scores(stored, qs, ref_metric)
+    position = {int(i): j for j, i in enumerate(ids)}
+    for row in range(len(q)):  # every returned score is that vector's exact score
+        exact = [ref_scores[row, position[int(i)]] for i in few.ids[row]]
+        np.testing.assert_allclose(few.scores[row], exact, atol=1e-4)
+
+
+def test_search_agrees_with_the_reference_pipeline_and_recall_grows_with_rescore():
+    x = clustered(3000, 64, seed=4)
+    q = clustered(100, 64, seed=5)
+    index = _trained(x, 16)
+    codes = index.encode(x)
+    luts = [ref_ann.pq_quantize_tables(ref_ann.pq_tables(v, index.centroids, "ip")) for v in q]
+    want = ref_ann.pq_search(x, codes, luts, q, 10, rescore=4)
+    got = index.search(q, 10, rescore=4)
+    assert recall(got.ids, want.ids) > 0.97  # only rounding of the tables may differ
+    truth = reference.flat_search(x, q, 10).ids
+    recalls = [recall(index.search(q, 10, rescore=r).ids, truth) for r in (1, 4, 16, 64)]
+    assert all(b >= a - 0.01 for a, b in zip(recalls, recalls[1:])) and recalls[-1] > 0.95, recalls
+    assert index.bytes_per_vector()["scanned"] == 8  # 16 codes of 4 bits: 1/32 of float32
+
+
+def test_bad_input_is_a_clear_error():
+    with pytest.raises(ValueError, match="not divisible by m=5"):
+        ragcore.PQIndex(32, 5)
+    with pytest.raises(ValueError, match="m must be between 1 and 256"):
+        ragcore.PQIndex(1024, 512)
+    with pytest.raises(ValueError, match="m must be >= 1"):
+        ragcore.PQIndex(32, 0)
+    index = ragcore.PQIndex(8, 4)
+    with pytest.raises(ValueError, match="at least 16"):
+        index.train(np.ones((10, 8), np.float32))
+    with pytest.raises(RuntimeError, match="not trained"):
+        index.add(np.ones((3, 8), np.float32))
+    with pytest.raises(RuntimeError, match="not trained"):
+        index.search(np.ones(8, np.float32), 2)
+    index.train(np.random.default_rng(0).standard_normal((64, 8)).astype(np.float32))
+    with pytest.raises(ValueError, match="expected dim=8"):
+        index.add(np.ones((3, 7), np.float32))
+    with pytest.raises(ValueError, match="rescore must be >= 1"):
+        index.search(np.ones(8, np.float32), 2, rescore=0)
+    assert (index.search(np.ones(8, np.float32), 3).ids == -1).all()  # empty: padding
+    with pytest.raises(ValueError, match="codes must be < 16"):
+        _core.pq4_pack(np.full((1, 2), 16, np.uint8), 2)

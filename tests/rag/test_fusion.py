@@ -164,7 +164,7 @@ def test_argument_errors_name_the_argument():
         fusion.combine([SPARSE, DENSE], method="combmnz", weights=[1.0, 2.0])
     with pytest.raises(ValueError, match="unknown method 'mnz'; expected one of 'wsum', 'combsum', 'combmnz'"):
         fusion.combine([SPARSE], method="mnz")
-    with pytest.raises(ValueError, match="unknown norm 'min-max'; expected one of 'minmax', 'zscore', 'max', 'rank', None"):
+    with pytest.raises(ValueError, match="unknown norm 'min-max'; expected one of 'minmax', 'theoretical', 'zscore', 'max', 'rank', None"):
         fusion.combine([SPARSE], norm="min-max")
     with pytest.raises(ValueError, match="norm='max' needs a positive top score in every query; query 0"):
         fusion.combine([hits([(A, -1.0), (B, -2.0)])], norm="max")

@@ -152,3 +152,23 @@ def test_eval_command_on_a_beir_folder(capsys, tmp_path, monkeypatch):
     for values in report["quality"].values():
         assert set(values) == {"recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10"}
     assert report["quality"]["BM25"]["recall@5"] == 1.0  # 4 documents, k = 3: each found
+
+
+@pytest.mark.parametrize("setting", ["convex", "tuned convex", "tuned rrf"])
+def test_a_fusion_setting_fuses_the_first_stage_as_fusion_does(retriever, setting):
+    from ragcore.rag import fusion
+    from ragcore.rag.pipeline import HybridRetriever
+
+    chosen = {"convex": "convex", "tuned convex": fusion.FusionSetting("convex", alpha=0.8),
+              "tuned rrf": fusion.FusionSetting("rrf", r0=5)}[setting]
+    hybrid = HybridRetriever(retriever.encoder, retriever.dense_index, retriever.bm25_index,
+                             retriever.chunks, fusion=chosen, k0=10, k=3)
+    query = "how do I parse a JSON string"
+    got = hybrid.retrieve(query).candidates
+    dense = retriever.retrieve(query, mode="dense").candidates
+    sparse = retriever.retrieve(query, mode="sparse").candidates
+    want = {"convex": fusion.convex(dense, sparse, 0.5, k=10),
+            "tuned convex": fusion.convex(dense, sparse, 0.8, k=10),
+            "tuned rrf": fusion.rrf([dense, sparse], r0=5, k=10)}[setting]
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_array_equal(got.scores, want.scores)

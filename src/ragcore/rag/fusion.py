@@ -28,8 +28,10 @@ import numpy as np
 from .._util.arrays import check_choice, check_positive_int
 from ..hits import PADDING_ID, Hits
 from .normalize import LOWER_BOUNDS, NORMS, lower_bounds as _lower_bounds, normalise
+from .tuning import Tuning, cross_validate, make_folds, per_query_metric
 
-__all__ = ["LOWER_BOUNDS", "METHODS", "NORMS", "FusionSetting", "combine", "convex", "rrf"]
+__all__ = ["ALPHA_GRID", "LOWER_BOUNDS", "METHODS", "NORMS", "R0_GRID", "FusionSetting", "combine",
+           "convex", "rrf", "tune"]
 
 
 METHODS = ("wsum", "combsum", "combmnz")
@@ -145,6 +147,59 @@ class FusionSetting:
         if self.method == "rrf":
             return f"rrf(r0={self.r0:g})"
         return f"convex(alpha={self.alpha:g}, norm={self.norm!r})"
+
+
+ALPHA_GRID = tuple(np.round(np.linspace(0.0, 1.0, 21), 2).tolist())  # 0, 0.05, ..., 1
+R0_GRID = (1, 2, 5, 10, 20, 40, 60, 100, 200)
+
+
+def tune(candidate_hits, qrels, metric: str = "ndcg@10", method: str = "convex", grid=None,
+         folds: int = 5, seed: int = 0, qids=None, docids=None, norm: str | None = "theoretical",
+         lower_bounds=("cosine", "bm25")) -> Tuning:
+    """Choose convex fusion's alpha (or RRF's r0) by grid search on labelled queries, with
+    k-fold cross-validation.
+
+    candidate_hits: [dense, sparse], the two first-stage Hits of the labelled queries. qrels:
+    ``{qid: {docid: grade}}`` (or Qrels / a TREC file); rows of the candidates the qrels do not
+    judge are left out. metric: a ragcore.evaluate metric name. method: "convex" (grid of alpha,
+    default ALPHA_GRID; norm and lower_bounds as for ``convex``) or "rrf" (grid of r0, default
+    R0_GRID). folds, seed: the cross-validation split (queries shuffled by seed). qids: one id
+    per row (default "0", "1", ...). docids: the document of each id (a sequence indexed by id
+    or a dict); several ids of one document (its chunks) count once, at the best-ranked.
+    Ties between grid values go to the first. Returns a Tuning (``.setting``, ``.summary()``).
+    """
+    check_choice(method, "method", ("convex", "rrf"))
+    if not (isinstance(candidate_hits, (list, tuple)) and len(candidate_hits) == 2):
+        raise TypeError("candidate_hits must be [dense_hits, sparse_hits]")
+    dense, sparse = _check_lists(list(candidate_hits), finite=method == "convex")
+    if grid is None:
+        grid = ALPHA_GRID if method == "convex" else R0_GRID
+    grid = np.asarray(grid, dtype=np.float64)
+    if grid.ndim != 1 or not len(grid):
+        raise ValueError(f"grid must be a non-empty list of values, got {grid!r}")
+    parameter = "alpha" if method == "convex" else "r0"
+    settings = [FusionSetting(method, norm=norm, lower_bounds=lower_bounds, **{parameter: v})
+                for v in grid.tolist()]
+    qids = np.arange(dense.nq).astype(str) if qids is None else np.asarray(qids, dtype=str)
+    if len(qids) != dense.nq:
+        raise ValueError(f"qids has {len(qids)} ids for {dense.nq} candidate rows")
+    rows, reach = [], None
+    for setting in settings:
+        labelled, values, recall_all = per_query_metric(setting.fuse(dense, sparse), qrels,
+                                                        metric, qids, docids)
+        rows.append(values)
+        reach = recall_all if reach is None else reach
+    if not (reach > 0).any():
+        raise ValueError("no relevant document of the qrels is among the candidates of any "
+                         "labelled query; check that docids maps the candidates' ids to the "
+                         "qrels' document ids")
+    per_query = np.vstack(rows)
+    parts = make_folds(per_query.shape[1], folds, seed)
+    chosen, held_out = cross_validate(per_query, parts)
+    means = per_query.mean(axis=1)
+    return Tuning(settings[int(np.argmax(means))], parameter, metric, grid, means,
+                  grid[chosen], np.array([held_out[p].mean() for p in parts]),
+                  float(held_out.mean()), labelled, parts)
 
 
 def _check_lists(hits_list, finite: bool) -> list[Hits]:

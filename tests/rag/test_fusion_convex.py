@@ -8,22 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _fusion_data import hits_batch
-from ragcore.hits import Hits
+from _fusion_data import hits, hits_batch
 from ragcore.rag import fusion
 from ragcore.reference.fusion import convex_query, fuse_query
 
 A, B, C, D = 1, 2, 3, 4
-
-
-def hits(*rows, k=None):
-    k = k or max(len(r) for r in rows)
-    ids = np.full((len(rows), k), -1, dtype=np.int64)
-    scores = np.full((len(rows), k), -np.inf, dtype=np.float32)
-    for i, row in enumerate(rows):
-        for j, (doc, score) in enumerate(row):
-            ids[i, j], scores[i, j] = doc, score
-    return Hits(scores, ids)
 
 
 def as_dict(fused, row=0):

@@ -44,7 +44,7 @@ def _doc_run(retrieval, qids) -> dict:
     return run
 
 
-def _quality(retrieval, data, qids, positions) -> tuple[dict, dict]:
+def evaluate_system(retrieval, data, qids, positions) -> tuple[dict, dict]:
     """(mean metrics, per-question values of PAIRED) for one system."""
     from ..evaluate import evaluate, evaluate_evidence
 
@@ -176,8 +176,8 @@ def run(data, n_questions: int = 300, k0: int = 50, k: int = 10, chunk_size: int
         retriever.k0 = rerank_k0 if rerank else k0
         if setting is not None:
             retriever.fusion = setting
-        quality[name], per_query[name] = _quality(retriever.retrieve_batch(questions, mode),
-                                                  data, qids, held_pos)
+        quality[name], per_query[name] = evaluate_system(
+            retriever.retrieve_batch(questions, mode), data, qids, held_pos)
     _say(f"timing {min(latency_queries, len(questions))} single questions", quiet)
     retriever.k0, retriever.fusion = rerank_k0, tuned["convex"].setting
     latency = _latency(retriever, questions, reranker, latency_queries)

@@ -34,7 +34,7 @@ def test_recovers_a_planted_optimum():
     assert t.value == 0.3 and t.mean_by_value.max() == 1.0
     assert (t.fold_values == 0.3).all() and t.cv_score == 1.0
     assert t.mean_by_value[list(t.grid).index(0.0)] < 0.9 and t.mean_by_value[-1] < 0.9
-    assert "alpha = 0.3" in t.summary()
+    assert "convex(alpha=0.3, norm=None)" in t.summary()
 
 
 def test_recovers_a_planted_optimum_under_theoretical_normalisation():
@@ -42,6 +42,26 @@ def test_recovers_a_planted_optimum_under_theoretical_normalisation():
     candidates, qrels = planted(0.7, seed=1)
     t = fusion.tune(candidates, qrels, lower_bounds=(0.0, 0.0))
     assert abs(t.value - 0.7) <= 0.1 and np.all(np.abs(t.fold_values - 0.7) <= 0.15)
+
+
+def test_a_list_of_norms_searches_each_and_finds_the_planted_one():
+    # The truth is 0.3 * minmax(dense) + 0.7 * minmax(sparse), dense squeezed into [0.5, 0.6].
+    rng = np.random.default_rng(4)
+    dense, sparse = 0.5 + 0.1 * rng.random((150, 20)), rng.random((150, 20))
+
+    def mm(x):
+        return (x - x.min(1, keepdims=True)) / np.ptp(x, axis=1, keepdims=True)
+
+    dense, sparse = dense.astype(np.float32).astype(np.float64), sparse.astype(np.float32).astype(np.float64)
+    truth = 0.3 * mm(dense) + 0.7 * mm(sparse)
+    qrels = {str(q): {str(int(d)): 1} for q, d in enumerate(truth.argmax(axis=1))}
+    t = fusion.tune([ranked(dense), ranked(sparse)], qrels, metric="mrr@10",
+                    norm=["theoretical", "minmax"], lower_bounds=(0.0, 0.0))
+    assert t.setting == fusion.FusionSetting("convex", alpha=0.3, norm="minmax", lower_bounds=(0.0, 0.0))
+    assert len(t.settings) == 2 * len(fusion.ALPHA_GRID) == len(t.mean_by_value)
+    assert all(s.norm == "minmax" for s in t.fold_settings)
+    theoretical_best = max(m for m, s in zip(t.mean_by_value, t.settings) if s.norm == "theoretical")
+    assert theoretical_best < t.mean_by_value.max() == 1.0
 
 
 def test_cross_validation_never_scores_a_query_it_tuned_on():

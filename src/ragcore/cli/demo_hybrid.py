@@ -7,7 +7,8 @@ and splits the questions once, by the seed, into a tuning third and a held-out
 rest. On the tuning third it chooses convex fusion's alpha and RRF's r0
 (``fusion.tune``, 5-fold cross-validated, on document nDCG@10); on the held-out
 questions it answers with BM25, dense, hybrid RRF (r0 = 60), RRF with the tuned
-r0 and the tuned convex hybrid, each also reranked (late interaction over the
+r0 and the tuned convex hybrid (alpha and the normalisation: theoretical
+min-max, min-max or z-score), each also reranked (late interaction over the
 top rerank_k0), and prints recall@1/5/10 and MRR@10 against the evidence spans,
 nDCG@10 against the documents, sign tests of the tuned hybrid against dense,
 BM25 and RRF, and per-stage latency. ``ragcore eval PATH`` runs the same on a
@@ -27,6 +28,7 @@ SPAN_METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10")
 DOC_METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
 PAIRED = ("recall@10", "mrr@10")   # the metrics of the sign tests
 TUNE_METRIC = "ndcg@10"
+TUNE_NORMS = ("theoretical", "minmax", "zscore")  # convex: each with every alpha of the grid
 TUNED = "hybrid convex (tuned)"
 
 
@@ -95,7 +97,7 @@ def _tune(retriever, questions, qids, data, seed: int) -> dict:
     docids = [str(c.doc_id) for c in retriever.chunks]
     folds = min(5, len(qids))
     return {method: fusion.tune(candidates, qrels, TUNE_METRIC, method=method, folds=folds,
-                                seed=seed, qids=qids, docids=docids)
+                                seed=seed, qids=qids, docids=docids, norm=TUNE_NORMS)
             for method in ("convex", "rrf")}
 
 
@@ -127,7 +129,8 @@ def _sign_tests(per_query: dict) -> list:
 
 
 def _tuning_report(t) -> dict:
-    return {"value": t.value, "metric": t.metric, "queries": len(t.qids), "folds": len(t.folds),
+    return {"value": t.value, "setting": t.setting.describe(),
+            "fold_settings": [f.describe() for f in t.fold_settings], "metric": t.metric, "queries": len(t.qids), "folds": len(t.folds),
             "cv_score": t.cv_score, "fold_values": t.fold_values.tolist(),
             "fold_scores": t.fold_scores.tolist(), "best_mean": float(t.mean_by_value.max())}
 
@@ -203,8 +206,8 @@ def format_report(report: dict) -> str:
              f"{report['held_out_questions']} held out; k0 = {report['k0']} (reranker: top "
              f"{report['rerank_k0']}), k = {report['k']}", "",
              f"tuned on {tc['queries']} questions ({tc['metric']}, {tc['folds']}-fold "
-             f"cross-validation): convex alpha = {tc['value']:g} (folds chose "
-             f"{', '.join(f'{v:g}' for v in tc['fold_values'])}; held-out {tc['metric']} "
+             f"cross-validation): {tc['setting']} (folds chose "
+             f"{', '.join(tc['fold_settings'])}; held-out {tc['metric']} "
              f"{tc['cv_score']:.3f}, fold std {np.std(tc['fold_scores']):.3f}); RRF r0 = "
              f"{tr['value']:g} (folds chose {', '.join(f'{v:g}' for v in tr['fold_values'])}; "
              f"held-out {tr['cv_score']:.3f})", "",

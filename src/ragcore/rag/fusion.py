@@ -162,8 +162,8 @@ def tune(candidate_hits, qrels, metric: str = "ndcg@10", method: str = "convex",
     candidate_hits: [dense, sparse], the two first-stage Hits of the labelled queries. qrels:
     ``{qid: {docid: grade}}`` (or Qrels / a TREC file); rows of the candidates the qrels do not
     judge are left out. metric: a ragcore.evaluate metric name. method: "convex" (grid of alpha,
-    default ALPHA_GRID; norm and lower_bounds as for ``convex``) or "rrf" (grid of r0, default
-    R0_GRID). folds, seed: the cross-validation split (queries shuffled by seed). qids: one id
+    default ALPHA_GRID; norm and lower_bounds as for ``convex``; a list of norms searches every
+    norm with every alpha) or "rrf" (grid of r0, default R0_GRID). folds, seed: the cross-validation split (queries shuffled by seed). qids: one id
     per row (default "0", "1", ...). docids: the document of each id (a sequence indexed by id
     or a dict); several ids of one document (its chunks) count once, at the best-ranked.
     Ties between grid values go to the first. Returns a Tuning (``.setting``, ``.summary()``).
@@ -178,8 +178,12 @@ def tune(candidate_hits, qrels, metric: str = "ndcg@10", method: str = "convex",
     if grid.ndim != 1 or not len(grid):
         raise ValueError(f"grid must be a non-empty list of values, got {grid!r}")
     parameter = "alpha" if method == "convex" else "r0"
-    settings = [FusionSetting(method, norm=norm, lower_bounds=lower_bounds, **{parameter: v})
-                for v in grid.tolist()]
+    norms = [None] if method == "rrf" else list(norm) if isinstance(norm, (list, tuple)) else [norm]
+    if not norms:
+        raise ValueError("norm is an empty list; name at least one normalisation")
+    settings = [FusionSetting(method, norm=n, lower_bounds=lower_bounds, **{parameter: v})
+                for n in norms for v in grid.tolist()]
+    grid = np.tile(grid, len(norms))
     qids = np.arange(dense.nq).astype(str) if qids is None else np.asarray(qids, dtype=str)
     if len(qids) != dense.nq:
         raise ValueError(f"qids has {len(qids)} ids for {dense.nq} candidate rows")
@@ -199,7 +203,8 @@ def tune(candidate_hits, qrels, metric: str = "ndcg@10", method: str = "convex",
     means = per_query.mean(axis=1)
     return Tuning(settings[int(np.argmax(means))], parameter, metric, grid, means,
                   grid[chosen], np.array([held_out[p].mean() for p in parts]),
-                  float(held_out.mean()), labelled, parts)
+                  float(held_out.mean()), labelled, parts, tuple(settings),
+                  tuple(settings[i] for i in chosen))
 
 
 def _check_lists(hits_list, finite: bool) -> list[Hits]:

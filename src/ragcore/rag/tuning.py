@@ -24,7 +24,8 @@ class Tuning:
     over all labelled queries. fold_values: the value each fold chose on its training queries;
     fold_scores: the mean metric of each fold's held-out queries at that value; cv_score: the
     mean over all queries of their held-out values. qids: the labelled queries, in the order of
-    ``folds`` (positions into qids, one array of held-out queries per fold).
+    ``folds`` (positions into qids, one array of held-out queries per fold). settings: every
+    FusionSetting searched (aligned with grid); fold_settings: the one each fold chose.
     """
 
     setting: object
@@ -37,6 +38,8 @@ class Tuning:
     cv_score: float
     qids: np.ndarray
     folds: list
+    settings: tuple = ()
+    fold_settings: tuple = ()
 
     @property
     def value(self) -> float:
@@ -51,8 +54,9 @@ class Tuning:
                 "score_std": float(self.fold_scores.std())}
 
     def summary(self) -> str:
-        chosen = ", ".join(f"{v:g}" for v in self.fold_values)
-        return (f"{self.parameter} = {self.value:g} ({self.metric} {self.mean_by_value.max():.3f} on "
+        chosen = ", ".join(s.describe() for s in self.fold_settings) if self.fold_settings \
+            else ", ".join(f"{v:g}" for v in self.fold_values)
+        return (f"{self.setting.describe()} ({self.metric} {self.mean_by_value.max():.3f} on "
                 f"{len(self.qids)} labelled queries); {len(self.folds)}-fold cross-validation: "
                 f"{self.metric} {self.cv_score:.3f} held out (fold std {self.fold_scores.std():.3f}), "
                 f"folds chose {chosen}")

@@ -162,6 +162,15 @@ def test_eval_command_on_a_beir_folder(capsys, tmp_path, monkeypatch):
     assert report["quality"]["BM25"]["recall@5"] == 1.0  # 4 documents, k = 3: each found
 
 
+def test_the_default_fusion_is_rrf_with_r0_2_and_strings_keep_their_meaning(retriever):
+    from ragcore.rag.fusion import FusionSetting
+
+    assert retriever.fusion == FusionSetting("rrf", r0=2)
+    other = HybridRetriever(retriever.encoder, None, None, [], fusion="rrf")
+    assert other.fusion == FusionSetting("rrf", r0=60)
+    assert HybridRetriever(retriever.encoder, None, None, [], fusion="wsum").fusion == "wsum"
+
+
 @pytest.mark.parametrize("setting", ["convex", "tuned convex", "tuned rrf"])
 def test_a_fusion_setting_fuses_the_first_stage_as_fusion_does(retriever, setting):
     from ragcore.rag import fusion

@@ -32,3 +32,14 @@ def hits_lists(draw, min_lists: int = 2, max_lists: int = 3, **kw) -> list:
     nq = draw(st.integers(1, 3))
     m = draw(st.integers(min_lists, max_lists))
     return [draw(hits_batch(nq, **kw)) for _ in range(m)]
+
+
+def hits(*rows, k=None) -> Hits:
+    """Hits from rows of (id, score) pairs, best first, padded to k."""
+    k = k or max(len(r) for r in rows)
+    ids = np.full((len(rows), k), -1, dtype=np.int64)
+    scores = np.full((len(rows), k), -np.inf, dtype=np.float32)
+    for i, row in enumerate(rows):
+        for j, (doc, score) in enumerate(row):
+            ids[i, j], scores[i, j] = doc, score
+    return Hits(scores, ids)

@@ -7,23 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _fusion_data import hits_lists
+from _fusion_data import hits, hits_lists
 from ragcore.rag import fusion
 from ragcore import reference as ref
 from ragcore.hits import Hits
 
 A, B, C, D, E = 1, 2, 3, 4, 5
-
-
-def hits(*rows, k=None):
-    """Hits from rows of (id, score) pairs, best first, padded to k."""
-    k = k or max(len(r) for r in rows)
-    ids = np.full((len(rows), k), -1, dtype=np.int64)
-    scores = np.full((len(rows), k), -np.inf, dtype=np.float32)
-    for i, row in enumerate(rows):
-        for j, (doc, score) in enumerate(row):
-            ids[i, j], scores[i, j] = doc, score
-    return Hits(scores, ids)
 
 
 SPARSE = hits([(A, 9.0), (B, 7.5), (C, 3.0), (D, 1.0)])
@@ -164,7 +153,7 @@ def test_argument_errors_name_the_argument():
         fusion.combine([SPARSE, DENSE], method="combmnz", weights=[1.0, 2.0])
     with pytest.raises(ValueError, match="unknown method 'mnz'; expected one of 'wsum', 'combsum', 'combmnz'"):
         fusion.combine([SPARSE], method="mnz")
-    with pytest.raises(ValueError, match="unknown norm 'min-max'; expected one of 'minmax', 'zscore', 'max', 'rank', None"):
+    with pytest.raises(ValueError, match="unknown norm 'min-max'; expected one of 'minmax', 'theoretical', 'zscore', 'max', 'rank', None"):
         fusion.combine([SPARSE], norm="min-max")
     with pytest.raises(ValueError, match="norm='max' needs a positive top score in every query; query 0"):
         fusion.combine([hits([(A, -1.0), (B, -2.0)])], norm="max")

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _fusion_data import hits_lists
+from _fusion_data import hits_batch, hits_lists
 from ragcore.rag import fusion
 
 # numba warns about a cast while compiling ranx's kernels the first time.
@@ -67,3 +67,16 @@ def test_score_fusion_equals_ranx(data, method, norm):
         params = {"weights": weights}
     fused = fusion.combine(lists, method=method, norm=norm, weights=weights)
     assert_same_fusion(fused, fuse_ranx(lists, NORMS[norm], METHODS[method], params))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data(), st.sampled_from([("minmax", "min-max"), ("zscore", "zmuv"), ("rank", "rank"),
+                                   (None, None)]), st.sampled_from([0.2, 0.5, 0.9]))
+def test_convex_equals_ranx_weighted_sum(data, norms, alpha):
+    """convex(alpha) is ranx's wsum with weights (alpha, 1 - alpha); ranx has no theoretical
+    min-max (test_fusion_convex.py checks it against the reference and worked examples)."""
+    dense = data.draw(hits_batch(2, min_results=1))
+    sparse = data.draw(hits_batch(2, min_results=1))
+    ours = fusion.convex(dense, sparse, alpha, norm=norms[0])
+    assert_same_fusion(ours, fuse_ranx([dense, sparse], norms[1], "wsum",
+                                       {"weights": [alpha, 1 - alpha]}))

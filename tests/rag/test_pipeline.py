@@ -103,11 +103,19 @@ def test_demo_json_output(capsys, tmp_path, monkeypatch):
     assert main(["demo", "--docs", "40", "--questions", "8", "--latency-queries", "2", "--k0", "10",
                  "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert set(report["quality"]) == {"BM25", "dense", "hybrid RRF", "hybrid + rerank"}
+    r0 = report["tuning"]["rrf"]["value"]
+    first = ["BM25", "dense", "hybrid RRF", f"hybrid RRF (tuned r0 = {r0:g})", "hybrid convex (tuned)"]
+    assert list(report["quality"]) == first + [f"{name} + rerank" for name in first]
     for values in report["quality"].values():
         assert set(values) == {"recall@1", "recall@5", "recall@10", "mrr@10", "doc ndcg@10"}
         assert all(0.0 <= v <= 1.0 for v in values.values())
     assert report["questions"] == 8 and report["embeddings_computed"] == report["chunks"]
+    # Tuned on a third (2 of 8), reported on the other 6; each sign test covers those 6.
+    assert (report["tuning_questions"], report["held_out_questions"]) == (2, 6)
+    assert report["tuning"]["convex"]["queries"] == 2 and 0 <= report["tuning"]["convex"]["value"] <= 1
+    assert len(report["sign_tests"]) == 12
+    for s in report["sign_tests"]:
+        assert s["gained"] + s["lost"] + s["tied"] == 6 and 0 < s["p_value"] <= 1
     assert {"encode", "dense", "sparse", "fuse", "rerank", "total"} <= set(report["latency_ms_p50_p95"])
     # A second run reuses every embedding from the disk cache.
     main(["demo", "--docs", "40", "--questions", "8", "--latency-queries", "2", "--json"])
@@ -152,3 +160,46 @@ def test_eval_command_on_a_beir_folder(capsys, tmp_path, monkeypatch):
     for values in report["quality"].values():
         assert set(values) == {"recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10"}
     assert report["quality"]["BM25"]["recall@5"] == 1.0  # 4 documents, k = 3: each found
+
+
+def test_the_default_fusion_is_rrf_with_r0_2_and_strings_keep_their_meaning(retriever):
+    from ragcore.rag.fusion import FusionSetting
+
+    assert retriever.fusion == FusionSetting("rrf", r0=2)
+    other = HybridRetriever(retriever.encoder, None, None, [], fusion="rrf")
+    assert other.fusion == FusionSetting("rrf", r0=60)
+    assert HybridRetriever(retriever.encoder, None, None, [], fusion="wsum").fusion == "wsum"
+
+
+@pytest.mark.parametrize("setting", ["convex", "tuned convex", "tuned rrf"])
+def test_a_fusion_setting_fuses_the_first_stage_as_fusion_does(retriever, setting):
+    from ragcore.rag import fusion
+    from ragcore.rag.pipeline import HybridRetriever
+
+    chosen = {"convex": "convex", "tuned convex": fusion.FusionSetting("convex", alpha=0.8),
+              "tuned rrf": fusion.FusionSetting("rrf", r0=5)}[setting]
+    hybrid = HybridRetriever(retriever.encoder, retriever.dense_index, retriever.bm25_index,
+                             retriever.chunks, fusion=chosen, k0=10, k=3)
+    query = "how do I parse a JSON string"
+    got = hybrid.retrieve(query).candidates
+    dense = retriever.retrieve(query, mode="dense").candidates
+    sparse = retriever.retrieve(query, mode="sparse").candidates
+    want = {"convex": fusion.convex(dense, sparse, 0.5, k=10),
+            "tuned convex": fusion.convex(dense, sparse, 0.8, k=10),
+            "tuned rrf": fusion.rrf([dense, sparse], r0=5, k=10)}[setting]
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_array_equal(got.scores, want.scores)
+
+
+def test_the_split_is_fixed_by_the_seed_and_disjoint():
+    from ragcore.cli.demo_hybrid import split_questions
+
+    tune, held = split_questions(300, seed=0)
+    assert len(tune) == 100 and len(held) == 200
+    assert not set(tune.tolist()) & set(held.tolist())
+    assert sorted(tune.tolist() + held.tolist()) == list(range(300))
+    again, _ = split_questions(300, seed=0)
+    assert again.tolist() == tune.tolist()
+    assert split_questions(300, seed=1)[0].tolist() != tune.tolist()
+    with pytest.raises(ValueError, match="at least 3 questions"):
+        split_questions(2, seed=0)

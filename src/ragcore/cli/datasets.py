@@ -7,8 +7,13 @@
   wrote, is the question (kept when it has at least four words and is unique
   in the corpus); the evidence is the document's docstring body. Deterministic
   for a given Python version.
+- ``debian_packages``: the package descriptions of a Debian-based machine
+  (dpkg's status file and apt's lists, see ``cli.debian_packages``): the
+  package name and long description are the document, the short description
+  the question, the package its one relevant document.
 - ``load_beir``: a BEIR-format folder (corpus.jsonl, queries.jsonl,
   qrels/<split>.tsv), so the same evaluation runs on a user's data.
+- ``BUILTIN`` / ``load``: the built-in corpora by name (``ragcore eval NAME``).
 """
 
 from __future__ import annotations
@@ -116,12 +121,7 @@ def stdlib_docs(max_docs: int | None = None, seed: int = 0, root=None) -> Datase
     their documents). root: another directory of Python sources to use instead.
     """
     root = Path(root or sysconfig.get_paths()["stdlib"])
-    entries = list(_entries(root))
-    if max_docs is not None:
-        if max_docs < 1:
-            raise ValueError(f"max_docs must be >= 1 or None, got {max_docs}")
-        pick = np.random.default_rng(seed).choice(len(entries), min(max_docs, len(entries)), replace=False)
-        entries = [entries[i] for i in sorted(pick)]
+    entries = _sample(list(_entries(root)), max_docs, seed)
     summaries = Counter(e[2] for e in entries)
     documents, questions, qids, evidence, qrels = [], [], [], [], {}
     for qualname, signature, summary, body in entries:
@@ -135,6 +135,52 @@ def stdlib_docs(max_docs: int | None = None, seed: int = 0, root=None) -> Datase
             evidence.append([[(qualname, len(head), len(head) + len(body))]])
             qrels[qid] = {qualname: 1}
     return Dataset("stdlib_docs", documents, questions, qids, evidence, qrels)
+
+
+def _sample(entries: list, max_docs: int | None, seed: int) -> list:
+    if max_docs is None:
+        return entries
+    if isinstance(max_docs, bool) or not isinstance(max_docs, int) or max_docs < 1:
+        raise ValueError(f"max_docs must be an integer >= 1 or None, got {max_docs!r}")
+    pick = np.random.default_rng(seed).choice(len(entries), min(max_docs, len(entries)), replace=False)
+    return [entries[i] for i in sorted(pick)]
+
+
+def debian_packages(max_docs: int | None = None, seed: int = 0, status=None, lists=None) -> Dataset:
+    """The Debian package-description corpus (see the module docstring).
+
+    status / lists: dpkg's status file and apt's lists folder (defaults: /var/lib/dpkg/status
+    and /var/lib/apt/lists; pass False to leave one out). max_docs: a seeded sample of that
+    many packages. Raises FileNotFoundError when the machine has neither.
+    """
+    from . import debian_packages as source
+
+    status = str(source.STATUS if status is None else status) if status is not False else None
+    lists = str(source.LISTS if lists is None else lists) if lists is not False else None
+    entries = _sample(list(source.packages(status, lists)), max_docs, seed)
+    synopses = Counter(synopsis for _, synopsis, _ in entries)
+    documents, questions, qids, qrels = [], [], [], {}
+    for name, synopsis, body in entries:
+        documents.append(Document(name, f"{name}\n\n{body}", {"source": name, "section": name}))
+        if len(synopsis.split()) >= 4 and synopses[synopsis] == 1:
+            qid = f"q{len(questions)}"
+            questions.append(synopsis)
+            qids.append(qid)
+            qrels[qid] = {name: 1}
+    return Dataset("debian_packages", documents, questions, qids, None, qrels)
+
+
+BUILTIN = {"stdlib_docs": stdlib_docs, "debian_packages": debian_packages}
+
+
+def load(name_or_path, split: str = "test", max_docs: int | None = None, seed: int = 0) -> Dataset:
+    """A BEIR folder if the path exists, else a built-in corpus by name (BUILTIN)."""
+    if Path(name_or_path).exists() or str(name_or_path) not in BUILTIN:
+        if not Path(name_or_path).exists() and "/" not in str(name_or_path):
+            raise FileNotFoundError(f"{name_or_path!r} is neither a BEIR folder nor a built-in "
+                                    f"corpus ({', '.join(BUILTIN)})")
+        return load_beir(name_or_path, split)
+    return BUILTIN[str(name_or_path)](max_docs=max_docs, seed=seed)
 
 
 def load_beir(path, split: str = "test") -> Dataset:

@@ -3,11 +3,17 @@
 ``ragcore demo`` samples the standard-library documentation corpus
 (``ragcore.datasets.stdlib_docs``), chunks it, builds a BM25 and a dense index
 over the chunks (the bundled int8 all-MiniLM-L6-v2; embeddings cached on disk),
-answers the questions with BM25, dense, hybrid RRF and hybrid + late-interaction
-reranking, and prints recall@1/5/10 and MRR@10 against the evidence spans,
-nDCG@10 against the documents, the sign test of hybrid against the better single
-retriever, and per-stage latency. ``ragcore eval PATH`` runs the same on a
-BEIR-format folder (document-level labels: recall and MRR count documents).
+and splits the questions once, by the seed, into a tuning third and a held-out
+rest. On the tuning third it chooses convex fusion's alpha and RRF's r0
+(``fusion.tune``, 5-fold cross-validated, on document nDCG@10); on the held-out
+questions it answers with BM25, dense, hybrid RRF (r0 = 60), RRF with the tuned
+r0 and the tuned convex hybrid (alpha and the normalisation: theoretical
+min-max, min-max or z-score), each also reranked (late interaction over the
+top rerank_k0), and prints recall@1/5/10 and MRR@10 against the evidence spans,
+nDCG@10 against the documents, sign tests of the tuned hybrid against dense,
+BM25 and RRF, and per-stage latency. ``ragcore eval PATH`` runs the same on a
+BEIR-format folder or a built-in corpus by name (``debian_packages``;
+document-level labels: recall and MRR count documents).
 """
 
 from __future__ import annotations
@@ -18,14 +24,12 @@ import time
 
 import numpy as np
 
-SYSTEMS = (  # name, mode, rerank
-    ("BM25", "sparse", False),
-    ("dense", "dense", False),
-    ("hybrid RRF", "hybrid", False),
-    ("hybrid + rerank", "hybrid", True),
-)
 SPAN_METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10")
 DOC_METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
+PAIRED = ("recall@10", "mrr@10")   # the metrics of the sign tests
+TUNE_METRIC = "ndcg@10"
+TUNE_NORMS = ("theoretical", "minmax", "zscore")  # convex: each with every alpha of the grid
+TUNED = "hybrid convex (tuned)"
 
 
 def _say(message: str, quiet: bool) -> None:
@@ -42,8 +46,8 @@ def _doc_run(retrieval, qids) -> dict:
     return run
 
 
-def _quality(retrieval, data, qids, positions) -> tuple[dict, dict]:
-    """(mean metrics, per-question recall@10) for one system."""
+def evaluate_system(retrieval, data, qids, positions) -> tuple[dict, dict]:
+    """(mean metrics, per-question values of PAIRED) for one system."""
     from ..evaluate import evaluate, evaluate_evidence
 
     qrels = {q: {str(d): g for d, g in data.qrels[q].items()} for q in qids}
@@ -55,10 +59,10 @@ def _quality(retrieval, data, qids, positions) -> tuple[dict, dict]:
         spans = evaluate_evidence([[c.span for c in row] for row in retrieval.chunks], gold,
                                   SPAN_METRICS)
         means = {**spans.mean, **means}
-        per_query = spans.per_query["recall@10"]
+        per_query = spans.per_query
     else:
-        per_query = docs.per_query["recall@10"]
-    return means, np.asarray(per_query, dtype=np.float64)
+        per_query = docs.per_query
+    return means, {m: np.asarray(per_query[m], dtype=np.float64) for m in PAIRED}
 
 
 def _latency(retriever, questions, rerank, n: int) -> dict:
@@ -75,22 +79,78 @@ def _latency(retriever, questions, rerank, n: int) -> dict:
     return out
 
 
+def split_questions(n: int, seed: int) -> tuple:
+    """Positions of the tuning third and of the held-out rest, chosen once by the seed."""
+    if n < 3:
+        raise ValueError(f"the demo needs at least 3 questions (tuning and held-out), got {n}")
+    order = np.random.default_rng(seed).permutation(n)
+    n_tune = max(2, n // 3)
+    return np.sort(order[:n_tune]), np.sort(order[n_tune:])
+
+
+def _tune(retriever, questions, qids, data, seed: int) -> dict:
+    """fusion.tune of convex alpha and RRF r0 on the tuning questions' first-stage candidates."""
+    from ..rag import fusion
+
+    candidates = [retriever.retrieve_batch(questions, m).candidates for m in ("dense", "sparse")]
+    qrels = {q: {str(d): g for d, g in data.qrels[q].items()} for q in qids}
+    docids = [str(c.doc_id) for c in retriever.chunks]
+    folds = min(5, len(qids))
+    return {method: fusion.tune(candidates, qrels, TUNE_METRIC, method=method, folds=folds,
+                                seed=seed, qids=qids, docids=docids, norm=TUNE_NORMS)
+            for method in ("convex", "rrf")}
+
+
+def _systems(tuned: dict) -> list:
+    """(name, mode, fusion setting or None, rerank) of every system reported."""
+    from ..rag.fusion import FusionSetting
+
+    first = [("BM25", "sparse", None), ("dense", "dense", None),
+             ("hybrid RRF", "hybrid", FusionSetting("rrf", r0=60)),
+             (f"hybrid RRF (tuned r0 = {tuned['rrf'].value:g})", "hybrid", tuned["rrf"].setting),
+             (TUNED, "hybrid", tuned["convex"].setting)]
+    return [(name, mode, setting, False) for name, mode, setting in first] + \
+           [(f"{name} + rerank", mode, setting, True) for name, mode, setting in first]
+
+
+def _sign_tests(per_query: dict) -> list:
+    """The tuned hybrid against dense, BM25 and RRF (also each reranked), per question."""
+    from ..evaluate import compare
+
+    out = []
+    for suffix in ("", " + rerank"):
+        for other in ("dense", "BM25", "hybrid RRF"):
+            a, b = other + suffix, TUNED + suffix
+            for metric in PAIRED:
+                c = compare(per_query[a][metric], per_query[b][metric])
+                out.append({"system": b, "against": a, "metric": metric, "gained": len(c.gained),
+                            "lost": len(c.lost), "tied": c.tied, "p_value": c.p_value})
+    return out
+
+
+def _tuning_report(t) -> dict:
+    return {"value": t.value, "setting": t.setting.describe(),
+            "fold_settings": [f.describe() for f in t.fold_settings], "metric": t.metric, "queries": len(t.qids), "folds": len(t.folds),
+            "cv_score": t.cv_score, "fold_values": t.fold_values.tolist(),
+            "fold_scores": t.fold_scores.tolist(), "best_mean": float(t.mean_by_value.max())}
+
+
 def run(data, n_questions: int = 300, k0: int = 50, k: int = 10, chunk_size: int = 200,
         overlap: int = 40, rerank_k0: int = 20, latency_queries: int = 100, seed: int = 0,
         quiet: bool = False) -> dict:
-    """Builds, answers and evaluates; returns the report (also printed by main)."""
+    """Builds, tunes on a third of the questions, evaluates on the rest; returns the report."""
     from ..rag.chunking import Chunker
     from .embedding_cache import EmbeddingCache
     from ..encoders import LateInteractionReranker
-    from ..evaluate import compare
     from ..encoders import default_encoder
     from ..rag.pipeline import HybridRetriever
 
     rng = np.random.default_rng(seed)
     positions = sorted(rng.choice(len(data.questions), min(n_questions, len(data.questions)),
                                   replace=False).tolist())
-    questions = [data.questions[i] for i in positions]
-    qids = [data.qids[i] for i in positions]
+    tune_at, held_at = split_questions(len(positions), seed)
+    tune_pos = [positions[i] for i in tune_at]
+    held_pos = [positions[i] for i in held_at]
     t0 = time.perf_counter()
     encoder = default_encoder()
     cache = EmbeddingCache(encoder)
@@ -104,56 +164,74 @@ def run(data, n_questions: int = 300, k0: int = 50, k: int = 10, chunk_size: int
     build_s = time.perf_counter() - t0
     _say(f"{len(retriever.chunks)} chunks indexed in {build_s:.1f} s "
          f"({cache.hits} embeddings from the cache, {cache.misses} computed)", quiet)
+    _say(f"tuning convex alpha and RRF r0 on {len(tune_pos)} questions", quiet)
+    tuned = _tune(retriever, [data.questions[i] for i in tune_pos],
+                  [data.qids[i] for i in tune_pos], data, seed)
+    for t in tuned.values():
+        _say(t.summary(), quiet)
+    questions = [data.questions[i] for i in held_pos]
+    qids = [data.qids[i] for i in held_pos]
     reranker = LateInteractionReranker(encoder)
     quality, per_query = {}, {}
-    for name, mode, rerank in SYSTEMS:
-        _say(f"answering {len(questions)} questions: {name}", quiet)
+    for name, mode, setting, rerank in _systems(tuned):
+        _say(f"answering {len(questions)} held-out questions: {name}", quiet)
         retriever.reranker = reranker if rerank else None
         retriever.k0 = rerank_k0 if rerank else k0
-        quality[name], per_query[name] = _quality(retriever.retrieve_batch(questions, mode),
-                                                  data, qids, positions)
-    retriever.k0 = k0
-    single = max(("BM25", "dense"), key=lambda s: per_query[s].mean())
-    sign = compare(per_query[single], per_query["hybrid RRF"])
+        if setting is not None:
+            retriever.fusion = setting
+        quality[name], per_query[name] = evaluate_system(
+            retriever.retrieve_batch(questions, mode), data, qids, held_pos)
     _say(f"timing {min(latency_queries, len(questions))} single questions", quiet)
-    retriever.k0 = rerank_k0
+    retriever.k0, retriever.fusion = rerank_k0, tuned["convex"].setting
     latency = _latency(retriever, questions, reranker, latency_queries)
     return {
         "dataset": data.name, "documents": len(data.documents), "chunks": len(retriever.chunks),
-        "questions": len(questions), "k0": k0, "rerank_k0": rerank_k0, "k": k,
+        "questions": len(positions), "tuning_questions": len(tune_pos),
+        "held_out_questions": len(held_pos), "k0": k0, "rerank_k0": rerank_k0, "k": k,
         "chunk_size": chunk_size, "overlap": overlap, "encoder": str(encoder.model.path),
         "provider": encoder.provider, "build_seconds": build_s,
         "embeddings_cached": cache.hits, "embeddings_computed": cache.misses,
+        "tuning": {m: _tuning_report(t) for m, t in tuned.items()},
         "quality": quality,
-        "hybrid_vs_best_single": {"single": single, "metric": "recall@10",
-                                  "gained": len(sign.gained), "lost": len(sign.lost),
-                                  "tied": sign.tied, "p_value": sign.p_value},
+        "sign_tests": _sign_tests(per_query),
         "latency_ms_p50_p95": latency,
     }
 
 
 def format_report(report: dict) -> str:
     metrics = list(next(iter(report["quality"].values())))
+    tc, tr = report["tuning"]["convex"], report["tuning"]["rrf"]
     lines = [f"{report['dataset']}: {report['documents']} documents, {report['chunks']} chunks, "
-             f"{report['questions']} questions; k0 = {report['k0']} (reranker: top "
+             f"{report['questions']} questions: {report['tuning_questions']} to tune, "
+             f"{report['held_out_questions']} held out; k0 = {report['k0']} (reranker: top "
              f"{report['rerank_k0']}), k = {report['k']}", "",
+             f"tuned on {tc['queries']} questions ({tc['metric']}, {tc['folds']}-fold "
+             f"cross-validation): {tc['setting']} (folds chose "
+             f"{', '.join(tc['fold_settings'])}; held-out {tc['metric']} "
+             f"{tc['cv_score']:.3f}, fold std {np.std(tc['fold_scores']):.3f}); RRF r0 = "
+             f"{tr['value']:g} (folds chose {', '.join(f'{v:g}' for v in tr['fold_values'])}; "
+             f"held-out {tr['cv_score']:.3f})", "",
+             f"held-out questions ({report['held_out_questions']}):", "",
              "| system | " + " | ".join(metrics) + " |", "|---" + "|---:" * len(metrics) + "|"]
     for name, values in report["quality"].items():
         lines.append(f"| {name} | " + " | ".join(f"{values[m]:.3f}" for m in metrics) + " |")
-    s = report["hybrid_vs_best_single"]
-    lines += ["", f"hybrid RRF vs {s['single']} ({s['metric']}, per question): {s['gained']} gained, "
-              f"{s['lost']} lost, {s['tied']} tied; two-sided sign test p = {s['p_value']:.3g}", "",
-              "| stage (hybrid + rerank, one question) | p50 ms | p95 ms |", "|---|---:|---:|"]
+    lines += ["", "| per question | metric | gained | lost | tied | sign test p |",
+              "|---|---|---:|---:|---:|---:|"]
+    for s in report["sign_tests"]:
+        lines.append(f"| {s['system']} vs {s['against']} | {s['metric']} | {s['gained']} | "
+                     f"{s['lost']} | {s['tied']} | {s['p_value']:.3g} |")
+    lines += ["", f"| stage ({TUNED} + rerank, one question) | p50 ms | p95 ms |",
+              "|---|---:|---:|"]
     for stage, (p50, p95) in report["latency_ms_p50_p95"].items():
         lines.append(f"| {stage} | {p50:.2f} | {p95:.2f} |")
     return "\n".join(lines) + "\n"
 
 
 def main(args) -> int:
-    from .datasets import load_beir, stdlib_docs
+    from .datasets import load, stdlib_docs
 
-    data = load_beir(args.path, args.split) if getattr(args, "path", None) else \
-        stdlib_docs(max_docs=args.docs, seed=args.seed)
+    data = load(args.path, args.split, max_docs=args.docs, seed=args.seed) \
+        if getattr(args, "path", None) else stdlib_docs(max_docs=args.docs, seed=args.seed)
     report = run(data, n_questions=args.questions, k0=args.k0, k=args.k,
                  chunk_size=args.chunk_size, overlap=args.overlap, seed=args.seed,
                  latency_queries=args.latency_queries, quiet=args.json)

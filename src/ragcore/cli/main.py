@@ -14,9 +14,14 @@ def main(argv=None) -> int:
     demo.add_argument("--docs", type=int, default=3000, help="documents sampled (default 3000)")
     demo.add_argument("--synthetic", action="store_true",
                       help="instead: exact dense search on synthetic vectors (FlatIndex dtypes)")
-    evaluate = sub.add_parser("eval", help="the demo's evaluation on a BEIR-format folder")
-    evaluate.add_argument("path", help="folder with corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    evaluate = sub.add_parser("eval", help="the demo's evaluation on a BEIR-format folder or a "
+                                           "built-in corpus")
+    evaluate.add_argument("path", help="folder with corpus.jsonl, queries.jsonl, "
+                                       "qrels/<split>.tsv, or a built-in corpus: debian_packages "
+                                       "(this machine's package descriptions) or stdlib_docs")
     evaluate.add_argument("--split", default="test")
+    evaluate.add_argument("--docs", type=int, default=None,
+                          help="built-in corpora: documents sampled (default all)")
     _pipeline_options(evaluate)
     models = sub.add_parser("models", help="bundled models")
     models_sub = models.add_subparsers(dest="action", required=True)

@@ -11,73 +11,28 @@ Definitions (each agrees with ranx's ``fuse`` where ranx offers it, see the READ
 
 - ``rrf``: sum over lists of ``w_i / (r0 + rank_i)``, ranks counted from 1 (Cormack, Clarke and
   Buettcher, SIGIR 2009); weights as in LangChain's EnsembleRetriever.
-- ``combine``: each list is normalised per query (``NORMS``), then fused (``METHODS``):
-  ``wsum`` = sum of ``w_i * s_i``; ``combsum`` = sum of ``s_i``; ``combmnz`` = sum of ``s_i``
-  times the number of lists that hold the document (Fox and Shaw, TREC-2 1993).
+- ``combine``: each list is normalised per query (``NORMS``, in ``rag.normalize``), then fused
+  (``METHODS``): ``wsum`` = sum of ``w_i * s_i``; ``combsum`` = sum of ``s_i``; ``combmnz`` = sum
+  of ``s_i`` times the number of lists that hold the document (Fox and Shaw, TREC-2 1993).
+- ``convex``: ``alpha * dense + (1 - alpha) * sparse`` of the normalised scores (Bruch, Gai and
+  Ingber, ACM TOIS 2023), by default with their theoretical min-max normalisation; it is
+  ``combine(method="wsum", weights=[alpha, 1 - alpha])``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from .._util.arrays import check_choice, check_positive_int
 from ..hits import PADDING_ID, Hits
+from .normalize import LOWER_BOUNDS, NORMS, lower_bounds as _lower_bounds, normalise
+from .tuning import Tuning, cross_validate, make_folds, per_query_metric
 
-__all__ = ["METHODS", "NORMS", "combine", "rrf"]
+__all__ = ["ALPHA_GRID", "LOWER_BOUNDS", "METHODS", "NORMS", "R0_GRID", "FusionSetting", "combine",
+           "convex", "rrf", "tune"]
 
-
-# Normalisations: (scores float64 [nq, k], valid bool [nq, k], n valid per row [nq, 1]) -> scores.
-# Values at invalid (padding) positions are never read.
-
-
-def _norm_none(s, valid, n):
-    """Scores as given."""
-    return s
-
-
-def _norm_minmax(s, valid, n):
-    """(s - min) / (max - min) per query; a query whose scores are all equal gets 0."""
-    lo = np.min(np.where(valid, s, np.inf), axis=1, keepdims=True)
-    hi = np.max(np.where(valid, s, -np.inf), axis=1, keepdims=True)
-    spread = np.where(n > 0, hi - lo, 0.0)  # empty rows: inf - inf never reaches a division
-    return np.where(spread > 0, (s - lo) / np.where(spread > 0, spread, 1.0), 0.0)
-
-
-def _norm_zscore(s, valid, n):
-    """(s - mean) / std per query, population std; a query whose scores are all equal gets 0."""
-    count = np.maximum(n, 1)
-    mean = np.where(valid, s, 0.0).sum(axis=1, keepdims=True) / count
-    dev = np.where(valid, s - mean, 0.0)
-    std = np.sqrt((dev * dev).sum(axis=1, keepdims=True) / count)
-    return np.where(std > 0, dev / np.where(std > 0, std, 1.0), 0.0)
-
-
-def _norm_max(s, valid, n):
-    """s / max per query (for non-negative scores such as BM25's); the top score must be > 0."""
-    hi = np.max(np.where(valid, s, -np.inf), axis=1, keepdims=True)
-    bad = (n[:, 0] > 0) & (hi[:, 0] <= 0)
-    if bad.any():
-        row = int(np.argmax(bad))
-        raise ValueError(
-            f"norm='max' needs a positive top score in every query; query {row} has top score "
-            f"{hi[row, 0]:g} (use norm='minmax' or 'zscore' for scores that can be negative)"
-        )
-    return s / np.where(hi > 0, hi, 1.0)
-
-
-def _norm_rank(s, valid, n):
-    """1 - (rank - 1) / n per query, ranks from 1 in the given order, n results in the list."""
-    rank0 = np.arange(s.shape[1], dtype=np.float64)[None, :]
-    return 1.0 - rank0 / np.maximum(n, 1)
-
-
-NORMS = {
-    "minmax": _norm_minmax,
-    "zscore": _norm_zscore,
-    "max": _norm_max,
-    "rank": _norm_rank,
-    None: _norm_none,
-}
 
 METHODS = ("wsum", "combsum", "combmnz")
 
@@ -92,10 +47,7 @@ def rrf(hits_list, r0: float = 60, weights=None, k: int | None = None) -> Hits:
     """
     lists = _check_lists(hits_list, finite=False)
     w = _check_weights(weights, len(lists))
-    if isinstance(r0, bool) or not isinstance(r0, (int, float, np.integer, np.floating)):
-        raise TypeError(f"r0 must be a number, got {type(r0).__name__}")
-    if not (np.isfinite(r0) and r0 >= 0):
-        raise ValueError(f"r0 must be a finite number >= 0, got {r0}")
+    r0 = check_r0(r0)
     contribs = []
     for hits, wi in zip(lists, w):
         rank = np.arange(1, hits.k + 1, dtype=np.float64)[None, :]
@@ -104,12 +56,15 @@ def rrf(hits_list, r0: float = 60, weights=None, k: int | None = None) -> Hits:
 
 
 def combine(hits_list, method: str = "wsum", norm: str | None = "minmax", weights=None,
-            k: int | None = None) -> Hits:
+            k: int | None = None, lower_bounds=None) -> Hits:
     """Score fusion: normalise each list per query, then wsum, combsum or combmnz.
 
     method: "wsum" (sum of w_i * s_i; weights default to 1), "combsum" (sum of s_i) or
     "combmnz" (sum of s_i times the number of lists holding the document); the last two take
-    no weights. norm: "minmax", "zscore", "max", "rank" or None (see NORMS). k as in ``rrf``.
+    no weights. norm: "minmax", "theoretical", "zscore", "max", "rank" or None (see
+    ``rag.normalize``). lower_bounds: for norm="theoretical" only, the lowest score each list's
+    retriever can give (a number or a name of LOWER_BOUNDS: "bm25" 0, "cosine" -1). A document
+    missing from a list gets 0 from it. k as in ``rrf``.
     """
     check_choice(method, "method", METHODS)
     check_choice(norm, "norm", tuple(NORMS))
@@ -119,13 +74,137 @@ def combine(hits_list, method: str = "wsum", norm: str | None = "minmax", weight
             f"weights apply to method='wsum' only; {method!r} is unweighted by definition"
         )
     w = _check_weights(weights, len(lists))
+    bounds = _lower_bounds(lower_bounds, len(lists), norm)
     contribs = []
-    for hits, wi in zip(lists, w):
+    for i, (hits, wi, lower) in enumerate(zip(lists, w, bounds)):
         valid = hits.ids != PADDING_ID
-        n = valid.sum(axis=1, keepdims=True)
-        normed = NORMS[norm](hits.scores.astype(np.float64), valid, n)
-        contribs.append(wi * np.where(valid, normed, 0.0))  # padding: 0, not -inf (0 * -inf is NaN)
+        contribs.append(wi * normalise(hits.scores, valid, norm, lower, f"hits_list[{i}]"))
     return _fuse(lists, contribs, k, mnz=method == "combmnz")
+
+
+def convex(dense: Hits, sparse: Hits, alpha: float = 0.5, norm: str | None = "theoretical",
+           lower_bounds=("cosine", "bm25"), k: int | None = None) -> Hits:
+    """Convex combination ``alpha * norm(dense) + (1 - alpha) * norm(sparse)`` per query.
+
+    alpha: in [0, 1]; 1 is dense alone, 0 sparse alone (documents of the other list stay, at
+    the end). norm: as for ``combine``, default "theoretical" (Bruch et al.'s theoretical
+    min-max: ``(s - lower) / (best - lower)``). lower_bounds: (dense, sparse), used by
+    norm="theoretical" only; the default suits cosine (or inner product of unit vectors) and
+    BM25. Worked example (theoretical): dense cosines (0.8, 0.6), BM25 scores (10, 5), alpha
+    0.5: a document first in both gets 0.5 * 1 + 0.5 * 1 = 1; one with cosine 0.6 and BM25 5
+    gets 0.5 * 1.6 / 1.8 + 0.5 * 0.5 = 0.694.
+    """
+    alpha = check_alpha(alpha)
+    return combine([dense, sparse], method="wsum", norm=norm, weights=[alpha, 1.0 - alpha], k=k,
+                   lower_bounds=lower_bounds if norm == "theoretical" else None)
+
+
+def check_r0(r0) -> float:
+    if isinstance(r0, bool) or not isinstance(r0, (int, float, np.integer, np.floating)):
+        raise TypeError(f"r0 must be a number, got {type(r0).__name__}")
+    if not (np.isfinite(r0) and r0 >= 0):
+        raise ValueError(f"r0 must be a finite number >= 0, got {r0}")
+    return float(r0)
+
+
+def check_alpha(alpha) -> float:
+    """alpha as a float in [0, 1], or a clear error."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise TypeError(f"alpha must be a number in [0, 1], got {type(alpha).__name__}")
+    if not 0.0 <= alpha <= 1.0:  # also refuses NaN
+        raise ValueError(f"alpha must be in [0, 1] (the dense weight), got {alpha}")
+    return float(alpha)
+
+
+@dataclass(frozen=True)
+class FusionSetting:
+    """How to fuse a dense and a sparse list: what ``tune`` chooses and HybridRetriever takes.
+
+    method "rrf" (uses r0) or "convex" (uses alpha, norm and lower_bounds).
+    """
+
+    method: str = "convex"
+    alpha: float = 0.5
+    r0: float = 60
+    norm: str | None = "theoretical"
+    lower_bounds: tuple = ("cosine", "bm25")
+
+    def __post_init__(self):
+        check_choice(self.method, "method", ("rrf", "convex"))
+        check_choice(self.norm, "norm", tuple(NORMS))
+        object.__setattr__(self, "alpha", check_alpha(self.alpha))
+        object.__setattr__(self, "r0", check_r0(self.r0))
+        if self.norm == "theoretical":
+            _lower_bounds(self.lower_bounds, 2, self.norm)
+        object.__setattr__(self, "lower_bounds", tuple(self.lower_bounds))
+
+    def fuse(self, dense: Hits, sparse: Hits, k: int | None = None) -> Hits:
+        if self.method == "rrf":
+            return rrf([dense, sparse], r0=self.r0, k=k)
+        return convex(dense, sparse, self.alpha, self.norm, self.lower_bounds, k)
+
+    def describe(self) -> str:
+        if self.method == "rrf":
+            return f"rrf(r0={self.r0:g})"
+        return f"convex(alpha={self.alpha:g}, norm={self.norm!r})"
+
+
+ALPHA_GRID = tuple(np.round(np.linspace(0.0, 1.0, 21), 2).tolist())  # 0, 0.05, ..., 1
+R0_GRID = (1, 2, 5, 10, 20, 40, 60, 100, 200)
+
+
+def tune(candidate_hits, qrels, metric: str = "ndcg@10", method: str = "convex", grid=None,
+         folds: int = 5, seed: int = 0, qids=None, docids=None, norm: str | None = "theoretical",
+         lower_bounds=("cosine", "bm25")) -> Tuning:
+    """Choose convex fusion's alpha (or RRF's r0) by grid search on labelled queries, with
+    k-fold cross-validation.
+
+    candidate_hits: [dense, sparse], the two first-stage Hits of the labelled queries. qrels:
+    ``{qid: {docid: grade}}`` (or Qrels / a TREC file); rows of the candidates the qrels do not
+    judge are left out. metric: a ragcore.evaluate metric name. method: "convex" (grid of alpha,
+    default ALPHA_GRID; norm and lower_bounds as for ``convex``; a list of norms searches every
+    norm with every alpha) or "rrf" (grid of r0, default R0_GRID). folds, seed: the cross-validation split (queries shuffled by seed). qids: one id
+    per row (default "0", "1", ...). docids: the document of each id (a sequence indexed by id
+    or a dict); several ids of one document (its chunks) count once, at the best-ranked.
+    Ties between grid values go to the first. Returns a Tuning (``.setting``, ``.summary()``).
+    """
+    check_choice(method, "method", ("convex", "rrf"))
+    if not (isinstance(candidate_hits, (list, tuple)) and len(candidate_hits) == 2):
+        raise TypeError("candidate_hits must be [dense_hits, sparse_hits]")
+    dense, sparse = _check_lists(list(candidate_hits), finite=method == "convex")
+    if grid is None:
+        grid = ALPHA_GRID if method == "convex" else R0_GRID
+    grid = np.asarray(grid, dtype=np.float64)
+    if grid.ndim != 1 or not len(grid):
+        raise ValueError(f"grid must be a non-empty list of values, got {grid!r}")
+    parameter = "alpha" if method == "convex" else "r0"
+    norms = [None] if method == "rrf" else list(norm) if isinstance(norm, (list, tuple)) else [norm]
+    if not norms:
+        raise ValueError("norm is an empty list; name at least one normalisation")
+    settings = [FusionSetting(method, norm=n, lower_bounds=lower_bounds, **{parameter: v})
+                for n in norms for v in grid.tolist()]
+    grid = np.tile(grid, len(norms))
+    qids = np.arange(dense.nq).astype(str) if qids is None else np.asarray(qids, dtype=str)
+    if len(qids) != dense.nq:
+        raise ValueError(f"qids has {len(qids)} ids for {dense.nq} candidate rows")
+    rows, reach = [], None
+    for setting in settings:
+        labelled, values, recall_all = per_query_metric(setting.fuse(dense, sparse), qrels,
+                                                        metric, qids, docids)
+        rows.append(values)
+        reach = recall_all if reach is None else reach
+    if not (reach > 0).any():
+        raise ValueError("no relevant document of the qrels is among the candidates of any "
+                         "labelled query; check that docids maps the candidates' ids to the "
+                         "qrels' document ids")
+    per_query = np.vstack(rows)
+    parts = make_folds(per_query.shape[1], folds, seed)
+    chosen, held_out = cross_validate(per_query, parts)
+    means = per_query.mean(axis=1)
+    return Tuning(settings[int(np.argmax(means))], parameter, metric, grid, means,
+                  grid[chosen], np.array([held_out[p].mean() for p in parts]),
+                  float(held_out.mean()), labelled, parts, tuple(settings),
+                  tuple(settings[i] for i in chosen))
 
 
 def _check_lists(hits_list, finite: bool) -> list[Hits]:

@@ -14,12 +14,13 @@ from .dense import (METRICS, round_to_storage, normalize_rows, dense_scores, fla
 from .sparse import (BM25_VARIANTS, bm25_absent_part, lucene_norm_length, bm25_scores,
                      bm25_impact_search, bm25_dense_bound, bm25_candidate_search)
 from .metrics import trec_eval_order, ranking_metric, evidence_question
-from .fusion import fuse_query
+from .fusion import convex_query, fuse_query
+from .mmr import mmr
 
 __all__ = [
     "BM25_VARIANTS", "METRICS", "bm25_absent_part", "bm25_candidate_search",
     "bm25_dense_bound", "bm25_impact_search", "bm25_scores", "dense_scores",
-    "evidence_question", "filtered_flat_search", "flat_search", "fuse_query",
-    "kmeans_objective", "lucene_norm_length", "merge_topk", "normalize_rows", "ranking_metric",
+    "convex_query", "evidence_question", "filtered_flat_search", "flat_search", "fuse_query",
+    "kmeans_objective", "lucene_norm_length", "merge_topk", "mmr", "normalize_rows", "ranking_metric",
     "round_to_storage", "scalar_dequantize", "scalar_quantize", "topk", "trec_eval_order",
 ]

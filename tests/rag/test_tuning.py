@@ -1,0 +1,132 @@
+"""fusion.tune: grid search with k-fold cross-validation on labelled queries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragcore.hits import Hits
+from ragcore.rag import fusion
+from ragcore.rag.tuning import cross_validate, doc_level_run, make_folds
+
+
+def ranked(scores: np.ndarray) -> Hits:
+    """Hits of every document (ids 0..n-1 per row), best first, ties by id."""
+    order = np.lexsort((np.broadcast_to(np.arange(scores.shape[1]), scores.shape), -scores), axis=1)
+    return Hits(np.take_along_axis(scores, order, 1).astype(np.float32), order.astype(np.int64))
+
+
+def planted(alpha: float, nq: int = 200, n: int = 30, noise: float = 0.0, seed: int = 0):
+    """Dense and sparse scores in [0, 1]; the relevant document of each query is the best of
+    alpha * dense + (1 - alpha) * sparse (plus noise)."""
+    rng = np.random.default_rng(seed)
+    dense = rng.random((nq, n)).astype(np.float32).astype(np.float64)
+    sparse = rng.random((nq, n)).astype(np.float32).astype(np.float64)
+    truth = alpha * dense + (1 - alpha) * sparse + noise * rng.standard_normal((nq, n))
+    qrels = {str(q): {str(int(d)): 1} for q, d in enumerate(truth.argmax(axis=1))}
+    return [ranked(dense), ranked(sparse)], qrels
+
+
+def test_recovers_a_planted_optimum():
+    candidates, qrels = planted(0.3)
+    t = fusion.tune(candidates, qrels, metric="mrr@10", norm=None)
+    assert t.setting == fusion.FusionSetting("convex", alpha=0.3, norm=None)
+    assert t.value == 0.3 and t.mean_by_value.max() == 1.0
+    assert (t.fold_values == 0.3).all() and t.cv_score == 1.0
+    assert t.mean_by_value[list(t.grid).index(0.0)] < 0.9 and t.mean_by_value[-1] < 0.9
+    assert "convex(alpha=0.3, norm=None)" in t.summary()
+
+
+def test_recovers_a_planted_optimum_under_theoretical_normalisation():
+    # BM25-like sparse scores: theoretical min-max divides by the row's best, the lower bound is 0.
+    candidates, qrels = planted(0.7, seed=1)
+    t = fusion.tune(candidates, qrels, lower_bounds=(0.0, 0.0))
+    assert abs(t.value - 0.7) <= 0.1 and np.all(np.abs(t.fold_values - 0.7) <= 0.15)
+
+
+def test_a_list_of_norms_searches_each_and_finds_the_planted_one():
+    # The truth is 0.3 * minmax(dense) + 0.7 * minmax(sparse), dense squeezed into [0.5, 0.6].
+    rng = np.random.default_rng(4)
+    dense, sparse = 0.5 + 0.1 * rng.random((150, 20)), rng.random((150, 20))
+
+    def mm(x):
+        return (x - x.min(1, keepdims=True)) / np.ptp(x, axis=1, keepdims=True)
+
+    dense, sparse = dense.astype(np.float32).astype(np.float64), sparse.astype(np.float32).astype(np.float64)
+    truth = 0.3 * mm(dense) + 0.7 * mm(sparse)
+    qrels = {str(q): {str(int(d)): 1} for q, d in enumerate(truth.argmax(axis=1))}
+    t = fusion.tune([ranked(dense), ranked(sparse)], qrels, metric="mrr@10",
+                    norm=["theoretical", "minmax"], lower_bounds=(0.0, 0.0))
+    assert t.setting == fusion.FusionSetting("convex", alpha=0.3, norm="minmax", lower_bounds=(0.0, 0.0))
+    assert len(t.settings) == 2 * len(fusion.ALPHA_GRID) == len(t.mean_by_value)
+    assert all(s.norm == "minmax" for s in t.fold_settings)
+    theoretical_best = max(m for m, s in zip(t.mean_by_value, t.settings) if s.norm == "theoretical")
+    assert theoretical_best < t.mean_by_value.max() == 1.0
+
+
+def test_cross_validation_never_scores_a_query_it_tuned_on():
+    # Query q scores 1 at grid value q only: a value chosen without query q gives it 0, so the
+    # held-out scores are all 0 exactly when no fold tuned on its own queries.
+    n = 12
+    per_query = np.eye(n)
+    folds = make_folds(n, 4, seed=3)
+    chosen, held_out = cross_validate(per_query, folds)
+    assert (held_out == 0).all()
+    for f, test in enumerate(folds):
+        assert chosen[f] not in test
+    # Tuned on everything, the first query's own value wins: the same matrix then scores 1 there.
+    assert per_query[int(np.argmax(per_query.mean(axis=1))), 0] == 1
+
+
+def test_folds_partition_the_queries():
+    folds = make_folds(23, 5, seed=0)
+    assert sorted(np.concatenate(folds).tolist()) == list(range(23))
+    assert sorted(len(f) for f in folds) == [4, 4, 5, 5, 5]
+    assert [f.tolist() for f in folds] == [f.tolist() for f in make_folds(23, 5, seed=0)]
+
+
+def test_each_fold_chooses_what_tuning_on_its_training_queries_alone_chooses():
+    candidates, qrels = planted(0.4, nq=60, noise=0.3, seed=2)
+    t = fusion.tune(candidates, qrels, metric="ndcg@10", norm="minmax", folds=3, seed=5)
+    assert len(set(t.fold_values.tolist())) >= 1
+    for test, value in zip(t.folds, t.fold_values):
+        train = np.setdiff1d(np.arange(60), test)
+        sub = [h[train] for h in candidates]
+        sub_qrels = {str(i): qrels[str(q)] for i, q in enumerate(train)}
+        alone = fusion.tune(sub, sub_qrels, metric="ndcg@10", norm="minmax", folds=2)
+        assert alone.value == value
+    held = [t.fold_scores[f] * len(p) for f, p in enumerate(t.folds)]
+    assert t.cv_score == pytest.approx(sum(held) / 60)
+
+
+def test_rrf_tunes_r0():
+    candidates, qrels = planted(0.5, nq=40)
+    t = fusion.tune(candidates, qrels, method="rrf", grid=[1, 60], folds=2)
+    assert t.parameter == "r0" and t.setting.method == "rrf" and t.value in (1, 60)
+    assert t.mean_by_value.shape == (2,)
+
+
+def test_chunks_of_one_document_count_once_at_the_best_rank():
+    hits = Hits(np.array([[3.0, 2.0, 1.0, 0.5]], np.float32), np.array([[5, 7, 6, 2]]))
+    run = doc_level_run(hits, ["a", "a", "b", "c", "c", "x", "x", "y"], ["q"])
+    assert run.to_dict() == {"q": {"x": -0.0, "y": -1.0, "b": -3.0}}
+
+
+def test_bad_input_is_refused():
+    candidates, qrels = planted(0.5, nq=10)
+    with pytest.raises(ValueError, match="no relevant document of the qrels is among the candidates"):
+        fusion.tune(candidates, {str(q): {"999": 1} for q in range(10)}, norm=None)
+    with pytest.raises(ValueError, match="qrels judge none of the candidates' queries"):
+        fusion.tune(candidates, {"other": {"1": 1}}, norm=None)
+    with pytest.raises(ValueError, match=r"alpha must be in \[0, 1\]"):
+        fusion.tune(candidates, qrels, grid=[0.5, 1.5], norm=None)
+    with pytest.raises(ValueError, match="folds must be between 2 and the number of labelled queries"):
+        fusion.tune(candidates, qrels, folds=11, norm=None)
+    with pytest.raises(ValueError, match="unknown method 'wsum'"):
+        fusion.tune(candidates, qrels, method="wsum")
+    with pytest.raises(TypeError, match=r"candidate_hits must be \[dense_hits, sparse_hits\]"):
+        fusion.tune(candidates[0], qrels)
+    with pytest.raises(ValueError, match="qids has 3 ids for 10 candidate rows"):
+        fusion.tune(candidates, qrels, qids=["a", "b", "c"])
+    with pytest.raises(ValueError, match="unknown metric|metric"):
+        fusion.tune(candidates, qrels, metric="ndgc@10", norm=None)

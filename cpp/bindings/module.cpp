@@ -13,6 +13,7 @@
 #include "ragcore/dense/flat.h"
 #include "ragcore/dense/types.h"
 #include "ragcore/simd/simd.h"
+#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -87,6 +88,7 @@ py::tuple flat_search_py(const py::array& corpus, const py::array& queries, size
   a.tile_depth = tile_depth;
   a.allow = allow_filter(allow, allow_by_row);
 
+  check_result_size(a.nq, k, a.n);
   py::array_t<float> scores({a.nq, k});
   py::array_t<int64_t> out_ids({a.nq, k});
   a.out_scores = scores.mutable_data();

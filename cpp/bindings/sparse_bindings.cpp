@@ -15,6 +15,7 @@
 #include "ragcore/sparse/bm25_index.h"
 #include "ragcore/sparse/tokenize.h"
 #include "ragcore/sparse/vocabulary.h"
+#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -127,6 +128,9 @@ TokenViews token_views(const py::list& docs, size_t first_doc) {
         throw py::value_error("document " + std::to_string(first_doc + d) +
                               ": a token is not valid UTF-8");
       }
+      if (size == 0)  // the default rule never makes one, and it could never match a query
+        throw py::value_error("document " + std::to_string(first_doc + d) +
+                              ": a token is the empty string");
       views[d].emplace_back(data, static_cast<size_t>(size));
       out.owners.push_back(py::reinterpret_borrow<py::object>(tok));
     }
@@ -295,6 +299,7 @@ void register_bm25(py::module_& m) {
                throw std::invalid_argument("algorithm: unknown value");
              const CheckedQueries queries = checked_queries(terms, weights, offsets);
              const QueryBatch q = queries.batch();
+             check_result_size(q.nq, k, self.num_docs());
              py::array_t<float> scores({q.nq, k});
              py::array_t<int64_t> ids({q.nq, k});
              py::array_t<uint8_t> used(static_cast<py::ssize_t>(q.nq));

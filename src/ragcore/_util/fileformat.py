@@ -90,14 +90,15 @@ def read_index(path, kind: str, mmap: bool = False) -> tuple[dict, dict]:
     blocking on it.
     """
     path = os.fspath(path)
-    try:
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except IsADirectoryError:
         raise IndexFileError(f"{path}: not a regular file (a directory)") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise IndexFileError(f"{path}: not a regular file (a FIFO, device or directory)")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise IndexFileError(f"{path}: not a regular file (a FIFO, device or directory)")
         size = info.st_size
         if size < _PREFIX.size + _TRAILER.size:
             raise IndexFileError(f"{path}: too short to be a ragcore index ({size} bytes)")

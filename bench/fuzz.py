@@ -33,10 +33,15 @@ def worker(kind: str, seed: int, runs: int, directory: str) -> None:
 
     seeds = mutator.seed_files(kind, directory)
     rng = np.random.default_rng(seed)
-    counts = {"done": 0, "loaded": 0, "findings": 0}
+    counts = {"done": 0, "loaded": 0, "findings": 0, "harness_errors": 0}
     status = os.path.join(directory, "status.json")
     for i in range(runs):
-        data = mutator.mutate(seeds[i % len(seeds)], rng)
+        try:
+            data = mutator.mutate(seeds[i % len(seeds)], rng)
+        except Exception as err:  # noqa: BLE001 - the mutator's fault, not ragcore's
+            counts["harness_errors"] += 1
+            print(f"mutator error: {type(err).__name__}: {err}", file=sys.stderr)
+            continue
         try:
             counts["loaded"] += mutator.run_one(kind, data, directory)
         except mutator.ContractBroken as err:
@@ -55,7 +60,7 @@ def worker(kind: str, seed: int, runs: int, directory: str) -> None:
 
 def drive(kind: str, runs: int, deadline: float, crashers: str) -> dict:
     total = {"kind": kind, "executions": 0, "loaded": 0, "refused": 0, "findings": 0,
-             "crashes": 0, "seconds": 0.0}
+             "crashes": 0, "harness_errors": 0, "seconds": 0.0}
     seed, t0 = 0, time.time()
     while total["executions"] < runs and time.time() < deadline:
         directory = tempfile.mkdtemp(prefix=f"fuzz-{kind}-", dir="/dev/shm" if
@@ -68,11 +73,13 @@ def drive(kind: str, runs: int, deadline: float, crashers: str) -> dict:
             returncode = proc.returncode
         except subprocess.TimeoutExpired:
             returncode = 0
-        counts = {"done": 0, "loaded": 0, "findings": 0}
+        counts = {"done": 0, "loaded": 0, "findings": 0, "harness_errors": 0}
         if os.path.exists(os.path.join(directory, "status.json")):
             with open(os.path.join(directory, "status.json")) as f:
                 counts = json.load(f)
-        if returncode < 0 or returncode > 0:  # a crash: keep the input being loaded
+        if returncode > 0:  # the worker raised: a fault of the harness (its stderr says)
+            total["harness_errors"] += 1
+        if returncode < 0:  # a signal: ragcore crashed; keep the input being loaded
             total["crashes"] += 1
             if os.path.exists(os.path.join(directory, "current.rc")):
                 shutil.copy(os.path.join(directory, "current.rc"),
@@ -84,6 +91,7 @@ def drive(kind: str, runs: int, deadline: float, crashers: str) -> dict:
         total["executions"] += counts["done"]
         total["loaded"] += counts["loaded"]
         total["findings"] += counts["findings"]
+        total["harness_errors"] += counts.get("harness_errors", 0)
         seed += 1
         print(f"{kind}: {total['executions']} executions, {total['crashes']} crashes, "
               f"{total['findings']} findings", flush=True)

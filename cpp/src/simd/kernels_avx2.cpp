@@ -12,10 +12,6 @@ namespace {
 struct Avx2 {
   using Reg = __m256;
   static constexpr size_t kWidth = 8;
-  // Wide: 6 rows x 16 queries (12 accumulators + 2 query registers + 1 broadcast).
-  // Narrow: 12 rows x 8 queries (12 + 1 + 1 registers).
-  static constexpr size_t kMr = 6;
-  static constexpr size_t kMrNarrow = 12;
 
   static Reg zero() { return _mm256_setzero_ps(); }
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }

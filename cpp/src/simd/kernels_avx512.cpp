@@ -12,11 +12,6 @@ namespace {
 struct Avx512 {
   using Reg = __m512;
   static constexpr size_t kWidth = 16;
-  // Wide: 12 rows x 32 queries (24 accumulators + 2 query registers + 1 broadcast).
-  // Narrow: 12 rows x 16 queries. 24 rows would fit the 32 registers, but their
-  // 24 row pointers do not fit the general registers and spill (measured slower).
-  static constexpr size_t kMr = 12;
-  static constexpr size_t kMrNarrow = 12;
 
   static Reg zero() { return _mm512_setzero_ps(); }
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }

@@ -276,7 +276,8 @@ class IVFIndex:
         ids = f.array("ids", np.int64, (None,))
         n = len(ids)
         offsets = f.array("offsets", np.int64, (nlist + 1,))
-        if offsets[0] != 0 or offsets[-1] != n or (np.diff(offsets) < 0).any():
+        # Compared pairwise, not by np.diff: a difference of int64 values can wrap around.
+        if offsets[0] != 0 or offsets[-1] != n or (offsets[1:] < offsets[:-1]).any():
             f.fail("offsets", f"list offsets must rise from 0 to the {n} rows")
         rows = f.array("rows", self._lists.rows.dtype, (n, dim))
         sorted_ids = f.sorted_ids("ids", ids)

@@ -25,3 +25,11 @@ def stored(path, kind: str) -> tuple[dict, dict]:
     """(params, copies of the arrays) of an index file."""
     params, arrays = fileformat.read_index(path, kind)
     return params, {name: np.array(a) for name, a in arrays.items()}
+
+
+def set_element(path, kind: str, name: str, where, value, view=None) -> None:
+    """Re-writes the file with arrays[name][where] = value (through a dtype view if given)."""
+    _, arrays = stored(path, kind)
+    arr = arrays[name]
+    (arr if view is None else arr.view(view))[where] = value
+    rewrite(path, kind, arrays={name: arr})

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ragcore import FlatIndex, IndexFileError, IVFIndex
-from _crafted import rewrite, stored
+from _crafted import rewrite, set_element, stored
 
 DIM = 6
 
@@ -111,30 +111,21 @@ def test_flat_vectors_finite_and_of_bounded_norm(flat_file, value):
     """Finite but huge vectors made scores infinite or NaN, and NaN rows vanished
     from batched results (padding although k <= n)."""
     path = flat_file()
-    _, arrays = stored(path, "FlatIndex")
-    vectors = arrays["vectors"]
-    vectors[5, 2] = value
-    rewrite(path, "FlatIndex", arrays={"vectors": vectors})
+    set_element(path, "FlatIndex", "vectors", (5, 2), value)
     refused(FlatIndex.load, path, "vectors")
 
 
 @pytest.mark.parametrize("bits", [0x7C00, 0x7E00])  # float16 inf, NaN
 def test_flat_float16_rows_finite(flat_file, bits):
     path = flat_file(dtype="float16")
-    _, arrays = stored(path, "FlatIndex")
-    vectors = arrays["vectors"]
-    vectors.view(np.uint16)[1, 1] = bits
-    rewrite(path, "FlatIndex", arrays={"vectors": vectors})
+    set_element(path, "FlatIndex", "vectors", (1, 1), bits, view=np.uint16)
     refused(FlatIndex.load, path, "vectors")
 
 
 @pytest.mark.parametrize("value", [np.nan, np.inf, -5.0, 1e30])
 def test_flat_l2_norms_match_the_vectors(flat_file, value):
     path = flat_file(metric="l2")
-    _, arrays = stored(path, "FlatIndex")
-    norms = arrays["sq_norms"]
-    norms[4] = value
-    rewrite(path, "FlatIndex", arrays={"sq_norms": norms})
+    set_element(path, "FlatIndex", "sq_norms", 4, value)
     refused(FlatIndex.load, path, "sq_norms")
 
 
@@ -152,19 +143,13 @@ def test_ivf_centroids_finite_and_bounded(ivf_file, value):
     """A huge finite centroid made the coarse distances NaN; with 8 or more queries
     the probes were dropped and the scan indexed list -1 (heap corruption)."""
     path = ivf_file()
-    _, arrays = stored(path, "IVFIndex")
-    centroids = arrays["centroids"]
-    centroids[1, 0] = value
-    rewrite(path, "IVFIndex", arrays={"centroids": centroids})
+    set_element(path, "IVFIndex", "centroids", (1, 0), value)
     refused(IVFIndex.load, path, "centroids")
 
 
 def test_ivf_rows_finite(ivf_file):
     path = ivf_file(dtype="float16")
-    _, arrays = stored(path, "IVFIndex")
-    rows = arrays["rows"]
-    rows.view(np.uint16)[2, 3] = 0x7C00
-    rewrite(path, "IVFIndex", arrays={"rows": rows})
+    set_element(path, "IVFIndex", "rows", (2, 3), 0x7C00, view=np.uint16)
     refused(IVFIndex.load, path, "rows")
 
 
@@ -174,28 +159,19 @@ def test_ivf_rows_finite(ivf_file):
 ])
 def test_ivf_sq8_code_ranges(ivf_file, name, value):
     path = ivf_file(dtype="sq8")
-    _, arrays = stored(path, "IVFIndex")
-    arr = arrays[name]
-    arr[1] = value
-    rewrite(path, "IVFIndex", arrays={name: arr})
+    set_element(path, "IVFIndex", name, 1, value)
     refused(IVFIndex.load, path, name)
 
 
 def test_ivf_sq8_exact_rows_finite(ivf_file):
     path = ivf_file(metric="l2", dtype="sq8")
-    _, arrays = stored(path, "IVFIndex")
-    exact = arrays["exact"]
-    exact[0, 0] = np.nan
-    rewrite(path, "IVFIndex", arrays={"exact": exact})
+    set_element(path, "IVFIndex", "exact", (0, 0), np.nan)
     refused(IVFIndex.load, path, "exact")
 
 
 def test_ivf_l2_norms_match(ivf_file):
     path = ivf_file(metric="l2")
-    _, arrays = stored(path, "IVFIndex")
-    norms = arrays["sq_norms"]
-    norms[0] = -1.0
-    rewrite(path, "IVFIndex", arrays={"sq_norms": norms})
+    set_element(path, "IVFIndex", "sq_norms", 0, -1.0)
     refused(IVFIndex.load, path, "sq_norms")
 
 

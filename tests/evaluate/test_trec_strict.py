@@ -7,33 +7,19 @@ import pytest
 from ragcore.evaluate._trec_io import read_qrels, read_run
 
 
-def test_arabic_indic_digit_grade_is_refused(tmp_path):
-    """'\\u0663' (Arabic-Indic three) was read as grade 3; trec_eval reads ASCII digits only."""
-    path = tmp_path / "qrels.txt"
-    path.write_text("q1 0 d1 1\nq1 0 d2 \u0663\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"qrels.txt:2: grade '\u0663' is not an integer in ASCII"):
-        read_qrels(path)
-
-
-def test_grade_beyond_int64_names_path_and_line(tmp_path):
-    path = tmp_path / "qrels.txt"
-    path.write_text("q1 0 d1 1\n\nq1 0 d2 100000000000000000000\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"qrels.txt:3: grade '100000000000000000000' is outside"):
-        read_qrels(path)
-
-
-def test_run_with_invalid_utf8_names_path_and_line(tmp_path):
-    path = tmp_path / "run.txt"
-    path.write_bytes(b"q1 Q0 d1 1 2.5 t\nq1 Q0 d\xff2 2 1.5 t\n")
-    with pytest.raises(ValueError, match=r"run.txt:2: not valid UTF-8"):
-        read_run(path)
-
-
-def test_run_score_in_non_ascii_digits_is_refused(tmp_path):
-    path = tmp_path / "run.txt"
-    path.write_text("q1 Q0 d1 1 2.5 t\nq2 Q0 d1 1 \u0663.5 t\nq1 Q0 d2 2 1.5 t\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"run.txt:2: score"):
-        read_run(path)
+@pytest.mark.parametrize("reader, content, match", [
+    # '\u0663' (Arabic-Indic three) was read as grade 3; trec_eval reads ASCII digits only.
+    (read_qrels, "q1 0 d1 1\nq1 0 d2 \u0663\n".encode(), r":2: grade '\u0663' is not an integer in ASCII"),
+    (read_qrels, b"q1 0 d1 1\n\nq1 0 d2 100000000000000000000\n",
+     r":3: grade '100000000000000000000' is outside the int64 range"),
+    (read_run, b"q1 Q0 d1 1 2.5 t\nq1 Q0 d\xff2 2 1.5 t\n", r":2: not valid UTF-8"),
+    (read_run, "q1 Q0 d1 1 2.5 t\nq2 Q0 d1 1 \u0663.5 t\nq1 Q0 d2 2 1.5 t\n".encode(), r":2: score"),
+])
+def test_bad_numbers_and_bytes_name_the_path_and_line(tmp_path, reader, content, match):
+    path = tmp_path / "file.txt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="file.txt" + match):
+        reader(path)
 
 
 def test_good_files_still_read(tmp_path):

@@ -188,6 +188,7 @@ class FlatSearch {
     const bool convert_tiles = a_.storage != Storage::F32;
     std::vector<float> converted(convert_tiles ? tile_rows * d : 0);
     std::vector<uint32_t> hits(kTileQueries);
+    const size_t l1_rows = std::max<size_t>(4, kScanBlockBytes / (d * sizeof(float)) / 4 * 4);
 
     for (size_t jc = j0; jc < j1; jc += tile_rows) {
       const size_t nc = std::min(tile_rows, j1 - jc);
@@ -204,8 +205,12 @@ class FlatSearch {
       }
       for (size_t qb = q0; qb < q1; qb += kTileQueries) {
         const size_t nqb = std::min(kTileQueries, q1 - qb);
-        kern_.dot_rows_batch(a_.queries + qb * a_.query_stride, a_.query_stride, nqb, x, ldx, nc,
-                             d, tile.data(), ld_tile);
+        // Rows in pieces that stay in L1 while every query of the block passes over them.
+        for (size_t r0 = 0; r0 < nc; r0 += l1_rows) {
+          kern_.dot_rows_batch(a_.queries + qb * a_.query_stride, a_.query_stride, nqb,
+                               x + r0 * ldx, ldx, std::min(l1_rows, nc - r0), d,
+                               tile.data() + r0 * ld_tile, ld_tile);
+        }
         select_from_tile(tile.data(), ld_tile, nc, jc, qb, nqb, qb - q0, hits.data(), top);
       }
     }

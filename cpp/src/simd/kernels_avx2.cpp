@@ -11,6 +11,7 @@ namespace {
 
 struct Avx2 {
   using Reg = __m256;
+  static constexpr size_t kBatchQueries = 2;  // dot_rows_batch: queries x 4 rows of accumulators
   static constexpr size_t kWidth = 8;
 
   static Reg zero() { return _mm256_setzero_ps(); }

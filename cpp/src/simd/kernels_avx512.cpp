@@ -11,6 +11,7 @@ namespace {
 
 struct Avx512 {
   using Reg = __m512;
+  static constexpr size_t kBatchQueries = 4;  // dot_rows_batch: queries x 4 rows of accumulators
   static constexpr size_t kWidth = 16;
 
   static Reg zero() { return _mm512_setzero_ps(); }

@@ -150,11 +150,13 @@ void dot_query_block(const float* const* q, const float* const* q_tail, const fl
   }
 }
 
+// Queries of a block (V::kBatchQueries: 4 x 4 accumulators fit AVX-512's 32 registers,
+// 2 x 4 AVX2's 16) times the rows, which the caller keeps few enough to stay in L1.
 template <class V>
 void dot_rows_batch(const float* q, size_t ldq, size_t nq, const float* x, size_t ldx,
                     size_t n_rows, size_t d, float* out, size_t ldo) {
   constexpr size_t W = V::kWidth;
-  constexpr size_t kQueries = 4;
+  constexpr size_t kQueries = V::kBatchQueries;
   const size_t full = d - d % W, tail = d - full;
   alignas(64) float tails[kQueries][W];
   for (size_t i0 = 0; i0 < nq; i0 += kQueries) {
@@ -169,8 +171,8 @@ void dot_rows_batch(const float* q, size_t ldq, size_t nq, const float* x, size_
     }
     float* o = out + i0;
     switch (qb) {
-      case 4: dot_query_block<V, 4>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
-      case 3: dot_query_block<V, 3>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
+      case 4: dot_query_block<V, (kQueries >= 4 ? 4 : 1)>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
+      case 3: dot_query_block<V, (kQueries >= 3 ? 3 : 1)>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
       case 2: dot_query_block<V, 2>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
       default: dot_query_block<V, 1>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
     }

@@ -41,6 +41,8 @@ struct Avx2 {
   static uint32_t mask_ge(Reg a, Reg b) {
     return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GE_OQ)));
   }
+  static constexpr bool kHasBlockSum = false;  // 2 x 4 blocks: one sum() per pair
+  static void block_sum(const Reg*, float*, size_t) {}
 };
 
 }  // namespace

@@ -131,8 +131,12 @@ void dot_block(const float* const* q, const float* const* q_tail, const float* c
       for (size_t r = 0; r < Rb; ++r) acc[i][r] = V::fma(qv, xv[r], acc[i][r]);
     }
   }
-  for (size_t r = 0; r < Rb; ++r)
-    for (size_t i = 0; i < Qb; ++i) out[r * ldo + i] = V::sum(acc[i][r]);
+  if constexpr (Qb == 4 && Rb == 4 && V::kHasBlockSum) {
+    V::block_sum(&acc[0][0], out, ldo);
+  } else {
+    for (size_t r = 0; r < Rb; ++r)
+      for (size_t i = 0; i < Qb; ++i) out[r * ldo + i] = V::sum(acc[i][r]);
+  }
 }
 
 template <class V, size_t Qb>

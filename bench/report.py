@@ -308,7 +308,9 @@ KEPT_SECTIONS = ("Evaluation and fusion: a million-row run",
                  "The layout change: speed before and after",
                  "Query latency end to end: one query per call, and BM25 against PISA",
                  "Graph search and 4-bit PQ: HNSWIndex and PQIndex against hnswlib, faiss and usearch",
-                 "Hybrid fusion tuned on a third, reported on held-out questions")
+                 "Hybrid fusion tuned on a third, reported on held-out questions",
+                 "Loader fuzzing: executions per loader",
+                 "Batch invariance: what it costs")
 
 
 def kept_sections() -> str:

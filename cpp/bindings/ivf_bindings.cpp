@@ -11,6 +11,7 @@
 #include "array_checks.h"
 #include "ragcore/dense/ivf.h"
 #include "ragcore/dense/kmeans.h"
+#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -122,6 +123,7 @@ py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t 
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
 
+  check_result_size(a.nq, k, a.n);
   py::array_t<float> scores({a.nq, k});
   py::array_t<int64_t> out_ids({a.nq, k});
   a.out_scores = scores.mutable_data();

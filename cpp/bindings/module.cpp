@@ -13,6 +13,7 @@
 #include "ragcore/dense/flat.h"
 #include "ragcore/dense/types.h"
 #include "ragcore/simd/simd.h"
+#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -54,6 +55,7 @@ void register_enums(py::module_& m) {
 
 // Allocates the results [nq, k], runs flat_search without the GIL; returns (scores, ids).
 py::tuple run_flat_search(FlatSearchArgs& a) {
+  check_result_size(a.nq, a.k, a.n);
   py::array_t<float> scores({a.nq, a.k});
   py::array_t<int64_t> out_ids({a.nq, a.k});
   a.out_scores = scores.mutable_data();

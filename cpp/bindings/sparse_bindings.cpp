@@ -16,6 +16,7 @@
 #include "ragcore/sparse/tokenize.h"
 #include "ragcore/sparse/vocabulary.h"
 #include "text_views.h"
+#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -227,6 +228,7 @@ void register_bm25(py::module_& m) {
                throw std::invalid_argument("algorithm: unknown value");
              const CheckedQueries queries = checked_queries(terms, weights, offsets);
              const QueryBatch q = queries.batch();
+             check_result_size(q.nq, k, self.num_docs());
              py::array_t<float> scores({q.nq, k});
              py::array_t<int64_t> ids({q.nq, k});
              py::array_t<uint8_t> used(static_cast<py::ssize_t>(q.nq));

@@ -73,8 +73,11 @@ inline TokenViews token_views(const py::list& docs, size_t first_doc) {
       if (data == nullptr) {
         PyErr_Clear();
         throw py::value_error("document " + std::to_string(first_doc + d) +
-                              ": a token is not valid UTF-8");
+                              ": a token is not valid UTF-8 (a lone surrogate)");
       }
+      if (size == 0)  // the default rule never makes one, and it could never match a query
+        throw py::value_error("document " + std::to_string(first_doc + d) +
+                              ": a token is the empty string");
       views[d].emplace_back(data, static_cast<size_t>(size));
       out.owners.push_back(py::reinterpret_borrow<py::object>(tok));
     }

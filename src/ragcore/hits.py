@@ -31,6 +31,9 @@ class Hits:
                 f"Hits.scores and Hits.ids must be 2-D of the same shape, got "
                 f"{self.scores.shape} and {self.ids.shape}"
             )
+        if self.ids.size and self.ids.min() < PADDING_ID:
+            raise ValueError(f"Hits.ids must be >= 0, or {PADDING_ID} for padding; got "
+                             f"{int(self.ids.min())}")
 
     @property
     def nq(self) -> int:

@@ -19,12 +19,12 @@ constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};
 constexpr size_t kBlockedFromBatchScalar = 4;
 // Scan path: corpus rows per block, sized so a block stays in L1 across queries.
 constexpr size_t kScanBlockBytes = 32 * 1024;
-// Blocked path: corpus rows per tile, queries per block and dimensions per
-// k-block, sized so a query panel (kc x nr) stays in L1 and the corpus tile
-// (nc x kc), the query block and the score tile fit in a 1 MiB L2.
+// Blocked path: corpus rows per tile and queries per block, sized so the corpus
+// tile, the query block and the score tile fit in a 1 MiB L2.
 constexpr size_t kTileRows = 240;
 constexpr size_t kTileQueries = 256;
-constexpr size_t kTileDepth = 256;
+// Below this many queries per worker the corpus is split rather than the queries.
+constexpr size_t kQueriesPerWorker = 64;
 // Below this many multiply-adds a call runs on one thread: spawning costs more.
 constexpr double kMinWorkPerThread = 1e6;
 
@@ -46,10 +46,7 @@ class FlatSearch {
     }
     blocked_ = a_.path == DensePath::Blocked ||
                (a_.path == DensePath::Auto && a_.nq >= blocked_path_min_batch(kern_.level, a_.storage));
-    // A batch that fits one narrow panel would leave half of a wide panel's lanes idle.
-    micro_ = a_.nq <= kern_.narrow.nr ? kern_.narrow : kern_.wide;
     if (a_.metric == Metric::L2) compute_query_norms();
-    if (blocked_) pack_queries();
 
     double work = static_cast<double>(a_.n) * a_.nq * a_.d;
     // Work for one thread skips hardware_concurrency (microseconds: the one-query path).
@@ -60,7 +57,7 @@ class FlatSearch {
     // panels; from two wide panels per worker on, splitting the queries is faster,
     // as no worker then keeps candidates for every query.
     const size_t rows_per_tile = corpus_tile_rows();
-    const bool few_queries = a_.nq < static_cast<size_t>(threads) * 2 * kern_.wide.nr;
+    const bool few_queries = a_.nq < static_cast<size_t>(threads) * kQueriesPerWorker;
     if (threads > 1 && few_queries && a_.n >= static_cast<size_t>(threads) * 2 * rows_per_tile) {
       search_split_corpus(threads, rows_per_tile);
     } else {
@@ -81,18 +78,6 @@ class FlatSearch {
       float s = 0.0f;
       for (size_t p = 0; p < a_.d; ++p) s += q[p] * q[p];
       qnorms_[i] = s;
-    }
-  }
-
-  // Panels of nr queries, laid out [panel][dimension][lane], zero-padded lanes.
-  void pack_queries() {
-    const size_t nr = micro_.nr;
-    const size_t panels = ceil_div(a_.nq, nr);
-    qpacked_.assign(panels * a_.d * nr, 0.0f);
-    for (size_t i = 0; i < a_.nq; ++i) {
-      const float* q = a_.queries + i * a_.query_stride;
-      float* dst = qpacked_.data() + (i / nr) * a_.d * nr + (i % nr);
-      for (size_t p = 0; p < a_.d; ++p) dst[p * nr] = q[p];
     }
   }
 
@@ -136,10 +121,8 @@ class FlatSearch {
 
   // Each task owns a block of queries and scans the whole corpus for them.
   void search_split_queries(int threads) {
-    // Blocked tasks start on a panel boundary; scan tasks take any block.
-    const size_t unit = blocked_ ? micro_.nr : 1;
-    size_t per_task = ceil_div(ceil_div(a_.nq, static_cast<size_t>(threads)), unit) * unit;
-    if (blocked_) per_task = std::min(per_task, query_block());
+    size_t per_task = ceil_div(a_.nq, static_cast<size_t>(threads));
+    if (blocked_) per_task = std::min(per_task, kTileQueries);
     const size_t n_tasks = ceil_div(a_.nq, per_task);
     parallel_for(n_tasks, threads, [&](size_t task, int) {
       size_t q0 = task * per_task, q1 = std::min(a_.nq, q0 + per_task);
@@ -158,8 +141,6 @@ class FlatSearch {
       scan_range(q0, q1, j0, j1, top);
     }
   }
-
-  size_t query_block() const { return ceil_div(kTileQueries, micro_.nr) * micro_.nr; }
 
   const void* corpus_row(size_t j) const {
     return static_cast<const unsigned char*>(a_.corpus) +
@@ -198,18 +179,17 @@ class FlatSearch {
   // ---- blocked path ------------------------------------------------------
 
   void blocked_range(size_t q0, size_t q1, size_t j0, size_t j1, TopKBatch& top) {
-    const size_t nr = micro_.nr, mr = micro_.mr, d = a_.d;
+    const size_t d = a_.d;
     const size_t tile_rows = corpus_tile_rows();
-    const size_t depth = a_.tile_depth ? a_.tile_depth : kTileDepth;
-    const size_t qblock = query_block();
-    const size_t ld_tile = qblock;  // score tile: [corpus row][query lane]
+    const size_t ld_tile = kTileQueries;  // score tile: [corpus row][query]
 
     std::vector<float> tile(tile_rows * ld_tile);
-    // fp16/bf16 tiles are converted once, then reused by every query of the batch.
-    // (Copying fp32 tiles too was measured: no faster, even for one panel.)
+    // fp16/bf16 tiles are converted once, then reused by every query of the batch
+    // (conversion is exact: the scores are those of the scan path).
     const bool convert_tiles = a_.storage != Storage::F32;
     std::vector<float> converted(convert_tiles ? tile_rows * d : 0);
-    std::vector<uint32_t> hits(qblock);
+    std::vector<uint32_t> hits(kTileQueries);
+    const size_t l1_rows = std::max<size_t>(4, kScanBlockBytes / (d * sizeof(float)) / 4 * 4);
 
     for (size_t jc = j0; jc < j1; jc += tile_rows) {
       const size_t nc = std::min(tile_rows, j1 - jc);
@@ -224,17 +204,13 @@ class FlatSearch {
         x = converted.data();
         ldx = d;
       }
-      for (size_t qb = q0; qb < q1; qb += qblock) {
-        const size_t nqb = std::min(qblock, q1 - qb);
-        const size_t panels = ceil_div(nqb, nr);
-        for (size_t pc = 0; pc < d; pc += depth) {
-          const size_t kc = std::min(depth, d - pc);
-          for (size_t pan = 0; pan < panels; ++pan) {
-            const float* qp = qpacked_.data() + (qb / nr + pan) * d * nr + pc * nr;
-            for (size_t jr = 0; jr < nc; jr += mr)
-              micro_.fn(kc, qp, x + jr * ldx + pc, ldx, std::min(mr, nc - jr),
-                          tile.data() + jr * ld_tile + pan * nr, ld_tile, pc > 0);
-          }
+      for (size_t qb = q0; qb < q1; qb += kTileQueries) {
+        const size_t nqb = std::min(kTileQueries, q1 - qb);
+        // Rows in pieces that stay in L1 while every query of the block passes over them.
+        for (size_t r0 = 0; r0 < nc; r0 += l1_rows) {
+          kern_.dot_rows_batch(a_.queries + qb * a_.query_stride, a_.query_stride, nqb,
+                               x + r0 * ldx, ldx, std::min(l1_rows, nc - r0), d,
+                               tile.data() + r0 * ld_tile, ld_tile);
         }
         select_from_tile(tile.data(), ld_tile, nc, jc, qb, nqb, qb - q0, hits.data(), top);
       }
@@ -259,9 +235,7 @@ class FlatSearch {
   const DenseKernels& kern_;
   const size_t kk_;  // slots filled by real rows: min(k, n)
   bool blocked_ = false;
-  MicroKernel micro_{};
   std::vector<float> qnorms_;
-  std::vector<float> qpacked_;
 };
 
 void check_args(const FlatSearchArgs& a) {

@@ -29,6 +29,14 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// rescore * k candidates for SQ8 (k otherwise), at most n; the product saturates
+// instead of wrapping (rescore = 2**62 keeps every row, not a few).
+size_t candidates_kept(const IvfSearchArgs& a) {
+  const size_t factor = a.storage == Storage::SQ8 ? a.rescore : 1;
+  if (a.k != 0 && factor > a.n / a.k) return a.n;
+  return std::min(factor * a.k, a.n);
+}
+
 class IvfSearch {
  public:
   explicit IvfSearch(const IvfSearchArgs& a)
@@ -36,7 +44,7 @@ class IvfSearch {
         kern_(dense_kernels(a.simd_level < 0 ? best_simd_level()
                                              : static_cast<SimdLevel>(a.simd_level))),
         quantised_(a.storage == Storage::SQ8),
-        kk_(std::min(quantised_ ? a.rescore * a.k : a.k, a.n)),
+        kk_(candidates_kept(a)),
         probes_(a.allow.active() ? a.nlist : a.nprobe) {}
 
   void run() {
@@ -105,6 +113,14 @@ class IvfSearch {
     }
   }
 
+  // A probe is a list number only if the coarse search found one: a centroid
+  // distance that is NaN (which validation should have made impossible) leaves
+  // padding (-1) instead, and that is skipped, never indexed.
+  bool valid_probe(size_t i, size_t r) const {
+    const int64_t l = probe_[i * probes_ + r];
+    return l >= 0 && static_cast<size_t>(l) < a_.nlist;
+  }
+
   // probe_[i * probes_ + r]: the r-th nearest list of query i.
   void choose_lists() {
     probe_.resize(a_.nq * probes_);
@@ -135,13 +151,14 @@ class IvfSearch {
   void scan_probed_lists(TopKBatch& top, std::vector<size_t>& seen) {
     std::vector<size_t> start(a_.nlist + 1, 0);
     for (size_t i = 0; i < a_.nq; ++i)
-      for (size_t r = 0; r < a_.nprobe; ++r) ++start[probe_[i * probes_ + r] + 1];
+      for (size_t r = 0; r < a_.nprobe; ++r)
+        if (valid_probe(i, r)) ++start[probe_[i * probes_ + r] + 1];
     for (size_t l = 0; l < a_.nlist; ++l) start[l + 1] += start[l];
     std::vector<uint32_t> list_queries(start[a_.nlist]);
     std::vector<size_t> fill(start.begin(), start.end() - 1);
     for (size_t i = 0; i < a_.nq; ++i)
       for (size_t r = 0; r < a_.nprobe; ++r)
-        list_queries[fill[probe_[i * probes_ + r]]++] = static_cast<uint32_t>(i);
+        if (valid_probe(i, r)) list_queries[fill[probe_[i * probes_ + r]]++] = static_cast<uint32_t>(i);
 
     std::vector<size_t> tasks;
     double work = 0.0;
@@ -188,7 +205,7 @@ class IvfSearch {
                  [&](size_t t, int) {
                    const uint32_t i = short_of_k[t];
                    for (size_t r = a_.nprobe; r < probes_ && seen[i] < a_.k; ++r)
-                     scan_list(probe_[i * probes_ + r], &i, 1, top, seen.data());
+                     if (valid_probe(i, r)) scan_list(probe_[i * probes_ + r], &i, 1, top, seen.data());
                  });
   }
 

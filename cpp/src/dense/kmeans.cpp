@@ -1,6 +1,7 @@
 #include "ragcore/dense/kmeans.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -19,6 +20,9 @@ namespace {
 constexpr size_t kPointsPerTask = 8192;
 // k-means++ draws its centres from this many points per cluster (at most n).
 constexpr size_t kSeedPoolPerCluster = 8;
+// Largest squared norm of a training point (norm 1e18, the Python layer's bound):
+// every squared distance between such points stays finite in float32.
+constexpr double kMaxKMeansSqNorm = 1e36;
 
 const DenseKernels& kernels_for(int simd_level) {
   return dense_kernels(simd_level < 0 ? best_simd_level() : static_cast<SimdLevel>(simd_level));
@@ -136,11 +140,16 @@ class KMeans {
   size_t update() {
     const size_t k = p_.k;
     std::vector<size_t> start(k + 1, 0);
-    for (int64_t label : labels_) ++start[label + 1];
+    // A label outside [0, k) (no finite distance: kmeans_train's checks rule it
+    // out) is never used as an index; such a point belongs to no cluster.
+    auto valid = [k](int64_t label) { return label >= 0 && static_cast<size_t>(label) < k; };
+    for (int64_t label : labels_)
+      if (valid(label)) ++start[label + 1];
     for (size_t c = 0; c < k; ++c) start[c + 1] += start[c];
     std::vector<size_t> members(n_);
     std::vector<size_t> fill(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < n_; ++i) members[fill[labels_[i]]++] = i;
+    for (size_t i = 0; i < n_; ++i)
+      if (valid(labels_[i])) members[fill[labels_[i]]++] = i;
 
     parallel_for(k, p_.n_threads, [&](size_t c, int) {
       if (start[c] == start[c + 1]) return;
@@ -167,7 +176,7 @@ class KMeans {
     std::stable_sort(far.begin(), far.end(), [&](size_t a, size_t b) { return dist_[a] > dist_[b]; });
     size_t next = 0;
     for (size_t c : empty) {
-      while (next < n_ && size[labels_[far[next]]] <= 1) ++next;
+      while (next < n_ && (labels_[far[next]] < 0 || size[labels_[far[next]]] <= 1)) ++next;
       if (next == n_) break;  // fewer distinct points than clusters: leave it
       const size_t i = far[next++];
       --size[labels_[i]];
@@ -229,6 +238,14 @@ KMeansResult kmeans_train(const float* x, size_t n, size_t d, const KMeansParams
   if (params.k > n) fail("k = " + std::to_string(params.k) + " exceeds the " + std::to_string(n) + " points");
   if (params.max_iter < 0) fail("max_iter must be >= 0");
   if (!x || !centroids) fail("null pointer");
+  // A NaN or infinite point makes distances NaN, and so does a finite point whose
+  // squared norm overflows float32: assignment would leave it without a centroid.
+  for (size_t i = 0; i < n; ++i) {
+    double sq = 0.0;
+    for (size_t p = 0; p < d; ++p) sq += static_cast<double>(x[i * d + p]) * x[i * d + p];
+    if (!(sq <= kMaxKMeansSqNorm))
+      fail("point " + std::to_string(i) + " is not finite or has norm above 1e18");
+  }
   return KMeans(x, n, d, params, centroids).run();
 }
 

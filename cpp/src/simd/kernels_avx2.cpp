@@ -11,11 +11,8 @@ namespace {
 
 struct Avx2 {
   using Reg = __m256;
+  static constexpr size_t kBatchQueries = 2;  // dot_rows_batch: queries x 4 rows of accumulators
   static constexpr size_t kWidth = 8;
-  // Wide: 6 rows x 16 queries (12 accumulators + 2 query registers + 1 broadcast).
-  // Narrow: 12 rows x 8 queries (12 + 1 + 1 registers).
-  static constexpr size_t kMr = 6;
-  static constexpr size_t kMrNarrow = 12;
 
   static Reg zero() { return _mm256_setzero_ps(); }
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
@@ -44,6 +41,8 @@ struct Avx2 {
   static uint32_t mask_ge(Reg a, Reg b) {
     return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GE_OQ)));
   }
+  static constexpr bool kHasBlockSum = false;  // 2 x 4 blocks: one sum() per pair
+  static void block_sum(const Reg*, float*, size_t) {}
 };
 
 }  // namespace

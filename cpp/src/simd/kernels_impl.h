@@ -3,6 +3,7 @@
 // that level's target flags.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -103,51 +104,83 @@ void to_f32(const void* x, size_t ldx, size_t n_rows, size_t d, float* dst) {
   }
 }
 
-// Rows x (Regs registers of queries) block: each c element is one FMA chain over p.
-template <class V, size_t Regs, size_t Rows>
-void micro_fixed(size_t kc, const float* qp, const float* x, size_t ldx, float* c, size_t ldc,
-                 bool accumulate) {
+// Qb queries x Rb rows of dot_rows_batch: Qb * Rb accumulators, each the chain that
+// dot_rows runs for its pair (full chunks in order, then the zero-padded tail, then
+// V::sum), sharing the loads of the block's queries and rows.
+template <class V, size_t Qb, size_t Rb>
+void dot_block(const float* const* q, const float* const* q_tail, const float* const* x,
+               size_t full, size_t tail, float* out, size_t ldo) {
   using Reg = typename V::Reg;
   constexpr size_t W = V::kWidth;
-  constexpr size_t Nr = Regs * W;
-  Reg acc[Rows][Regs];
-#pragma GCC unroll 32
-  for (size_t r = 0; r < Rows; ++r)
-#pragma GCC unroll 2
-    for (size_t g = 0; g < Regs; ++g)
-      acc[r][g] = accumulate ? V::loadu(c + r * ldc + g * W) : V::zero();
-  for (size_t p = 0; p < kc; ++p) {
-    Reg q[Regs];
-#pragma GCC unroll 2
-    for (size_t g = 0; g < Regs; ++g) q[g] = V::load(qp + p * Nr + g * W);
-#pragma GCC unroll 32
-    for (size_t r = 0; r < Rows; ++r) {
-      const Reg xb = V::broadcast(x + r * ldx + p);
-#pragma GCC unroll 2
-      for (size_t g = 0; g < Regs; ++g) acc[r][g] = V::fma(xb, q[g], acc[r][g]);
+  Reg acc[Qb][Rb];
+  for (size_t i = 0; i < Qb; ++i)
+    for (size_t r = 0; r < Rb; ++r) acc[i][r] = V::zero();
+  for (size_t p = 0; p < full; p += W) {
+    Reg xv[Rb];
+    for (size_t r = 0; r < Rb; ++r) xv[r] = V::load(x[r] + p);
+    for (size_t i = 0; i < Qb; ++i) {
+      const Reg qv = V::load(q[i] + p);
+      for (size_t r = 0; r < Rb; ++r) acc[i][r] = V::fma(qv, xv[r], acc[i][r]);
     }
   }
-#pragma GCC unroll 32
-  for (size_t r = 0; r < Rows; ++r)
-#pragma GCC unroll 2
-    for (size_t g = 0; g < Regs; ++g) V::storeu(c + r * ldc + g * W, acc[r][g]);
+  if (tail) {
+    Reg xv[Rb];
+    for (size_t r = 0; r < Rb; ++r) xv[r] = load_row_tail<V, Storage::F32>(x[r], full, tail);
+    for (size_t i = 0; i < Qb; ++i) {
+      const Reg qv = V::load(q_tail[i]);
+      for (size_t r = 0; r < Rb; ++r) acc[i][r] = V::fma(qv, xv[r], acc[i][r]);
+    }
+  }
+  if constexpr (Qb == 4 && Rb == 4 && V::kHasBlockSum) {
+    V::block_sum(&acc[0][0], out, ldo);
+  } else {
+    for (size_t r = 0; r < Rb; ++r)
+      for (size_t i = 0; i < Qb; ++i) out[r * ldo + i] = V::sum(acc[i][r]);
+  }
 }
 
-template <class V, size_t Regs, size_t... R>
-void micro_dispatch(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows, float* c,
-                    size_t ldc, bool accumulate, std::index_sequence<R...>) {
-  static constexpr MicroKernelFn table[] = {[](size_t kc_, const float* qp_, const float* x_,
-                                               size_t ldx_, size_t, float* c_, size_t ldc_,
-                                               bool acc_) {
-    micro_fixed<V, Regs, R + 1>(kc_, qp_, x_, ldx_, c_, ldc_, acc_);
-  }...};
-  table[rows - 1](kc, qp, x, ldx, rows, c, ldc, accumulate);
+template <class V, size_t Qb>
+void dot_query_block(const float* const* q, const float* const* q_tail, const float* x, size_t ldx,
+                     size_t n_rows, size_t full, size_t tail, float* out, size_t ldo) {
+  constexpr size_t kRows = 4;
+  size_t j = 0;
+  for (; j + kRows <= n_rows; j += kRows) {
+    const float* rows[kRows] = {x + j * ldx, x + (j + 1) * ldx, x + (j + 2) * ldx, x + (j + 3) * ldx};
+    dot_block<V, Qb, kRows>(q, q_tail, rows, full, tail, out + j * ldo, ldo);
+  }
+  for (; j < n_rows; ++j) {
+    const float* row = x + j * ldx;
+    dot_block<V, Qb, 1>(q, q_tail, &row, full, tail, out + j * ldo, ldo);
+  }
 }
 
-template <class V, size_t Regs, size_t Mr>
-void micro(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows, float* c,
-           size_t ldc, bool accumulate) {
-  micro_dispatch<V, Regs>(kc, qp, x, ldx, rows, c, ldc, accumulate, std::make_index_sequence<Mr>{});
+// Queries of a block (V::kBatchQueries: 4 x 4 accumulators fit AVX-512's 32 registers,
+// 2 x 4 AVX2's 16) times the rows, which the caller keeps few enough to stay in L1.
+template <class V>
+void dot_rows_batch(const float* q, size_t ldq, size_t nq, const float* x, size_t ldx,
+                    size_t n_rows, size_t d, float* out, size_t ldo) {
+  constexpr size_t W = V::kWidth;
+  constexpr size_t kQueries = V::kBatchQueries;
+  const size_t full = d - d % W, tail = d - full;
+  alignas(64) float tails[kQueries][W];
+  for (size_t i0 = 0; i0 < nq; i0 += kQueries) {
+    const size_t qb = std::min(kQueries, nq - i0);
+    const float* qs[kQueries];
+    const float* qt[kQueries];
+    for (size_t i = 0; i < qb; ++i) {
+      qs[i] = q + (i0 + i) * ldq;
+      std::memset(tails[i], 0, sizeof tails[i]);
+      std::memcpy(tails[i], qs[i] + full, tail * sizeof(float));
+      qt[i] = tails[i];
+    }
+    float* o = out + i0;
+    switch (qb) {
+      case 4: dot_query_block<V, (kQueries >= 4 ? 4 : 1)>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
+      case 3: dot_query_block<V, (kQueries >= 3 ? 3 : 1)>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
+      case 2: dot_query_block<V, 2>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
+      default: dot_query_block<V, 1>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
+    }
+  }
 }
 
 template <class V>
@@ -175,8 +208,7 @@ DenseKernels make_kernels(SimdLevel level, const char* name) {
       {dot_rows<V, Storage::F32>, dot_rows<V, Storage::F16>, dot_rows<V, Storage::BF16>},
       dot_rows<V, Storage::SQ8>,
       {to_f32<V, Storage::F32>, to_f32<V, Storage::F16>, to_f32<V, Storage::BF16>},
-      MicroKernel{V::kMr, 2 * V::kWidth, micro<V, 2, V::kMr>},
-      MicroKernel{V::kMrNarrow, V::kWidth, micro<V, 1, V::kMrNarrow>},
+      dot_rows_batch<V>,
       at_least<V>,
   };
 }

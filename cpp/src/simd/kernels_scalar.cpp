@@ -34,9 +34,6 @@ float half_to_float(uint16_t h) {
 
 namespace {
 
-constexpr size_t kMr = 4;
-constexpr size_t kNr = 8;
-
 inline float load_one(const float* x) { return *x; }
 inline float load_one(const uint16_t* x, Storage s) {
   return s == Storage::F16 ? half_to_float(*x) : bf16_to_float(*x);
@@ -68,17 +65,12 @@ void to_f32(const void* x, size_t ldx, size_t n_rows, size_t d, float* dst) {
     for (size_t p = 0; p < d; ++p) dst[j * d + p] = element<S>(x, j * ldx + p);
 }
 
-void micro(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows, float* c,
-           size_t ldc, bool accumulate) {
-  for (size_t r = 0; r < rows; ++r) {
-    float acc[kNr];
-    for (size_t l = 0; l < kNr; ++l) acc[l] = accumulate ? c[r * ldc + l] : 0.0f;
-    for (size_t p = 0; p < kc; ++p) {
-      const float xv = x[r * ldx + p];
-      for (size_t l = 0; l < kNr; ++l) acc[l] += xv * qp[p * kNr + l];
-    }
-    for (size_t l = 0; l < kNr; ++l) c[r * ldc + l] = acc[l];
-  }
+// The scalar dot_rows sum, query by query: the same expression, so the same rounding.
+void dot_rows_batch(const float* q, size_t ldq, size_t nq, const float* x, size_t ldx,
+                    size_t n_rows, size_t d, float* out, size_t ldo) {
+  for (size_t j = 0; j < n_rows; ++j)
+    for (size_t i = 0; i < nq; ++i) dot_rows<Storage::F32>(q + i * ldq, x + j * ldx, ldx, 1, d,
+                                                          out + j * ldo + i);
 }
 
 size_t at_least(const float* s, const float* thr, size_t n, uint32_t* idx) {
@@ -96,8 +88,7 @@ extern const DenseKernels kScalarKernels = {
     {dot_rows<Storage::F32>, dot_rows<Storage::F16>, dot_rows<Storage::BF16>},
     dot_rows<Storage::SQ8>,
     {to_f32<Storage::F32>, to_f32<Storage::F16>, to_f32<Storage::BF16>},
-    MicroKernel{kMr, kNr, micro},
-    MicroKernel{kMr, kNr, micro},  // no narrower shape: the scalar kernel has no lanes to waste
+    dot_rows_batch,
     at_least,
 };
 

@@ -492,6 +492,9 @@ std::unique_ptr<Bm25Index> Bm25Index::from_arrays(const Bm25Params& params, cons
   for (size_t i = 1; i < index->by_ext_id_.size(); ++i)
     if (index->by_ext_id_[i].first == index->by_ext_id_[i - 1].first)
       throw std::invalid_argument("duplicate document id");
+  // A document's length is its number of indexed tokens, so the frequencies of its
+  // postings add up to it: checked, it bounds the postings a file can claim per document.
+  std::vector<uint64_t> tf_sums(n_slots, 0);
   int64_t start = 0;
   for (size_t t = 0; t < n_terms; ++t) {
     const int64_t end = a.list_ends[t];
@@ -501,9 +504,13 @@ std::unique_ptr<Bm25Index> Bm25Index::from_arrays(const Bm25Params& params, cons
     index->lists_.push_back(PostingList::from_payload(
         a.postings.data() + start, static_cast<size_t>(end - start),
         static_cast<size_t>(a.list_sizes[t]), n_slots, index->ext_ids_.data(),
-        index->lengths_.data()));
+        index->lengths_.data(), tf_sums.data()));
     start = end;
   }
+  for (size_t d = 0; d < n_slots; ++d)
+    if (index->ext_ids_[d] >= 0 && tf_sums[d] != index->lengths_[d])
+      throw std::invalid_argument("document " + std::to_string(a.doc_ids[d]) +
+                                  ": its term frequencies do not add up to its length");
   if (static_cast<size_t>(start) != a.postings.size())
     throw std::invalid_argument("posting bytes left over");
   index->refresh_norms();

@@ -77,7 +77,7 @@ bool PostingList::contains(uint32_t doc) const {
 
 PostingList PostingList::from_payload(const uint8_t* data, size_t n_bytes, size_t size,
                                       size_t n_docs, const int64_t* ext_ids,
-                                      const uint32_t* lengths) {
+                                      const uint32_t* lengths, uint64_t* tf_sums) {
   // Decode block by block with bounds checks, then re-encode: the result is
   // byte-identical for a good file and a damaged one cannot cause a bad read.
   std::vector<uint8_t> padded(data, data + n_bytes);
@@ -97,6 +97,7 @@ PostingList PostingList::from_payload(const uint8_t* data, size_t n_bytes, size_
         throw std::invalid_argument("postings out of order or out of range");
       if (ext_ids[docs[j]] < 0 || tfs[j] == 0 || tfs[j] > lengths[docs[j]])
         throw std::invalid_argument("posting of a removed document or with a bad frequency");
+      if (tf_sums) tf_sums[docs[j]] += tfs[j];
       prev = docs[j];
     }
     pos += len;

@@ -3,16 +3,36 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 namespace ragcore {
 
-int resolve_threads(int n_threads) {
-  if (n_threads > 0) return n_threads;
-  unsigned hw = std::thread::hardware_concurrency();
+int hardware_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
+
+int resolve_threads(int n_threads) {
+  const int hw = hardware_threads();
+  return n_threads > 0 && n_threads < hw ? n_threads : hw;
+}
+
+namespace {
+
+// Joins every started thread, whatever happens after they were started.
+struct JoinAll {
+  std::vector<std::thread>& threads;
+  ~JoinAll() {
+    for (auto& t : threads)
+      if (t.joinable()) t.join();
+  }
+};
+
+}  // namespace
 
 void parallel_for(size_t n_tasks, int n_threads,
                   const std::function<void(size_t task, int worker)>& fn) {
@@ -36,11 +56,25 @@ void parallel_for(size_t n_tasks, int n_threads,
     }
   };
   std::vector<std::thread> threads;
-  threads.reserve(workers - 1);
-  for (int w = 1; w < workers; ++w) threads.emplace_back(run, w);
-  run(0);
-  for (auto& t : threads) t.join();
+  std::string spawn_error;
+  {
+    threads.reserve(workers - 1);
+    JoinAll join{threads};
+    for (int w = 1; w < workers; ++w) {
+      try {
+        threads.emplace_back(run, w);
+      } catch (const std::system_error& e) {
+        spawn_error = e.what();  // the threads started so far (and this one) do the work
+        break;
+      }
+    }
+    run(0);
+  }
   if (error) std::rethrow_exception(error);
+  if (!spawn_error.empty())
+    throw std::runtime_error("could not start a worker thread (" + spawn_error +
+                             "); the call ran on " + std::to_string(threads.size() + 1) +
+                             " threads and finished, but reports the failure");
 }
 
 }  // namespace ragcore

@@ -181,12 +181,30 @@ def check_positive_int(value, name: str) -> int:
     return int(value)
 
 
+# Documented limits (README, "Limits"): a dimension or a list count beyond them is refused
+# by the constructors and by the loaders before anything is allocated.
+MAX_DIM = 1 << 16
+MAX_NLIST = 1 << 22
+
+
+def check_limit(value, name: str, limit: int) -> int:
+    """A positive integer value <= limit."""
+    value = check_positive_int(value, name)
+    if value > limit:
+        raise ValueError(f"{name} must be <= {limit}, got {value}")
+    return value
+
+
 def check_threads(value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"n_threads must be an integer, got {type(value).__name__}")
     if value < 0:
         raise ValueError(f"n_threads must be >= 0 (0 means all cores), got {value}")
-    return int(value)
+    # More threads than cores never helps: the native code caps the count at the cores.
+    return min(int(value), _MAX_THREADS)
+
+
+_MAX_THREADS = 1 << 16
 
 
 def check_choice(value, name: str, choices) -> str:

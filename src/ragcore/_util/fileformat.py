@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import mmap as mmap_module
+import math
 import os
+import stat
 import struct
 import tempfile
 import zlib
@@ -79,16 +81,29 @@ def _write(f, data, crc: int) -> int:
 def read_index(path, kind: str, mmap: bool = False) -> tuple[dict, dict]:
     """Reads and verifies a file written by write_index; returns (params, arrays).
 
-    With mmap=True the arrays are read-only views of the mapped file (the
-    checksum is still verified, which reads the file once).
+    With mmap=True the arrays are read-only views of a private, read-only mapping of the
+    file (the checksum is still verified, which reads the file once). A mapped file must
+    not be truncated or rewritten in place while the index is in use: the operating
+    system then raises SIGBUS on the next read of a vanished page, which no check can
+    catch (save() never does that: it writes a new file and renames it).
+    Only regular files are read: a FIFO, device or directory is refused without
+    blocking on it.
     """
     path = os.fspath(path)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except IsADirectoryError:
+        raise IndexFileError(f"{path}: not a regular file (a directory)") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise IndexFileError(f"{path}: not a regular file (a FIFO, device or directory)")
+    with os.fdopen(fd, "rb") as f:
+        size = info.st_size
         if size < _PREFIX.size + _TRAILER.size:
             raise IndexFileError(f"{path}: too short to be a ragcore index ({size} bytes)")
         if mmap:
-            buf = mmap_module.mmap(f.fileno(), 0, access=mmap_module.ACCESS_READ)
+            buf = _map_private(f.fileno())
         else:
             buf = bytearray(size)
             if f.readinto(buf) != size:
@@ -117,10 +132,17 @@ def read_index(path, kind: str, mmap: bool = False) -> tuple[dict, dict]:
         raise IndexFileError(f"{path}: holds a {header['kind']}, not a {kind}")
     arrays = {}
     for spec in header["arrays"]:
-        arr = np.frombuffer(buf, dtype=spec["dtype"], count=int(np.prod(spec["shape"])),
+        arr = np.frombuffer(buf, dtype=spec["dtype"], count=math.prod(spec["shape"]),
                             offset=payload_start + spec["offset"])
         arrays[spec["name"]] = arr.reshape(spec["shape"])
     return header["params"], arrays
+
+
+def _map_private(fd: int):
+    """A read-only, private (copy-on-write, never written) mapping of the whole file."""
+    if hasattr(mmap_module, "MAP_PRIVATE"):
+        return mmap_module.mmap(fd, 0, flags=mmap_module.MAP_PRIVATE, prot=mmap_module.PROT_READ)
+    return mmap_module.mmap(fd, 0, access=mmap_module.ACCESS_READ)  # Windows: read-only
 
 
 def _crc(view: memoryview) -> int:
@@ -135,18 +157,47 @@ def _parse_header(view: memoryview, header_len: int, size: int, path: str) -> di
         raise IndexFileError(f"{path}: truncated header")
     try:
         header = json.loads(bytes(view[_PREFIX.size : _PREFIX.size + header_len]))
-        payload = int(header["payload_bytes"])
-        for spec in header["arrays"]:
-            if spec["dtype"] not in _ALLOWED_DTYPES:
-                raise ValueError(f"dtype {spec['dtype']}")
-            shape = [int(s) for s in spec["shape"]]
-            nbytes = int(np.prod(shape)) * np.dtype(spec["dtype"]).itemsize
-            if min(shape, default=0) < 0 or nbytes != spec["nbytes"]:
-                raise ValueError("array size")
-            if spec["offset"] < 0 or spec["offset"] + nbytes > payload:
-                raise ValueError("array offset")
-        if not isinstance(header["kind"], str) or not isinstance(header["params"], dict):
-            raise ValueError("kind or params")
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+        _check_header(header)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as err:
         raise IndexFileError(f"{path}: damaged header ({err})") from None
     return header
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_header(header) -> None:
+    """Raises ValueError unless the header describes arrays that lie, aligned and without
+    overlapping, inside the payload."""
+    if not isinstance(header, dict):
+        raise ValueError("not an object")
+    if not isinstance(header.get("kind"), str) or not isinstance(header.get("params"), dict):
+        raise ValueError("kind or params")
+    payload = header.get("payload_bytes")
+    if not _is_int(payload) or payload < 0:
+        raise ValueError("payload_bytes")
+    specs = header.get("arrays")
+    if not isinstance(specs, list):
+        raise ValueError("arrays is not a list")
+    names, end = set(), 0
+    for spec in sorted(specs, key=lambda s: s.get("offset", 0) if isinstance(s, dict) and
+                       _is_int(s.get("offset")) else -1):
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            raise ValueError("array entry without a name")
+        name = spec["name"]
+        if name in names:
+            raise ValueError(f"array {name!r} appears twice")
+        names.add(name)
+        if spec.get("dtype") not in _ALLOWED_DTYPES:
+            raise ValueError(f"array {name!r}: dtype {spec.get('dtype')!r}")
+        shape, offset = spec.get("shape"), spec.get("offset")
+        if not isinstance(shape, list) or not all(_is_int(s) and 0 <= s < 2**62 for s in shape) \
+                or len(shape) > 2:
+            raise ValueError(f"array {name!r}: shape {shape!r}")
+        nbytes = math.prod(shape) * np.dtype(spec["dtype"]).itemsize
+        if nbytes != spec.get("nbytes"):
+            raise ValueError(f"array {name!r}: size")
+        if not _is_int(offset) or offset % _ALIGN or offset < end or offset + nbytes > payload:
+            raise ValueError(f"array {name!r}: offset")
+        end = offset + nbytes

@@ -24,5 +24,7 @@ def train_sq8(sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def encode_sq8(x: np.ndarray, code_min: np.ndarray, code_scale: np.ndarray) -> np.ndarray:
     """uint8 codes of float32 rows (nearest level, clipped to the trained range)."""
-    codes = np.rint((x - code_min) / code_scale)
+    # A tiny scale (possible in a file) sends far values to inf, which the clip maps to 255.
+    with np.errstate(over="ignore"):
+        codes = np.rint((x - code_min) / code_scale)
     return np.clip(codes, 0, LEVELS).astype(np.uint8)

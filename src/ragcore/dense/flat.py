@@ -9,12 +9,13 @@ import numpy as np
 from .. import _core
 from .._util.allow import allow_mask
 from .._util.arrays import (
-    ONE_ROW_SQ_NORM_LIMIT, as_float_matrix, check_choice, check_positive_int, check_threads,
+    MAX_DIM, ONE_ROW_SQ_NORM_LIMIT, as_float_matrix, check_choice, check_limit,
+    check_positive_int, check_threads,
 )
 from .._util.devices import to_device
+from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
-from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
-from ..errors import IndexFileError
+from .._util.ids import check_known_ids, check_new_ids
 from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
 from ..hits import Hits
 from ._metric import METRICS, NATIVE_METRIC, normalized
@@ -26,7 +27,7 @@ class FlatIndex:
     """Exact (brute-force) top-k search.
 
     Args:
-        dim: dimensions per vector.
+        dim: dimensions per vector, 1 to 65,536 (``MAX_DIM``).
         metric: "ip" (inner product), "cosine" (vectors and queries are
             normalised; zero vectors are refused) or "l2" (score is minus the
             squared Euclidean distance, so higher is better everywhere).
@@ -44,7 +45,7 @@ class FlatIndex:
     """
 
     def __init__(self, dim: int, metric: str = "ip", dtype: str = "float32"):
-        self._dim = check_positive_int(dim, "dim")
+        self._dim = check_limit(dim, "dim", MAX_DIM)
         self._metric = check_choice(metric, "metric", METRICS)
         self._dtype = check_choice(dtype, "dtype", STORAGE_DTYPES)
         self._lock = threading.Lock()
@@ -228,31 +229,41 @@ class FlatIndex:
 
     @classmethod
     def load(cls, path, mmap: bool = False) -> FlatIndex:
-        """Reads an index written by save(); damaged or foreign files raise IndexFileError.
+        """Reads an index written by save(); damaged, foreign or crafted files raise
+        IndexFileError naming the field that is wrong.
 
-        mmap=True maps the vectors read-only instead of reading them into
-        memory; a later add() copies them into memory first.
+        mmap=True maps the vectors read-only (a private mapping) instead of reading them
+        into memory; a later add() copies them into memory first. The file must then not
+        be truncated or rewritten in place while the index is used (the process would get
+        SIGBUS); save() replaces files by renaming, which is safe.
         """
         params, arrays = read_index(path, _FILE_KIND, mmap=mmap)
-        try:
-            index = cls(params["dim"], params["metric"], params["dtype"])
-            vectors, ids = arrays["vectors"], arrays["ids"]
-            n = len(ids)
-            if vectors.shape != (n, index.dim) or vectors.dtype != NUMPY_DTYPE[index.dtype]:
-                raise ValueError("vectors do not match the parameters")
-            sorted_ids = sorted_unique_ids(ids)
-            sq_norms = arrays.get("sq_norms", np.empty(0, dtype=np.float32))
-            if index.metric == "l2" and (sq_norms.shape != (n,) or sq_norms.dtype != np.float32):
-                raise ValueError("sq_norms must be float32, one per vector")
-            if not np.isfinite(to_float32(vectors, index.dtype)).all():
-                raise ValueError("vectors contain NaN or infinity")
-        except (KeyError, ValueError, TypeError) as err:
-            raise IndexFileError(f"{path}: inconsistent index contents ({err})") from None
-        index._vectors, index._ids, index._sq_norms = vectors, ids, sq_norms
+        f = FileFields(path, params, arrays)
+        dim = f.int_param("dim", 1, MAX_DIM)
+        metric = f.choice_param("metric", METRICS)
+        dtype = f.choice_param("dtype", STORAGE_DTYPES)
+        ids = f.array("ids", np.int64, (None,))
+        n = len(ids)
+        vectors = f.array("vectors", NUMPY_DTYPE[dtype], (n, dim))
+        sorted_ids = f.sorted_ids("ids", ids)
+        next_id = f.next_id(ids)
+        sq_norms = f.bounded_rows("vectors", vectors, lambda rows: to_float32(rows, dtype))
+        if metric == "cosine" and n and (np.abs(sq_norms - 1.0) > _UNIT_TOLERANCE).any():
+            f.fail("vectors", "a cosine index holds unit vectors; a row is not of norm 1")
+        if metric == "l2":
+            f.matching_norms("sq_norms", f.array("sq_norms", np.float32, (n,)), sq_norms)
+        index = cls(dim, metric, dtype)
+        index._vectors, index._ids = vectors, ids
+        index._sq_norms = sq_norms if metric == "l2" else np.empty(0, dtype=np.float32)
         index._n = n
         index._sorted_ids = sorted_ids
-        index._next_id = int(params.get("next_id", 0))
+        index._next_id = next_id
         return index
+
+
+# Squared norms of the stored unit vectors of a cosine index are 1 within the rounding of
+# the storage dtype (bfloat16 keeps 8 bits: about 1e-2).
+_UNIT_TOLERANCE = 0.05
 
 
 def _grown(arr: np.ndarray, used: int, capacity: int) -> np.ndarray:

@@ -9,14 +9,15 @@ import numpy as np
 from .. import _core
 from .._util.allow import allow_mask
 from .._util.arrays import (
-    as_float_matrix, check_choice, check_positive_int, check_threads, one_float32_row,
+    MAX_DIM, MAX_NLIST, MAX_NORM, as_float_matrix, check_choice, check_limit,
+    check_positive_int, check_threads, one_float32_row,
 )
+from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
-from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
+from .._util.ids import check_known_ids, check_new_ids
 from ._lists import Lists
-from ._sq8 import encode_sq8, train_sq8
+from ._sq8 import LEVELS, encode_sq8, train_sq8
 from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
-from ..errors import IndexFileError
 from ._metric import METRICS, NATIVE_METRIC, normalized
 from ..hits import Hits
 
@@ -26,14 +27,19 @@ _FILE_DTYPE_RENAMES = {"int8": "sq8"}
 _NATIVE_INIT = {"kmeans++": _core.KMeansInit.KMeansPlusPlus, "random": _core.KMeansInit.Random}
 INITS = tuple(_NATIVE_INIT)
 _FILE_KIND = "IVFIndex"
+MAX_ITER = 1 << 20  # k-means iterations at most
+MAX_SEED = (1 << 64) - 1
+_UNIT_TOLERANCE = 0.05  # squared norm of a stored unit vector: 1 within storage rounding
+_TRAINING_FIELDS = {"objective": list, "iterations": int, "reseeded": int, "sample_size": int}
 
 
 class IVFIndex:
     """Approximate top-k search: k-means lists, of which each query scans ``nprobe``.
 
     Args:
-        dim: dimensions per vector.
-        nlist: number of lists (k-means clusters); train needs >= nlist vectors.
+        dim: dimensions per vector, 1 to 65,536 (``MAX_DIM``).
+        nlist: number of lists (k-means clusters), 1 to 4,194,304 (``MAX_NLIST``); train
+            needs >= nlist vectors.
         metric: "ip", "cosine" or "l2", as for FlatIndex (higher score is better).
         dtype: storage of the vectors: "float32", "float16", "bfloat16" (scored
             as FlatIndex scores them), or "sq8": per-dimension 8-bit codes
@@ -41,7 +47,7 @@ class IVFIndex:
             with the exact float32 vectors (which the index also keeps), so the
             returned scores and ids come from exact scores.
         init: k-means initialisation, "kmeans++" or "random".
-        max_iter: k-means iterations at most (it stops earlier on convergence).
+        max_iter: k-means iterations at most, up to 2**20 (it stops earlier on convergence).
         seed: k-means seed; the same seed and sample give the same index.
 
     Vectors go to the list of their nearest centroid (squared L2, after
@@ -52,14 +58,14 @@ class IVFIndex:
 
     def __init__(self, dim: int, nlist: int, metric: str = "ip", dtype: str = "float32", *,
                  init: str = "kmeans++", max_iter: int = 25, seed: int = 0):
-        self._dim = check_positive_int(dim, "dim")
-        self._nlist = check_positive_int(nlist, "nlist")
+        self._dim = check_limit(dim, "dim", MAX_DIM)
+        self._nlist = check_limit(nlist, "nlist", MAX_NLIST)
         self._metric = check_choice(metric, "metric", METRICS)
         self._dtype = check_choice(dtype, "dtype", DTYPES)
         self._init = check_choice(init, "init", INITS)
-        self._max_iter = check_positive_int(max_iter, "max_iter")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self._max_iter = check_limit(max_iter, "max_iter", MAX_ITER)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+            raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
         self._seed = int(seed)
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -250,49 +256,84 @@ class IVFIndex:
 
     @classmethod
     def load(cls, path) -> IVFIndex:
-        """Reads an index written by save(); damaged or foreign files raise IndexFileError."""
+        """Reads an index written by save(); damaged, foreign or crafted files raise
+        IndexFileError naming the field that is wrong."""
         params, arrays = read_index(path, _FILE_KIND)
-        try:
-            dtype = _FILE_DTYPE_RENAMES.get(params["dtype"], params["dtype"])
-            index = cls(params["dim"], params["nlist"], params["metric"], dtype,
-                        init=params["init"], max_iter=params["max_iter"], seed=params["seed"])
-            index._restore(arrays)
-            index._next_id = int(params["next_id"])
-            index._training = dict(params["training"])
-        except (KeyError, ValueError, TypeError) as err:
-            raise IndexFileError(f"{path}: inconsistent index contents ({err})") from None
+        f = FileFields(path, params, arrays)
+        dim = f.int_param("dim", 1, MAX_DIM)
+        nlist = f.int_param("nlist", 1, MAX_NLIST)
+        metric = f.choice_param("metric", METRICS)
+        dtype = params.get("dtype")
+        dtype = _FILE_DTYPE_RENAMES.get(dtype, dtype) if isinstance(dtype, str) else dtype
+        if not isinstance(dtype, str) or dtype not in DTYPES:
+            f.fail("params.dtype", f"{params.get('dtype')!r} is not one of {', '.join(map(repr, DTYPES))}")
+        index = cls(dim, nlist, metric, dtype, init=f.choice_param("init", INITS),
+                    max_iter=f.int_param("max_iter", 1, MAX_ITER),
+                    seed=f.int_param("seed", 0, MAX_SEED))
+        index._restore(f)
+        index._training = _checked_training(f)
         return index
 
-    def _restore(self, arrays: dict) -> None:
+    def _restore(self, f: FileFields) -> None:
         """Checks the arrays of a file against the parameters and takes them."""
         dim, nlist = self._dim, self._nlist
-        offsets, rows, ids = arrays["offsets"], arrays["rows"], arrays["ids"]
+        ids = f.array("ids", np.int64, (None,))
         n = len(ids)
-        sorted_ids = sorted_unique_ids(ids)
-        if offsets.shape != (nlist + 1,) or offsets.dtype != np.int64 or offsets[0] != 0 \
-                or offsets[-1] != n or (np.diff(offsets) < 0).any():
-            raise ValueError("list offsets do not describe the lists")
-        if rows.shape != (n, dim) or rows.dtype != self._lists.rows.dtype:
-            raise ValueError("rows do not match the parameters")
-        sq_norms = self._checked(arrays, "sq_norms", (n,), self._metric == "l2")
-        exact = self._checked(arrays, "exact", (n, dim), self._dtype == "sq8")
-        if "centroids" in arrays:
-            centroids = self._checked(arrays, "centroids", (nlist, dim), True)
-            if not np.isfinite(centroids).all():
-                raise ValueError("centroids contain NaN or infinity")
+        offsets = f.array("offsets", np.int64, (nlist + 1,))
+        # Compared pairwise, not by np.diff: a difference of int64 values can wrap around.
+        if offsets[0] != 0 or offsets[-1] != n or (offsets[1:] < offsets[:-1]).any():
+            f.fail("offsets", f"list offsets must rise from 0 to the {n} rows")
+        rows = f.array("rows", self._lists.rows.dtype, (n, dim))
+        sorted_ids = f.sorted_ids("ids", ids)
+        self._next_id = f.next_id(ids)
+        exact = f.array("exact", np.float32, (n, dim)) if self._dtype == "sq8" else None
+        if "centroids" in f.arrays:
+            centroids = f.array("centroids", np.float32, (nlist, dim))
+            f.bounded_rows("centroids", centroids)
             self._set_centroids(centroids)
-            self._code_min = self._checked(arrays, "code_min", (dim,), self._dtype == "sq8")
-            self._code_scale = self._checked(arrays, "code_scale", (dim,), self._dtype == "sq8")
+            if self._dtype == "sq8":
+                self._code_min, self._code_scale = _checked_codes(f, dim)
         elif n:
-            raise ValueError("vectors without centroids")
+            f.fail("centroids", "missing, but the index holds vectors")
+        if exact is not None:
+            values_sq = f.bounded_rows("exact", exact)
+        else:
+            values_sq = f.bounded_rows("rows", rows, lambda r: to_float32(r, self._dtype))
+        if self._metric == "cosine" and n and (np.abs(values_sq - 1.0) > _UNIT_TOLERANCE).any():
+            f.fail("exact" if exact is not None else "rows",
+                   "a cosine index holds unit vectors; a row is not of norm 1")
+        sq_norms = None
+        if self._metric == "l2":
+            f.matching_norms("sq_norms", f.array("sq_norms", np.float32, (n,)), values_sq)
+            sq_norms = values_sq
         self._lists = Lists(offsets, rows, ids, sorted_ids, sq_norms, exact)
 
-    @staticmethod
-    def _checked(arrays: dict, name: str, shape: tuple, required: bool):
-        """The float32 array `name` of this shape, or None when not required."""
-        if not required:
-            return None
-        arr = arrays[name]
-        if arr.shape != shape or arr.dtype != np.float32:
-            raise ValueError(f"{name} must be float32 of shape {shape}")
-        return arr
+
+def _checked_codes(f: FileFields, dim: int):
+    """sq8 code_min and code_scale: finite, scale > 0, and every decodable row
+    (min + scale * code, code <= 255) of norm <= MAX_NORM."""
+    code_min = f.array("code_min", np.float32, (dim,))
+    code_scale = f.array("code_scale", np.float32, (dim,))
+    f.finite("code_min", code_min)
+    f.finite("code_scale", code_scale)
+    if (code_scale <= 0).any():
+        f.fail("code_scale", "every scale must be > 0")
+    top = code_min.astype(np.float64) + LEVELS * code_scale.astype(np.float64)
+    widest = np.maximum(np.abs(code_min.astype(np.float64)), np.abs(top))
+    if float(np.sqrt(np.sum(widest ** 2))) > MAX_NORM or not np.isfinite(top).all():
+        f.fail("code_min, code_scale", f"decoded rows could exceed norm {MAX_NORM:g}")
+    return code_min, code_scale
+
+
+def _checked_training(f: FileFields) -> dict:
+    training = f.param("training")
+    if not isinstance(training, dict):
+        f.fail("params.training", f"expected an object, got {type(training).__name__}")
+    for name, value in training.items():
+        kind = _TRAINING_FIELDS.get(name)
+        if kind is None or not isinstance(value, kind) or isinstance(value, bool):
+            f.fail(f"params.training.{name}", f"unexpected {type(value).__name__}")
+    objective = training.get("objective", [])
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in objective):
+        f.fail("params.training.objective", "expected a list of numbers")
+    return dict(training)

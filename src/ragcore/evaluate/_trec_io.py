@@ -19,39 +19,65 @@ def is_path(x) -> bool:
     return isinstance(x, (str, os.PathLike))
 
 
-def _columns(path, ncols: int, what: str) -> np.ndarray:
-    """The whitespace-separated fields of a file as a [lines, ncols] string array."""
-    text = Path(path).read_text(encoding="utf-8")
-    lines = [line for line in text.splitlines() if line.strip()]
+def _read_text(path) -> str:
+    """The file as UTF-8 text; invalid UTF-8 is an error naming the path and line."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}:{line}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+
+
+def _columns(path, ncols: int, what: str) -> tuple[np.ndarray, list[int]]:
+    """The whitespace-separated fields of a file as a [lines, ncols] string array, and the
+    line number of each row."""
+    text = _read_text(path)
+    all_lines = text.splitlines()
+    numbers = [number for number, line in enumerate(all_lines, 1) if line.strip()]
     tokens = text.split()
-    if len(tokens) != ncols * len(lines):
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip() and len(line.split()) != ncols:
+    if len(tokens) != ncols * len(numbers):
+        for number in numbers:
+            line = all_lines[number - 1]
+            if len(line.split()) != ncols:
                 raise ValueError(
                     f"{path}:{number}: a {what} line has {ncols} fields, got "
                     f"{len(line.split())}: {line.strip()!r}"
                 )
-    return np.array(tokens, dtype=str).reshape(len(lines), ncols)
+    return np.array(tokens, dtype=str).reshape(len(numbers), ncols), numbers
 
 
-def _numbers(column: np.ndarray, path, dtype, what: str) -> np.ndarray:
+_INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
+def _numbers(column: np.ndarray, numbers: list[int], path, dtype, what: str) -> np.ndarray:
+    """The column as numbers, written in ASCII (as trec_eval reads them: '\u0663' is not 3)."""
+    kind = "an integer" if dtype is int else "a number"
     try:
-        return column.astype(dtype)
-    except ValueError:
-        text = Path(path).read_text(encoding="utf-8").splitlines()
-        numbers = [number for number, line in enumerate(text, 1) if line.strip()]
+        column.astype(np.bytes_)  # refuses non-ASCII digits, which int() and float() accept
+        values = column.astype(np.int64 if dtype is int else np.float64)
+    except (ValueError, OverflowError, UnicodeEncodeError):
         for number, value in zip(numbers, column.tolist()):
-            try:
-                dtype(value)
-            except ValueError:
-                kind = "an integer" if dtype is int else "a number"
-                raise ValueError(f"{path}:{number}: {what} {value!r} is not {kind}") from None
+            problem = None
+            if not value.isascii():
+                problem = f"is not {kind} in ASCII digits"
+            else:
+                try:
+                    parsed = dtype(value)
+                except ValueError:
+                    problem = f"is not {kind}"
+                else:
+                    if dtype is int and not _INT64_RANGE[0] <= parsed <= _INT64_RANGE[1]:
+                        problem = "is outside the int64 range"
+            if problem:
+                raise ValueError(f"{path}:{number}: {what} {value!r} {problem}") from None
         raise
+    return values
 
 
 def read_run(path) -> Run:
     """A TREC run file; queries in order of first appearance, rows in line order."""
-    cols = _columns(path, 6, "run")
+    cols, numbers = _columns(path, 6, "run")
     qid_col = cols[:, 0]
     uniq, first, inverse = np.unique(qid_col, return_index=True, return_inverse=True)
     order = np.argsort(first)  # queries in order of first appearance
@@ -59,14 +85,15 @@ def read_run(path) -> Run:
     rank_of[order] = np.arange(len(uniq))
     q = rank_of[inverse.ravel()]
     rows = np.argsort(q, kind="stable")
-    scores = _numbers(cols[rows, 4], path, float, "score")
+    scores = _numbers(cols[rows, 4], [numbers[r] for r in rows.tolist()], path, float, "score")
     return Run.from_arrays(uniq[order], q[rows], cols[rows, 2], scores)
 
 
 def read_qrels(path) -> Qrels:
     """A TREC qrels file; grades must be integers."""
-    cols = _columns(path, 4, "qrels")
-    return Qrels.from_arrays(cols[:, 0], cols[:, 2], _numbers(cols[:, 3], path, int, "grade"))
+    cols, numbers = _columns(path, 4, "qrels")
+    grades = _numbers(cols[:, 3], numbers, path, int, "grade")
+    return Qrels.from_arrays(cols[:, 0], cols[:, 2], grades)
 
 
 def _check_tokens(values: np.ndarray, what: str) -> None:

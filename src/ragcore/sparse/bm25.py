@@ -10,6 +10,7 @@ import numpy as np
 from .. import _core
 from .._util.arrays import as_id_array, check_choice, check_positive_int, check_threads, raw_ids
 from .._util.devices import to_device
+from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
 from .._util.progress import Progress
 from ..errors import IndexFileError
@@ -39,11 +40,11 @@ class BM25Index:
     """A BM25 inverted index over texts, with native tokenizing, scoring and top-k.
 
     Args:
-        k1, b: the BM25 parameters (k1 >= 0, 0 <= b <= 1).
+        k1, b: the BM25 parameters (0 <= k1 <= 1000, 0 <= b <= 1).
         variant: the scoring formula, one of ``VARIANTS`` (ragcore.sparse.variants gives each
             formula and its source): "lucene" (default, Lucene >= 8),
             "lucene_legacy", "okapi", "robertson", "atire", "bm25l", "bm25+".
-        delta: the delta of bm25l and bm25+ (ignored by the others).
+        delta: the delta of bm25l and bm25+, 0 to 1000 (ignored by the others).
         stopwords: None, "en" (ragcore.tokenizer.STOPWORDS_EN) or a list of words.
         stemmer: None or a Snowball language name ("english", ...; needs PyStemmer).
         lucene_norms: score with document lengths rounded as Lucene stores them (one byte,
@@ -64,9 +65,9 @@ class BM25Index:
 
     def __init__(self, k1: float = 1.5, b: float = 0.75, variant: str = "lucene",
                  delta: float = 0.5, stopwords="en", stemmer=None, lucene_norms: bool = False):
-        self._k1 = _check_number(k1, "k1", 0.0, math.inf)
+        self._k1 = _check_number(k1, "k1", 0.0, MAX_K1)
         self._b = _check_number(b, "b", 0.0, 1.0)
-        self._delta = _check_number(delta, "delta", 0.0, math.inf)
+        self._delta = _check_number(delta, "delta", 0.0, MAX_DELTA)
         self._variant = check_choice(variant, "variant", VARIANTS)
         if not isinstance(lucene_norms, bool):
             raise TypeError(f"lucene_norms must be True or False, got {type(lucene_norms).__name__}")
@@ -351,34 +352,93 @@ class BM25Index:
 
     @classmethod
     def load(cls, path, mmap: bool = False) -> BM25Index:
-        """Reads an index written by save(); damaged or foreign files raise IndexFileError.
+        """Reads an index written by save(); damaged, foreign or crafted files raise
+        IndexFileError naming the field that is wrong.
 
         The postings are checked block by block and decoded into native memory, so
         mmap=True only spares reading the file into a second buffer while loading.
+        A file may declare at most ``MAX_POSTINGS_PER_BYTE`` postings per byte of its
+        posting payload (the codec's densest case), so a small file cannot make the
+        loader allocate or score for a huge one.
         """
         params, arrays = read_index(path, _FILE_KIND, mmap=mmap)
+        f = FileFields(path, params, arrays)
+        k1 = f.float_param("k1", 0.0, MAX_K1)
+        b = f.float_param("b", 0.0, 1.0)
+        delta = f.float_param("delta", 0.0, MAX_DELTA)
+        variant = f.choice_param("variant", VARIANTS)
+        stopwords, stemmer = f.param("stopwords"), f.param("stemmer")
+        if not isinstance(stopwords, list) or not all(isinstance(w, str) for w in stopwords):
+            f.fail("params.stopwords", "expected a list of str")
+        if stemmer is not None and not isinstance(stemmer, str):
+            f.fail("params.stemmer", "expected null or a Snowball language name")
         try:
-            index = cls(params["k1"], params["b"], params["variant"], params["delta"],
-                        params["stopwords"] or None, params["stemmer"], params["lucene_norms"])
-            native_arrays = {name: np.ascontiguousarray(arrays[name]) for name in
-                             ("doc_ids", "doc_lengths", "list_sizes", "list_ends", "postings")}
+            index = cls(k1, b, variant, delta, stopwords or None, stemmer,
+                        f.bool_param("lucene_norms"))
+        except (ValueError, TypeError) as err:
+            raise IndexFileError(f"{path}: inconsistent index contents: params: {err}") from None
+        native_arrays = _checked_posting_arrays(f)
+        f.sorted_ids("doc_ids", native_arrays["doc_ids"], allow_removed=True)
+        next_id = f.next_id(native_arrays["doc_ids"])
+        terms = _checked_terms(f)
+        try:
             native = _core.Bm25Index.from_arrays(native_arrays, **index._native_params())
-            blob, ends = arrays["terms"].tobytes(), arrays["term_ends"]
-            if ends.dtype != np.int64 or ends.ndim != 1 or (len(ends) and ends[-1] != len(blob)):
-                raise ValueError("term_ends does not match terms")
-            starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
-            terms = [blob[s:e].decode("utf-8") for s, e in zip(starts, ends)]
-            if len(set(terms)) != len(terms) or native.num_terms > len(terms):
-                raise ValueError("terms are duplicated or fewer than the posting lists")
-            next_id = int(params["next_id"])
-        except (KeyError, ValueError, TypeError, UnicodeDecodeError) as err:
-            raise IndexFileError(f"{path}: inconsistent index contents ({err})") from None
+        except ValueError as err:
+            raise IndexFileError(f"{path}: inconsistent index contents: postings: {err}") from None
+        if native.num_terms > len(terms):
+            f.fail("terms", f"{len(terms)} terms for {native.num_terms} posting lists")
         index._native = native
         index._terms = terms
         index._term_ids = {t: i for i, t in enumerate(terms)}
         index._encoder.add_terms(terms)
         index._next_id = next_id
         return index
+
+
+# The largest k1 and delta: beyond them no ranking changes (BM25's term-frequency
+# saturation is gone long before), and up to them every score and pruning bound is finite.
+MAX_K1 = 1000.0
+MAX_DELTA = 1000.0
+# A posting block of 128 postings takes at least its 2-byte header (all gaps 1, all tf 1).
+MAX_POSTINGS_PER_BYTE = 64
+
+
+def _checked_posting_arrays(f: FileFields) -> dict:
+    doc_ids = f.array("doc_ids", np.int64, (None,))
+    lengths = f.array("doc_lengths", np.int64, (len(doc_ids),))
+    sizes = f.array("list_sizes", np.int64, (None,))
+    ends = f.array("list_ends", np.int64, (len(sizes),))
+    postings = f.array("postings", np.uint8, (None,))
+    if len(doc_ids) and doc_ids.min() < -1:
+        f.fail("doc_ids", "ids must be >= 0 (or -1 for a removed document)")
+    if len(lengths) and (lengths.min() < 0 or lengths.max() > 0xFFFFFFFF):
+        f.fail("doc_lengths", "lengths must be in [0, 2**32)")
+    if len(sizes) and (sizes.min() < 0 or sizes.max() > len(doc_ids)):
+        f.fail("list_sizes", f"a list size is outside [0, {len(doc_ids)} documents]")
+    starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+    if len(ends) and ((ends < starts).any() or ends[-1] != len(postings)):
+        f.fail("list_ends", f"list ends must rise to the {len(postings)} posting bytes")
+    if (sizes > MAX_POSTINGS_PER_BYTE * (ends - starts)).any():
+        f.fail("list_sizes", f"a list declares more than {MAX_POSTINGS_PER_BYTE} postings "
+                             "per byte of its payload")
+    return {"doc_ids": np.ascontiguousarray(doc_ids), "doc_lengths": np.ascontiguousarray(lengths),
+            "list_sizes": np.ascontiguousarray(sizes), "list_ends": np.ascontiguousarray(ends),
+            "postings": np.ascontiguousarray(postings)}
+
+
+def _checked_terms(f: FileFields) -> list[str]:
+    blob = f.array("terms", np.uint8, (None,)).tobytes()
+    ends = f.array("term_ends", np.int64, (None,))
+    starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+    if len(ends) and ((ends <= starts).any() or ends[-1] != len(blob)):
+        f.fail("term_ends", f"term ends must rise strictly to the {len(blob)} bytes of terms")
+    try:
+        terms = [blob[s:e].decode("utf-8") for s, e in zip(starts.tolist(), ends.tolist())]
+    except UnicodeDecodeError as err:
+        f.fail("terms", f"not UTF-8 ({err.reason})")
+    if len(set(terms)) != len(terms):
+        f.fail("terms", "a term occurs twice")
+    return terms
 
 
 def _check_number(value, name: str, low: float, high: float) -> float:

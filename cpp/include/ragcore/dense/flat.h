@@ -4,14 +4,14 @@
 //  - scan: for a few queries, stream each corpus block once and score it against
 //    every query with dot_rows; memory-bound, so narrow storage is speed.
 //  - blocked: for many queries, tiles of the query x corpus product computed by
-//    the register-blocked micro-kernel, with the k-selection fused into the tile
-//    loop, so the nq x n score matrix never exists.
+//    dot_rows_batch (4 queries x 4 rows share their loads), with the k-selection
+//    fused into the tile loop, so the nq x n score matrix never exists.
 //
-// Why an own micro-kernel rather than linking a BLAS: the package then has no
-// BLAS to ship or to find at build time; the kernel reads fp32 corpus rows in
-// place and fp16/bf16 rows converted once per tile; the score tile is selected
-// while it is still in L2; and it runs at the rate of a tuned BLAS sgemm
-// (BENCHMARKS.md, "Exact dense top-k"), so a BLAS would buy nothing.
+// Batch invariance: both paths (and IVFIndex's list scan) reduce every (query, row)
+// pair in one order, dot_rows's: so a query's scores and ids are bit-identical
+// whatever the batch it arrives in, the path, the thread count or the tile size.
+// A BLAS (or a broadcast micro-kernel, as before) reduces in another order than a
+// scan can afford, which is why neither is used.
 #pragma once
 
 #include <cstddef>
@@ -49,7 +49,7 @@ struct FlatSearchArgs {
   DensePath path = DensePath::Auto;
   int simd_level = -1;             // < 0: best available; else a SimdLevel
   size_t tile_rows = 0;            // 0: default corpus rows per tile (tests set small)
-  size_t tile_depth = 0;           // 0: default dimensions per k-block (tests set small)
+  size_t tile_depth = 0;           // unused: every pair is reduced over all d at once
 };
 
 // Throws std::invalid_argument on inconsistent arguments.

@@ -14,19 +14,6 @@ namespace ragcore {
 
 enum class SimdLevel : int { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 
-// c[r*ldc + l] (+)= sum_{p<kc} x[r*ldx + p] * qp[p*nr + l] for r < rows (rows <= mr),
-// l < nr. qp is a packed panel of nr queries. Each c element is one FMA chain
-// over p in order, whatever `rows` is.
-using MicroKernelFn = void (*)(size_t kc, const float* qp, const float* x, size_t ldx, size_t rows,
-                               float* c, size_t ldc, bool accumulate);
-
-// A micro-kernel and its shape: mr corpus rows (broadcast) x nr queries (lanes).
-struct MicroKernel {
-  size_t mr;
-  size_t nr;
-  MicroKernelFn fn;
-};
-
 struct DenseKernels {
   SimdLevel level;
   const char* name;
@@ -45,10 +32,12 @@ struct DenseKernels {
   // dst (n_rows x d, row stride d) = float32 of the stored rows of x.
   void (*to_f32[kNumStorage])(const void* x, size_t ldx, size_t n_rows, size_t d, float* dst);
 
-  // Two shapes: `wide` (two registers of queries) for large batches, `narrow`
-  // (one register, twice the rows) so small batches do not pad half the lanes.
-  MicroKernel wide;
-  MicroKernel narrow;
+  // out[r * ldo + i] = <q_i, x_r> for queries i < nq (row stride ldq) and float32 rows
+  // r < n_rows (row stride ldx): the blocked path's tile. Each pair is reduced exactly
+  // as dot_rows reduces it, so a query's scores do not depend on the path, the batch
+  // or the tile that computed them (batch invariance).
+  void (*dot_rows_batch)(const float* q, size_t ldq, size_t nq, const float* x, size_t ldx,
+                         size_t n_rows, size_t d, float* out, size_t ldo);
 
   // Writes to idx the positions i < n with s[i] >= thr[i]; returns their count.
   size_t (*at_least)(const float* s, const float* thr, size_t n, uint32_t* idx);

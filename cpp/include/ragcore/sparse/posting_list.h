@@ -60,9 +60,11 @@ class PostingList {
 
   // Rebuilds a list from saved bytes; throws std::invalid_argument unless they
   // decode to `size` postings with ascending docs below n_docs, each of a live
-  // document (ext_ids[doc] >= 0) with 1 <= tf <= lengths[doc].
+  // document (ext_ids[doc] >= 0) with 1 <= tf <= lengths[doc]. Adds each posting's
+  // tf to tf_sums[doc] (n_docs entries) when tf_sums is given.
   static PostingList from_payload(const uint8_t* data, size_t n_bytes, size_t size, size_t n_docs,
-                                  const int64_t* ext_ids, const uint32_t* lengths);
+                                  const int64_t* ext_ids, const uint32_t* lengths,
+                                  uint64_t* tf_sums = nullptr);
 
  private:
   void encode_from(size_t first_block, const uint32_t* docs, const uint32_t* tfs, size_t n);

@@ -33,10 +33,16 @@ struct Bm25Params {
   bool lucene_norms = false;  // lengths pass through Lucene's one-byte norm encoding
 };
 
+// Largest k1 and delta (src/ragcore/sparse/bm25.py MAX_K1, MAX_DELTA): up to them every
+// score and every pruning bound is finite (k1 = 1e308 made (k1 + 1) * tf overflow).
+constexpr double kMaxK1 = 1000.0;
+constexpr double kMaxDelta = 1000.0;
+
 inline void check_params(const Bm25Params& p) {
-  if (!(p.k1 >= 0) || !std::isfinite(p.k1)) throw std::invalid_argument("k1 must be >= 0");
+  if (!(p.k1 >= 0 && p.k1 <= kMaxK1)) throw std::invalid_argument("k1 must be in [0, 1000]");
   if (!(p.b >= 0 && p.b <= 1)) throw std::invalid_argument("b must be in [0, 1]");
-  if (!(p.delta >= 0) || !std::isfinite(p.delta)) throw std::invalid_argument("delta must be >= 0");
+  if (!(p.delta >= 0 && p.delta <= kMaxDelta))
+    throw std::invalid_argument("delta must be in [0, 1000]");
   const int v = static_cast<int>(p.variant);
   if (v < 0 || v >= kNumVariants) throw std::invalid_argument("unknown variant");
   if (p.variant == Variant::Bm25L && p.k1 + p.delta == 0)

@@ -22,7 +22,8 @@ struct RanksBefore {
 
 class TopKQueue {
  public:
-  explicit TopKQueue(size_t k) : k_(k) { heap_.reserve(k); }
+  // Reserves for at most 4096 entries: k may far exceed the documents (the rest is padding).
+  explicit TopKQueue(size_t k) : k_(k) { heap_.reserve(std::min<size_t>(k, 4096)); }
 
   size_t size() const { return heap_.size(); }
   bool full() const { return heap_.size() == k_; }

@@ -13,6 +13,7 @@
 #include "ragcore/sparse/bm25_index.h"
 #include "ragcore/sparse/query_encoder.h"
 #include "ragcore/sparse/tokenize.h"
+#include "ragcore/util/result_bound.h"
 #include "text_views.h"
 
 namespace py = pybind11;
@@ -87,6 +88,7 @@ py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::l
   if (k == 0) throw std::invalid_argument("k must be >= 1");
   if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxWand)
     throw std::invalid_argument("algorithm: unknown value");
+  check_result_size(queries.size(), k, index.num_docs());
   const auto nq = static_cast<py::ssize_t>(queries.size());
   py::array_t<float> scores({nq, static_cast<py::ssize_t>(k)});
   py::array_t<int64_t> ids({nq, static_cast<py::ssize_t>(k)});

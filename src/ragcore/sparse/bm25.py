@@ -8,6 +8,7 @@ import threading
 import numpy as np
 
 from .. import _core
+from .._util.allow import allow_mask
 from .._util.arrays import as_id_array, check_choice, check_positive_int, check_threads, raw_ids
 from .._util.devices import to_device
 from .._util.fileformat import read_index, write_index
@@ -238,25 +239,34 @@ class BM25Index:
 
     # ---- search ---------------------------------------------------------
 
-    def search(self, queries, k: int, n_threads: int = 0, algorithm: str = "auto") -> Hits:
+    def search(self, queries, k: int, n_threads: int = 0, algorithm: str = "auto",
+               allow=None) -> Hits:
         """Top-k documents of each query: ``Hits`` [nq, k], best first, ties by id.
 
         queries: a str (one query), a list of str, or a list of token lists.
         algorithm: "auto" (chosen per query from its lists and k), or force "exhaustive"
         (term-at-a-time), "maxscore" or "bmw" (Block-Max WAND); all return the same hits.
-        Rows are padded with id -1 / score -inf only when k exceeds the documents.
+        allow: only these ids may be returned (an id list or array, or a boolean mask
+        indexed by id); applied inside every algorithm, so the hits are exactly the top-k
+        of the allowed documents. Rows are padded with id -1 / score -inf only when k
+        exceeds the (allowed) documents.
         """
-        return self._search(queries, k, n_threads, algorithm)[0]
+        return self._search(queries, k, n_threads, algorithm, allow)[0]
 
-    def _search(self, queries, k, n_threads=0, algorithm="auto") -> tuple[Hits, list[str]]:
+    def _search(self, queries, k, n_threads=0, algorithm="auto",
+                allow=None) -> tuple[Hits, list[str]]:
         """search(), plus the algorithm that ran for each query (for benchmarks)."""
         k = check_positive_int(k, "k")
         n_threads = check_threads(n_threads)
         check_choice(algorithm, "algorithm", ALGORITHMS)
+        # Rows are slots (removed ones hold -1): a mask by slot where ids are too sparse.
+        slots = self._native.slot_ids() if allow is not None else None
+        mask, by_row = allow_mask(allow, slots)
+        filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
         terms, weights, offsets = self._encode_queries(queries, n_threads)
         scores, ids, used = self._native.search(terms, weights, offsets, k,
                                                 algorithm=_NATIVE_ALGORITHM[algorithm],
-                                                n_threads=n_threads)
+                                                n_threads=n_threads, **filtered)
         return Hits(scores, ids), [_ALGORITHM_NAME[c] for c in used]
 
     def get_scores(self, query) -> np.ndarray:

@@ -1,0 +1,790 @@
+"""Collection: a persistent, incremental, filtered hybrid store.
+
+A collection is a directory holding a SQLite database (documents, chunks, metadata, the
+chunk embeddings: the source of truth; see _store) and the dense and BM25 index files it
+keeps current (see _indexes). Documents are chunked, embedded once per distinct chunk text
+(sha256 of the text), and searchable as soon as ``add`` returns; a deleted document never
+appears again. Metadata filters (see _filters) are evaluated by SQLite into the chunk ids
+they allow, which go into the native scans.
+
+One writer at a time (across processes: a file lock); any number of readers, in threads
+of the writer's process or in other processes (``open(path, readonly=True)``), each
+search reading one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._util.arrays import check_choice, check_positive_int
+from ..hits import PADDING_ID, Hits
+from . import _store
+from ._filters import FilterError, SCALAR_TYPES
+from ._indexes import Indexes, empty_hits
+from ._locking import ReadWriteLock, WriterLock
+from ._store import CollectionError, CollectionLockedError
+
+MODES = ("hybrid", "dense", "sparse")
+FUSIONS = ("rrf", "wsum", "combsum", "combmnz")
+STAGES = ("filter", "encode", "dense", "sparse", "fuse", "rerank", "fetch")
+_AUTOSAVE_MIN = 1000      # index files are rewritten once this many chunks changed ...
+_AUTOSAVE_FRACTION = 0.1  # ... and at least this fraction of the collection
+_DENSE_DEFAULTS = {"flat": {"kind": "flat", "dtype": "float32", "metric": "ip"},
+                   "ivf": {"kind": "ivf", "nlist": 256, "nprobe": 32, "dtype": "float32",
+                           "metric": "ip"}}
+
+__all__ = ["Collection", "CollectionError", "CollectionLockedError", "Document", "FilterError",
+           "Match", "SearchResults"]
+
+
+@dataclass(frozen=True)
+class Document:
+    id: object
+    text: str
+    metadata: dict
+
+
+@dataclass(frozen=True)
+class Match:
+    """One search result: a chunk of a document, with text == document text[start:end]."""
+
+    id: object        # the document's id
+    chunk_id: int
+    position: int     # the chunk's index within its document
+    start: int
+    end: int
+    text: str
+    score: float
+    metadata: dict
+
+
+class SearchResults(list):
+    """The matches of one query, best first, with the batch's per-stage timings (seconds)."""
+
+    def __init__(self, matches, timings: dict, hits: Hits):
+        super().__init__(matches)
+        self.timings = timings
+        self.hits = hits  # chunk ids and scores, as the retrievers returned them
+
+
+class Collection:
+    """A directory of documents searchable by dense, BM25 and hybrid retrieval.
+
+    Use ``Collection.create(path, ...)`` or ``Collection.open(path)``; close it (or use
+    ``with``) to release the writer lock and write the index files.
+    """
+
+    def __init__(self, path, settings, conn, readonly, encoder, chunker, writer_lock):
+        self.path = path
+        self.readonly = readonly
+        self._settings = settings
+        self._conn = conn
+        self._encoder = encoder
+        self._chunker = chunker
+        self._writer_lock = writer_lock
+        self._write_mutex = threading.Lock()
+        self._rw = ReadWriteLock()
+        self._local = threading.local()
+        self._fields = _store.read_fields(conn)
+        self._closed = False
+        self.indexes, self.repaired = Indexes.load(path, settings, conn, settings.get("dim"))
+        if self.repaired and not readonly:
+            self._save()
+
+    # ---- create / open ---------------------------------------------------------
+
+    @classmethod
+    def create(cls, path, encoder=None, chunker=None, dense="flat", bm25=None,
+               metadata_schema=None) -> Collection:
+        """Creates a collection in a new (or empty) directory.
+
+        encoder: anything with ``encode(list of str) -> float32 [n, dim]`` (a BiEncoder);
+            None: the bundled all-MiniLM-L6-v2 (int8), loaded when first needed.
+        chunker: a ragcore Chunker, None (a Chunker with its defaults: 200 tokens,
+            overlap 40) or "none" (each document is one chunk).
+        dense: "flat" (exact), "ivf", or a dict of options ({"kind": "ivf", "nlist": 256,
+            "nprobe": 32, "dtype": "float32"}, {"kind": "flat", "dtype": "float16"}).
+        bm25: BM25Index options (k1, b, variant, stopwords, ...).
+        metadata_schema: {field: "str" | "int" | "float" | "bool"}: fields indexed in
+            SQLite and whose values are type-checked; other fields may still be used.
+        """
+        path = os.fspath(path)
+        settings = {"encoder": "bundled" if encoder is None else _describe(encoder),
+                    "chunker": _chunker_settings(chunker), "dense": _dense_settings(dense),
+                    "bm25": _bm25_settings(bm25), "dim": None, "id_type": None,
+                    "schema": _check_schema(metadata_schema)}
+        _prepare_directory(path)
+        db = os.path.join(path, _store.DB_NAME)
+        lock = WriterLock(path)
+        try:
+            conn = _store.connect(db, readonly=False)
+            _store.create_schema(conn, settings, settings["schema"])
+        except BaseException:
+            lock.release()
+            if os.path.exists(db):
+                os.unlink(db)
+            raise
+        return cls(path, settings, conn, False, encoder, chunker, lock)
+
+    @classmethod
+    def open(cls, path, readonly: bool = False, encoder=None, chunker=None) -> Collection:
+        """Opens an existing collection; index files that are missing, damaged or older
+        than the database are repaired from the stored embeddings (nothing re-encoded).
+
+        readonly: search only, without the writer lock (other processes may write); each
+            search first catches up with what writers committed.
+        encoder, chunker: needed again only when the collection was created with a custom
+            encoder (for dense queries and adds) or chunker (for adds).
+        """
+        path = os.fspath(path)
+        db = os.path.join(path, _store.DB_NAME)
+        if not os.path.isdir(path):
+            raise CollectionError(f"{path}: no such directory; create the collection first "
+                                  "(Collection.create)")
+        if not os.path.isfile(db):
+            raise CollectionError(f"{path}: not a ragcore collection (no {_store.DB_NAME})")
+        if not readonly and not os.access(path, os.W_OK):
+            raise PermissionError(f"{path}: no write permission; open it with readonly=True")
+        lock = None if readonly else WriterLock(path)
+        try:
+            conn = _store.connect(db, readonly=readonly)
+            meta = _read_meta(conn, path)
+            settings = json.loads(meta["settings"])
+            version = int(meta["format_version"])
+            if version > _store.FORMAT_VERSION:
+                raise CollectionError(
+                    f"{path}: written by a newer ragcore (collection format {version}; this "
+                    f"version reads up to {_store.FORMAT_VERSION}); upgrade ragcore")
+            settings["dim"] = int(meta["dim"]) if "dim" in meta else None
+            settings["id_type"] = meta.get("id_type")
+            return cls(path, settings, conn, readonly, encoder, chunker, lock)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    def close(self) -> None:
+        """Writes the index files (if anything changed) and releases the writer lock."""
+        if self._closed:
+            return
+        with self._write_mutex:
+            if not self.readonly and self.indexes.unsaved:
+                self._save()
+            self._closed = True
+            self._conn.close()
+            if self._writer_lock is not None:
+                self._writer_lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self) -> str:
+        mode = "readonly" if self.readonly else "writer"
+        return f"Collection({self.path!r}, {mode}, documents={len(self)})"
+
+    # ---- reading ---------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def count(self, filter=None) -> int:
+        """Documents (matching filter, if given)."""
+        self._check_open()
+        with self._snapshot() as conn:
+            return _store.count_documents(conn, filter, self._fields_now(conn))
+
+    def get(self, ids) -> list[Document]:
+        """The documents with these ids that exist, in the order asked."""
+        self._check_open()
+        ids = self._check_ids(ids, "ids", allow_new_type=True)
+        with self._snapshot() as conn:
+            found = _store.get_documents(conn, ids)
+        return [Document(i, *found[i]) for i in ids if i in found]
+
+    # ---- writing ---------------------------------------------------------------
+
+    def add(self, texts, ids=None, metadata=None) -> list:
+        """Adds documents (chunked, embedded, indexed in both indexes); returns their ids.
+
+        texts: a list of str. ids: one per text, all int or all str, new and distinct
+        (default: random uuid strings). metadata: one JSON-serialisable dict per text.
+        Nothing is written if any argument is bad or any id exists (use upsert).
+        """
+        return self._write(texts, ids, metadata, replace=False)
+
+    def upsert(self, texts, ids, metadata=None) -> list:
+        """Adds documents, replacing (chunks, embeddings, metadata) those whose id exists."""
+        if ids is None:
+            raise CollectionError("upsert needs ids (the documents to replace or add)")
+        return self._write(texts, ids, metadata, replace=True)
+
+    def delete(self, ids, missing_ok: bool = False) -> int:
+        """Deletes documents by id; returns how many were deleted. Unknown ids are an error
+        (nothing deleted) unless missing_ok."""
+        self._check_writable()
+        ids = self._check_ids(ids, "ids", allow_new_type=True)
+        with self._write_mutex:
+            conn = self._conn
+            found = set(_store.existing_ids(conn, ids))
+            unknown = [i for i in ids if i not in found]
+            if unknown and not missing_ok:
+                raise KeyError(f"ids: {len(unknown)} not in the collection (e.g. "
+                               f"{unknown[:3]!r}); nothing deleted")
+            present = [i for i in ids if i in found]
+            if not present:
+                return 0
+            with self._rw.write():
+                with _store.transaction(conn):
+                    dead = _store.delete_documents(conn, present)
+                    change = _store.bump_change(conn)
+                self._apply(lambda: self.indexes.remove(dead), change)
+            self._maybe_save()
+            return len(present)
+
+    def flush(self) -> None:
+        """Writes the index files now (open() then has nothing to catch up)."""
+        self._check_writable()
+        with self._write_mutex:
+            self._save()
+
+    def compact(self) -> None:
+        """Drops tombstones from the dense index, retrains the IVF lists when they drifted,
+        deletes embeddings no chunk uses, checkpoints the database and writes the files."""
+        self._check_writable()
+        with self._write_mutex:
+            conn = self._conn
+            with self._rw.write():
+                self.indexes.drop_tombstones()
+                if self.indexes.ivf_drifted():
+                    ids, _, vectors = _store.all_chunks(conn, self._settings["dim"], True)
+                    self.indexes.retrain_ivf(vectors, ids)
+            with _store.transaction(conn):
+                _store.prune_embeddings(conn)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._save()
+
+    def rebuild(self) -> None:
+        """Rebuilds both indexes from the database (stored embeddings; nothing encoded)."""
+        self._check_writable()
+        with self._write_mutex, self._rw.write():
+            fresh = Indexes(self._settings)
+            fresh.catch_up(self._conn, self._settings["dim"])
+            fresh.change = _store.change_number(self._conn)
+            self.indexes = fresh
+            self._save()
+
+    # ---- search ----------------------------------------------------------------
+
+    def search(self, query, k: int = 10, mode: str = "hybrid", filter=None, fusion="rrf",
+               rerank=None, k0: int = 50, by: str = "chunk"):
+        """Searches one query (a str: returns SearchResults) or a list of queries (a list
+        of SearchResults, one per query).
+
+        mode: "hybrid" (dense and BM25, k0 candidates each, fused), "dense" or "sparse".
+        filter: a metadata filter (see ragcore.rag._filters); applied inside the scans,
+            so k results come back whenever k chunks match.
+        fusion: "rrf", "wsum", "combsum", "combmnz", a dict of ragcore.rag.fusion.combine
+            options ({"method": "wsum", "norm": "zscore", "weights": [0.7, 0.3]}), or a
+            function (list of Hits, k) -> Hits (e.g. one of ragcore.rag.fusion's).
+        rerank: None, or anything with ``score(query, passages) -> scores`` (a
+            CrossEncoder); it reorders the k0 fused candidates.
+        by: "chunk" (each match a chunk) or "document" (each document once, its best chunk).
+        """
+        self._check_open()
+        single = isinstance(query, str)
+        queries = [query] if single else _check_queries(query)
+        k = check_positive_int(k, "k")
+        k0 = max(check_positive_int(k0, "k0"), k)
+        mode = check_choice(mode, "mode", MODES)
+        by = check_choice(by, "by", ("chunk", "document"))
+        fuse = _fusion_function(fusion)
+        timings = dict.fromkeys(STAGES, 0.0)
+        vectors = None
+        if mode != "sparse" and self._settings["dim"] is not None:
+            t = time.perf_counter()
+            vectors = self._encode(queries, warn=False)
+            timings["encode"] = time.perf_counter() - t
+        with self._snapshot() as conn, self._search_lock(conn):
+            allow = None
+            if filter is not None:
+                t = time.perf_counter()
+                allow = _store.filtered_chunk_ids(conn, filter, self._fields_now(conn))
+                timings["filter"] = time.perf_counter() - t
+            width = k0 if (mode == "hybrid" or rerank is not None or by == "document") else k
+            lists = []
+            if mode != "sparse":
+                t = time.perf_counter()
+                if vectors is None:
+                    lists.append(empty_hits(len(queries), width))
+                else:
+                    lists.append(self.indexes.search_dense(vectors, width, allow, conn))
+                timings["dense"] = time.perf_counter() - t
+            if mode != "dense":
+                t = time.perf_counter()
+                lists.append(self.indexes.search_sparse(queries, width, allow))
+                timings["sparse"] = time.perf_counter() - t
+            t = time.perf_counter()
+            hits = fuse(lists, width) if len(lists) > 1 else lists[0]
+            timings["fuse"] = time.perf_counter() - t
+            t = time.perf_counter()
+            rows = _store.chunks_by_ids(conn, np.unique(hits.ids[hits.ids != PADDING_ID]))
+            timings["fetch"] = time.perf_counter() - t
+        if rerank is not None:
+            t = time.perf_counter()
+            hits = _rerank(rerank, queries, hits, rows)
+            timings["rerank"] = time.perf_counter() - t
+        results = [SearchResults(_matches(hits, r, rows, k, by), timings, _row(hits, r))
+                   for r in range(len(queries))]
+        return results[0] if single else results
+
+    # ---- internals ---------------------------------------------------------------
+
+    def _write(self, texts, ids, metadata, replace: bool) -> list:
+        self._check_writable()
+        texts = _check_texts(texts)
+        metadata = self._check_metadata(metadata, len(texts))
+        with self._write_mutex:
+            conn = self._conn
+            if ids is None:
+                ids = self._generated_ids(len(texts))
+            ids = self._check_ids(ids, "ids")
+            if len(ids) != len(texts):
+                raise CollectionError(f"ids has {len(ids)} entries for {len(texts)} texts")
+            existing = _store.existing_ids(conn, ids)
+            if existing and not replace:
+                raise CollectionError(f"ids: {len(existing)} already in the collection (e.g. "
+                                      f"{existing[:3]!r}); use upsert to replace them")
+            chunked = [self._chunk(text, i) for i, text in enumerate(texts)]
+            hashes = [[_store.content_hash(c[2]) for c in doc] for doc in chunked]
+            new_vectors = self._embed_missing(conn, chunked, hashes)
+            dim = self._settings["dim"]
+            with self._rw.write():
+                with _store.transaction(conn):
+                    if dim is None and new_vectors:
+                        dim = len(next(iter(new_vectors.values()))) // 4
+                        _store.set_meta(conn, "dim", str(dim))
+                    if self._settings["id_type"] is None:
+                        _store.set_meta(conn, "id_type", type(ids[0]).__name__)
+                    dead = _store.delete_documents(conn, existing) if existing else \
+                        np.empty(0, np.int64)
+                    conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?)",
+                                     list(new_vectors.items()))
+                    fields = dict(self._fields)
+                    _store.record_fields(conn, fields, metadata)
+                    chunk_ids = []
+                    for uid, text, meta, doc, digests in zip(ids, texts, metadata, chunked, hashes):
+                        chunk_ids += _store.insert_document(
+                            conn, uid, text, meta, [c + (h,) for c, h in zip(doc, digests)])
+                    change = _store.bump_change(conn)
+                # Committed: from here on the write is acknowledged.
+                self._fields = fields
+                self._settings["dim"] = dim
+                self._settings["id_type"] = type(ids[0]).__name__
+                chunk_ids = np.array(chunk_ids, dtype=np.int64)
+                chunk_texts = [c[2] for doc in chunked for c in doc]
+                vectors = _store.chunk_vectors(conn, chunk_ids, dim)
+
+                def apply():
+                    self.indexes.remove(dead)
+                    self.indexes.add(chunk_ids, chunk_texts, vectors)
+
+                self._apply(apply, change)
+            self._maybe_save()
+        return ids
+
+    def _apply(self, change_indexes, change: int) -> None:
+        """Applies a committed change to the in-memory indexes; if that fails, they are
+        rebuilt from the database instead (the change is already durable)."""
+        try:
+            change_indexes()
+        except BaseException:
+            fresh = Indexes(self._settings)
+            fresh.catch_up(self._conn, self._settings["dim"])
+            self.indexes = fresh
+            raise
+        finally:
+            self.indexes.change = change
+
+    @contextlib.contextmanager
+    def _search_lock(self, conn):
+        """The in-memory lock a search holds: shared; exclusive in a read-only collection
+        whose indexes must first catch up with the snapshot conn reads."""
+        if self.readonly and _store.change_number(conn) != self.indexes.change:
+            with self._rw.write():
+                self._refresh(conn)
+                yield
+        else:
+            with self._rw.read():
+                yield
+
+    def _refresh(self, conn) -> None:
+        """Read-only: catches the indexes up with the snapshot conn reads."""
+        change = _store.change_number(conn)
+        if change == self.indexes.change:
+            return
+        meta = _store.read_meta(conn)
+        if self._settings["dim"] is None and "dim" in meta:
+            self._settings["dim"] = int(meta["dim"])
+        self._settings["id_type"] = meta.get("id_type")
+        self.indexes.catch_up(conn, self._settings["dim"])
+        self.indexes.change = change
+
+    def _maybe_save(self) -> None:
+        n = self.indexes.unsaved
+        if n >= _AUTOSAVE_MIN and n >= _AUTOSAVE_FRACTION * len(self.indexes.bm25):
+            self._save()
+
+    def _save(self) -> None:
+        # Called with the write mutex held: the indexes reflect the database's change number.
+        self.indexes.save(self.path, _store.change_number(self._conn))
+
+    def _snapshot(self):
+        """A read transaction on this thread's connection: one consistent snapshot."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            db = os.path.join(self.path, _store.DB_NAME)
+            conn = self._local.conn = _store.connect(db, readonly=True)
+        return _ReadTransaction(conn)
+
+    def _fields_now(self, conn) -> dict:
+        return _store.read_fields(conn) if self.readonly else self._fields
+
+    def _embed_missing(self, conn, chunked, hashes) -> dict:
+        """hash -> float32 bytes for the chunk texts whose embedding is not stored yet."""
+        todo = {}
+        flat_hashes = [h for doc in hashes for h in doc]
+        known = _store.known_hashes(conn, list(set(flat_hashes)))
+        for doc, digests in zip(chunked, hashes):
+            for chunk, digest in zip(doc, digests):
+                if digest not in known and digest not in todo:
+                    todo[digest] = chunk[2]
+        if not todo:
+            return {}
+        vectors = self._encode(list(todo.values()))
+        dim = self._settings["dim"]
+        if vectors.ndim != 2 or len(vectors) != len(todo) or (dim is not None and vectors.shape[1] != dim):
+            raise CollectionError(f"the encoder returned shape {vectors.shape} for {len(todo)} "
+                                  f"texts; expected ({len(todo)}, {dim or 'dim'})")
+        if not np.isfinite(vectors).all():
+            raise CollectionError("the encoder returned NaN or infinite values")
+        return {h: v.tobytes() for h, v in zip(todo, vectors)}
+
+    def _encode(self, texts, warn: bool = True) -> np.ndarray:
+        encoder = self._get_encoder()
+        try:
+            vectors = encoder.encode(texts, warn=warn)
+        except TypeError:
+            vectors = encoder.encode(texts)
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def _get_encoder(self):
+        if self._encoder is None:
+            if self._settings["encoder"] != "bundled":
+                raise CollectionError(
+                    f"this collection was created with the encoder {self._settings['encoder']}; "
+                    "pass it again: Collection.open(path, encoder=...)")
+            from ..encoders import default_encoder
+
+            self._encoder = default_encoder()
+        return self._encoder
+
+    def _chunk(self, text: str, index: int) -> list[tuple]:
+        cfg = self._settings["chunker"]
+        if cfg == "none":
+            start = len(text) - len(text.lstrip())
+            return [(start, len(text.rstrip()), text.strip())]
+        if self._chunker is None:
+            from .chunking import Chunker
+
+            tokenizer = self._encoder if _is_bi_encoder(self._encoder) else None
+            self._chunker = Chunker(tokenizer, cfg["chunk_size"], cfg["overlap"])
+        chunks = [(c.start, c.end, c.text) for c in self._chunker.chunk(text)]
+        if not chunks:
+            raise CollectionError(f"texts[{index}] gave no chunks (is it only punctuation?)")
+        return chunks
+
+    def _generated_ids(self, n: int) -> list:
+        if self._settings["id_type"] == "int":
+            top = self._conn.execute(
+                "SELECT MAX(user_id) FROM documents WHERE typeof(user_id) = 'integer'"
+            ).fetchone()[0]
+            start = 0 if top is None else top + 1
+            return list(range(start, start + n))
+        return [uuid.uuid4().hex for _ in range(n)]
+
+    def _check_ids(self, ids, name: str, allow_new_type: bool = False) -> list:
+        if isinstance(ids, (str, int, np.integer)) and not isinstance(ids, bool):
+            ids = [ids]
+        if isinstance(ids, np.ndarray):
+            ids = ids.tolist()
+        try:
+            ids = list(ids)
+        except TypeError:
+            raise TypeError(f"{name} must be a list of str or int ids, got "
+                            f"{type(ids).__name__}") from None
+        out = []
+        for i, v in enumerate(ids):
+            if isinstance(v, np.integer):
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, (int, str)):
+                raise TypeError(f"{name}[{i}] must be a str or an int, got {type(v).__name__}")
+            if isinstance(v, str) and not v:
+                raise CollectionError(f"{name}[{i}] is an empty string")
+            if isinstance(v, int) and not -2**63 <= v < 2**63:
+                raise CollectionError(f"{name}[{i}] = {v} does not fit in 64 bits")
+            out.append(v)
+        kinds = {type(v).__name__ for v in out}
+        if len(kinds) > 1:
+            raise TypeError(f"{name} mixes int and str ids; use one type")
+        have = self._settings["id_type"]
+        if kinds and have is not None and kinds != {have} and not allow_new_type:
+            raise TypeError(f"{name}: this collection's ids are {have}, got {kinds.pop()}")
+        if len(set(out)) != len(out):
+            seen, dup = set(), None
+            for v in out:
+                if v in seen:
+                    dup = v
+                    break
+                seen.add(v)
+            raise CollectionError(f"{name} contains {dup!r} more than once; ids must be unique")
+        return out
+
+    def _check_metadata(self, metadata, n: int) -> list[dict]:
+        if metadata is None:
+            return [{} for _ in range(n)]
+        if isinstance(metadata, dict):
+            raise TypeError("metadata must be a list of dicts, one per text")
+        metadata = list(metadata)
+        if len(metadata) != n:
+            raise CollectionError(f"metadata has {len(metadata)} entries for {n} texts")
+        schema = self._settings["schema"]
+        out = []
+        for i, meta in enumerate(metadata):
+            meta = {} if meta is None else meta
+            if not isinstance(meta, dict):
+                raise TypeError(f"metadata[{i}] must be a dict, got {type(meta).__name__}")
+            for key, value in meta.items():
+                if not isinstance(key, str) or not key or key.startswith("$") or \
+                        any(c in key for c in '"\\'):
+                    raise CollectionError(f"metadata[{i}]: key {key!r} must be a non-empty str "
+                                          "without quotes or backslashes, not starting with $")
+                if key in schema and value is not None and not _has_type(value, schema[key]):
+                    raise TypeError(f"metadata[{i}][{key!r}] must be {schema[key]} (the "
+                                    f"metadata_schema), got {type(value).__name__}")
+            try:
+                out.append(json.loads(json.dumps(meta, allow_nan=False)))
+            except (TypeError, ValueError) as err:
+                raise TypeError(f"metadata[{i}] is not JSON-serialisable ({err})") from None
+        return out
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise CollectionError(f"{self.path}: the collection is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.readonly:
+            raise CollectionError(f"{self.path}: opened readonly; open it with readonly=False "
+                                  "to write")
+
+
+class _ReadTransaction:
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN")
+        return self.conn
+
+    def __exit__(self, *exc):
+        self.conn.execute("COMMIT")
+        return False
+
+
+def _read_meta(conn, path: str) -> dict:
+    import sqlite3
+
+    try:
+        meta = _store.read_meta(conn)
+    except sqlite3.DatabaseError as err:
+        raise CollectionError(f"{path}: not a ragcore collection ({err})") from None
+    if "format_version" not in meta or "settings" not in meta:
+        raise CollectionError(f"{path}: not a ragcore collection (no format version)")
+    return meta
+
+
+def _prepare_directory(path: str) -> None:
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise CollectionError(f"{path}: exists and is not a directory")
+        if os.path.exists(os.path.join(path, _store.DB_NAME)):
+            raise CollectionError(f"{path}: already a collection; use Collection.open")
+        if os.listdir(path):
+            raise CollectionError(f"{path}: the directory is not empty")
+        if not os.access(path, os.W_OK):
+            raise PermissionError(f"{path}: no write permission")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.access(parent, os.W_OK):
+        raise PermissionError(f"{path}: no write permission in {parent}")
+    os.makedirs(path)
+
+
+def _describe(encoder) -> str:
+    if not hasattr(encoder, "encode"):
+        raise TypeError(f"encoder must have encode(texts) -> vectors, got {type(encoder).__name__}")
+    return repr(encoder)
+
+
+def _is_bi_encoder(encoder) -> bool:
+    return encoder is not None and hasattr(encoder, "tokenizer") and \
+        hasattr(encoder.tokenizer, "token_spans")
+
+
+def _chunker_settings(chunker):
+    if chunker == "none":
+        return "none"
+    if chunker is None:
+        return {"chunk_size": 200, "overlap": 40}
+    if not hasattr(chunker, "chunk"):
+        raise TypeError(f"chunker must be a Chunker, None or 'none', got {type(chunker).__name__}")
+    return {"chunk_size": int(getattr(chunker, "chunk_size", 200)),
+            "overlap": int(getattr(chunker, "overlap", 40))}
+
+
+def _dense_settings(dense) -> dict:
+    if isinstance(dense, str):
+        check_choice(dense, "dense", tuple(_DENSE_DEFAULTS))
+        return dict(_DENSE_DEFAULTS[dense])
+    if not isinstance(dense, dict):
+        raise TypeError(f"dense must be 'flat', 'ivf' or a dict of options, got {type(dense).__name__}")
+    kind = check_choice(dense.get("kind", "flat"), "dense['kind']", tuple(_DENSE_DEFAULTS))
+    out = dict(_DENSE_DEFAULTS[kind])
+    unknown = set(dense) - set(out)
+    if unknown:
+        raise CollectionError(f"dense: unknown options {sorted(unknown)}; expected {sorted(out)}")
+    out.update(dense)
+    check_choice(out["metric"], "dense['metric']", ("ip", "cosine", "l2"))
+    if kind == "ivf":
+        check_positive_int(out["nlist"], "dense['nlist']")
+        check_positive_int(out["nprobe"], "dense['nprobe']")
+    return out
+
+
+def _bm25_settings(bm25) -> dict:
+    from ..sparse.bm25 import BM25Index
+
+    options = dict(bm25 or {})
+    BM25Index(**options)  # checks every option now, before anything is written
+    return options
+
+
+def _check_schema(schema) -> dict:
+    if schema is None:
+        return {}
+    if not isinstance(schema, dict):
+        raise TypeError("metadata_schema must be a dict {field: 'str' | 'int' | 'float' | 'bool'}")
+    for name, kind in schema.items():
+        if not isinstance(name, str) or not name or name.startswith("$") or \
+                any(c in name for c in '"\\'):
+            raise CollectionError(f"metadata_schema: bad field name {name!r}")
+        check_choice(kind, f"metadata_schema[{name!r}]", tuple(t for t in SCALAR_TYPES if t != "null"))
+    return dict(schema)
+
+
+def _has_type(value, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, str)
+
+
+def _check_texts(texts) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str; wrap one text in a list")
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(f"texts must be a list of str, got {type(texts).__name__}") from None
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}")
+        if not t.strip():
+            raise CollectionError(f"texts[{i}] is empty or only whitespace")
+    return texts
+
+
+def _check_queries(queries) -> list[str]:
+    if isinstance(queries, (bytes, dict)) or not hasattr(queries, "__iter__"):
+        raise TypeError(f"query must be a str or a list of str, got {type(queries).__name__}")
+    queries = list(queries)
+    if not queries:
+        raise CollectionError("query: an empty list of queries")
+    for i, q in enumerate(queries):
+        if not isinstance(q, str):
+            raise TypeError(f"query[{i}] must be a str, got {type(q).__name__}")
+    return queries
+
+
+def _fusion_function(fusion):
+    from . import fusion as fusion_module
+
+    if callable(fusion):
+        return lambda lists, k: fusion(lists, k=k)
+    if isinstance(fusion, dict):
+        options = dict(fusion)
+        return lambda lists, k: fusion_module.combine(lists, k=k, **options)
+    check_choice(fusion, "fusion", FUSIONS)
+    if fusion == "rrf":
+        return lambda lists, k: fusion_module.rrf(lists, k=k)
+    return lambda lists, k: fusion_module.combine(lists, method=fusion, k=k)
+
+
+def _rerank(reranker, queries, hits: Hits, rows: dict) -> Hits:
+    scores = np.full(hits.ids.shape, -np.inf, dtype=np.float32)
+    ids = np.full(hits.ids.shape, PADDING_ID, dtype=np.int64)
+    for r, query in enumerate(queries):
+        cand = hits.ids[r][hits.ids[r] != PADDING_ID]
+        if not len(cand):
+            continue
+        s = np.asarray(reranker.score(query, [rows[int(c)][4] for c in cand]), dtype=np.float32)
+        if s.shape != cand.shape or not np.isfinite(s).all():
+            raise ValueError(f"rerank: the reranker returned {s.shape} scores for {len(cand)} "
+                             "passages (or non-finite ones)")
+        order = np.lexsort((cand, -s.astype(np.float64)))
+        scores[r, : len(cand)], ids[r, : len(cand)] = s[order], cand[order]
+    return Hits(scores, ids)
+
+
+def _matches(hits: Hits, r: int, rows: dict, k: int, by: str) -> list[Match]:
+    out, seen = [], set()
+    for cid, score in zip(hits.ids[r], hits.scores[r]):
+        if cid == PADDING_ID or len(out) == k:
+            break
+        uid, position, start, end, text, meta = rows[int(cid)]
+        if by == "document":
+            if uid in seen:
+                continue
+            seen.add(uid)
+        out.append(Match(uid, int(cid), position, start, end, text, float(score), json.loads(meta)))
+    return out
+
+
+def _row(hits: Hits, r: int) -> Hits:
+    return Hits(hits.scores[r : r + 1].copy(), hits.ids[r : r + 1].copy())
+

@@ -246,6 +246,12 @@ def count_documents(conn, flt, fields: dict) -> int:
     return conn.execute(f"SELECT COUNT(*) FROM documents WHERE {sql}", params).fetchone()[0]
 
 
+def document_ids(conn, flt, fields: dict) -> list:
+    sql, params = ("1", []) if flt is None else compile_filter(flt, fields)
+    return [r[0] for r in conn.execute(f"SELECT user_id FROM documents WHERE {sql} ORDER BY rowid",
+                                       params)]
+
+
 def get_documents(conn, ids: list) -> dict:
     """user id -> (text, metadata dict)."""
     out = {}

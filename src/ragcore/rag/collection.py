@@ -205,6 +205,12 @@ class Collection:
         with self._snapshot() as conn:
             return _store.count_documents(conn, filter, self._fields_now(conn))
 
+    def ids(self, filter=None) -> list:
+        """Every document id (matching filter, if given), in the order they were added."""
+        self._check_open()
+        with self._snapshot() as conn:
+            return _store.document_ids(conn, filter, self._fields_now(conn))
+
     def get(self, ids) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
         self._check_open()
@@ -215,26 +221,30 @@ class Collection:
 
     # ---- writing ---------------------------------------------------------------
 
-    def add(self, texts, ids=None, metadata=None) -> list:
+    def add(self, texts, ids=None, metadata=None, embeddings=None) -> list:
         """Adds documents (chunked, embedded, indexed in both indexes); returns their ids.
 
         texts: a list of str. ids: one per text, all int or all str, new and distinct
         (default: random uuid strings). metadata: one JSON-serialisable dict per text.
+        embeddings: float32 [len(texts), dim] computed elsewhere (only with chunker="none":
+        one chunk per document), stored instead of encoding.
         Nothing is written if any argument is bad or any id exists (use upsert).
         """
-        return self._write(texts, ids, metadata, replace=False)
+        return self._write(texts, ids, metadata, embeddings, replace=False)
 
-    def upsert(self, texts, ids, metadata=None) -> list:
+    def upsert(self, texts, ids, metadata=None, embeddings=None) -> list:
         """Adds documents, replacing (chunks, embeddings, metadata) those whose id exists."""
         if ids is None:
             raise CollectionError("upsert needs ids (the documents to replace or add)")
-        return self._write(texts, ids, metadata, replace=True)
+        return self._write(texts, ids, metadata, embeddings, replace=True)
 
     def delete(self, ids, missing_ok: bool = False) -> int:
         """Deletes documents by id; returns how many were deleted. Unknown ids are an error
         (nothing deleted) unless missing_ok."""
         self._check_writable()
         ids = self._check_ids(ids, "ids", allow_new_type=True)
+        if not ids:
+            return 0
         with self._write_mutex:
             conn = self._conn
             found = set(_store.existing_ids(conn, ids))
@@ -305,17 +315,36 @@ class Collection:
         self._check_open()
         single = isinstance(query, str)
         queries = [query] if single else _check_queries(query)
-        k = check_positive_int(k, "k")
-        k0 = max(check_positive_int(k0, "k0"), k)
         mode = check_choice(mode, "mode", MODES)
-        by = check_choice(by, "by", ("chunk", "document"))
-        fuse = _fusion_function(fusion)
         timings = dict.fromkeys(STAGES, 0.0)
         vectors = None
         if mode != "sparse" and self._settings["dim"] is not None:
             t = time.perf_counter()
-            vectors = self._encode(queries, warn=False)
+            vectors = self._encode(queries, warn=False, queries=True)
             timings["encode"] = time.perf_counter() - t
+        results = self._search(queries, vectors, k, mode, filter, fusion, rerank, k0, by, timings)
+        return results[0] if single else results
+
+    def search_by_vector(self, vectors, k: int = 10, filter=None, by: str = "chunk"):
+        """Dense search with query vectors already computed: one vector (1-D: returns
+        SearchResults) or a matrix [nq, dim] (a list of SearchResults)."""
+        self._check_open()
+        from .._util.arrays import as_float_matrix
+
+        single = np.ndim(vectors) == 1
+        dim = self._settings["dim"]
+        vectors = np.ascontiguousarray(as_float_matrix(vectors, "vectors", dim), dtype=np.float32) \
+            if dim is not None else None
+        nq = 1 if vectors is None else len(vectors)
+        results = self._search([""] * nq, vectors, k, "dense", filter, "rrf", None, k, by,
+                               dict.fromkeys(STAGES, 0.0))
+        return results[0] if single else results
+
+    def _search(self, queries, vectors, k, mode, filter, fusion, rerank, k0, by, timings):
+        k = check_positive_int(k, "k")
+        k0 = max(check_positive_int(k0, "k0"), k)
+        by = check_choice(by, "by", ("chunk", "document"))
+        fuse = _fusion_function(fusion)
         with self._snapshot() as conn, self._search_lock(conn):
             allow = None
             if filter is not None:
@@ -345,16 +374,16 @@ class Collection:
             t = time.perf_counter()
             hits = _rerank(rerank, queries, hits, rows)
             timings["rerank"] = time.perf_counter() - t
-        results = [SearchResults(_matches(hits, r, rows, k, by), timings, _row(hits, r))
-                   for r in range(len(queries))]
-        return results[0] if single else results
+        return [SearchResults(_matches(hits, r, rows, k, by), timings, _row(hits, r))
+                for r in range(len(queries))]
 
     # ---- internals ---------------------------------------------------------------
 
-    def _write(self, texts, ids, metadata, replace: bool) -> list:
+    def _write(self, texts, ids, metadata, embeddings, replace: bool) -> list:
         self._check_writable()
         texts = _check_texts(texts)
         metadata = self._check_metadata(metadata, len(texts))
+        given = self._check_embeddings(embeddings, len(texts))
         with self._write_mutex:
             conn = self._conn
             if ids is None:
@@ -368,7 +397,10 @@ class Collection:
                                       f"{existing[:3]!r}); use upsert to replace them")
             chunked = [self._chunk(text, i) for i, text in enumerate(texts)]
             hashes = [[_store.content_hash(c[2]) for c in doc] for doc in chunked]
-            new_vectors = self._embed_missing(conn, chunked, hashes)
+            if given is None:
+                new_vectors = self._embed_missing(conn, chunked, hashes)
+            else:
+                new_vectors = {h[0]: v.tobytes() for h, v in zip(hashes, given)}
             dim = self._settings["dim"]
             with self._rw.write():
                 with _store.transaction(conn):
@@ -481,11 +513,15 @@ class Collection:
             raise CollectionError("the encoder returned NaN or infinite values")
         return {h: v.tobytes() for h, v in zip(todo, vectors)}
 
-    def _encode(self, texts, warn: bool = True) -> np.ndarray:
+    def _encode(self, texts, warn: bool = True, queries: bool = False) -> np.ndarray:
+        """Vectors of texts; queries go through the encoder's encode_queries if it has one
+        (models that embed queries differently from passages)."""
         encoder = self._get_encoder()
-        try:
+        if queries and hasattr(encoder, "encode_queries"):
+            vectors = encoder.encode_queries(texts)
+        elif _is_bi_encoder(encoder):
             vectors = encoder.encode(texts, warn=warn)
-        except TypeError:
+        else:
             vectors = encoder.encode(texts)
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
@@ -503,8 +539,7 @@ class Collection:
     def _chunk(self, text: str, index: int) -> list[tuple]:
         cfg = self._settings["chunker"]
         if cfg == "none":
-            start = len(text) - len(text.lstrip())
-            return [(start, len(text.rstrip()), text.strip())]
+            return [(0, len(text), text)]
         if self._chunker is None:
             from .chunking import Chunker
 
@@ -560,6 +595,20 @@ class Collection:
                 seen.add(v)
             raise CollectionError(f"{name} contains {dup!r} more than once; ids must be unique")
         return out
+
+    def _check_embeddings(self, embeddings, n: int):
+        if embeddings is None:
+            return None
+        if self._settings["chunker"] != "none":
+            raise CollectionError("embeddings= needs a collection created with chunker='none' "
+                                  "(one chunk, so one vector, per document)")
+        from .._util.arrays import as_float_matrix
+
+        x = np.ascontiguousarray(as_float_matrix(embeddings, "embeddings", self._settings["dim"]),
+                                 dtype=np.float32)
+        if len(x) != n:
+            raise CollectionError(f"embeddings has {len(x)} rows for {n} texts")
+        return x
 
     def _check_metadata(self, metadata, n: int) -> list[dict]:
         if metadata is None:

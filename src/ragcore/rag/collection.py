@@ -298,7 +298,7 @@ class Collection:
     # ---- search ----------------------------------------------------------------
 
     def search(self, query, k: int = 10, mode: str = "hybrid", filter=None, fusion="rrf",
-               rerank=None, k0: int = 50, by: str = "chunk"):
+               rerank=None, k0: int = 50, by: str = "chunk", query_vector=None):
         """Searches one query (a str: returns SearchResults) or a list of queries (a list
         of SearchResults, one per query).
 
@@ -311,6 +311,8 @@ class Collection:
         rerank: None, or anything with ``score(query, passages) -> scores`` (a
             CrossEncoder); it reorders the k0 fused candidates.
         by: "chunk" (each match a chunk) or "document" (each document once, its best chunk).
+        query_vector: the queries' vectors ([dim] or [nq, dim]) when computed elsewhere
+            (the dense side then encodes nothing).
         """
         self._check_open()
         single = isinstance(query, str)
@@ -318,7 +320,9 @@ class Collection:
         mode = check_choice(mode, "mode", MODES)
         timings = dict.fromkeys(STAGES, 0.0)
         vectors = None
-        if mode != "sparse" and self._settings["dim"] is not None:
+        if query_vector is not None and mode != "sparse":
+            vectors = self._query_vectors(query_vector, len(queries))
+        elif mode != "sparse" and self._settings["dim"] is not None:
             t = time.perf_counter()
             vectors = self._encode(queries, warn=False, queries=True)
             timings["encode"] = time.perf_counter() - t
@@ -329,16 +333,24 @@ class Collection:
         """Dense search with query vectors already computed: one vector (1-D: returns
         SearchResults) or a matrix [nq, dim] (a list of SearchResults)."""
         self._check_open()
-        from .._util.arrays import as_float_matrix
-
         single = np.ndim(vectors) == 1
-        dim = self._settings["dim"]
-        vectors = np.ascontiguousarray(as_float_matrix(vectors, "vectors", dim), dtype=np.float32) \
-            if dim is not None else None
-        nq = 1 if vectors is None else len(vectors)
+        nq = 1 if single else len(vectors)
+        vectors = self._query_vectors(vectors, nq)
         results = self._search([""] * nq, vectors, k, "dense", filter, "rrf", None, k, by,
                                dict.fromkeys(STAGES, 0.0))
         return results[0] if single else results
+
+    def _query_vectors(self, vectors, nq: int):
+        """float32 [nq, dim] query vectors, or None while the collection has no vectors."""
+        from .._util.arrays import as_float_matrix
+
+        dim = self._settings["dim"]
+        if dim is None:
+            return None
+        x = np.ascontiguousarray(as_float_matrix(vectors, "query_vector", dim), dtype=np.float32)
+        if len(x) != nq:
+            raise CollectionError(f"query_vector has {len(x)} rows for {nq} queries")
+        return x
 
     def _search(self, queries, vectors, k, mode, filter, fusion, rerank, k0, by, timings):
         k = check_positive_int(k, "k")

@@ -328,3 +328,16 @@ def test_declared_fields_are_indexed_and_type_checked(tmp_path):
             "json_extract(metadata, '$.\"year\"') = 2001").fetchall()
         assert any("field_" in str(row) for row in plan)
         assert col.count({"lang": {"$exists": False}}) == 1  # declared, never set: known
+
+
+def test_cached_allow_sets_follow_every_write(filled):
+    col, *_ = filled
+    flt = {"lang": "xx"}
+    col.add(["alpha omega"], ids=[1000], metadata=[{"lang": "xx"}])
+    assert [m.id for m in col.search("alpha", k=5, filter=flt)] == [1000]
+    col.add(["alpha beta omega"], ids=[1001], metadata=[{"lang": "xx"}])
+    assert sorted(m.id for m in col.search("alpha", k=5, filter=flt)) == [1000, 1001]
+    col.delete([1000])
+    assert [m.id for m in col.search("alpha", k=5, filter=flt, mode="dense")] == [1001]
+    col.upsert(["alpha"], ids=[1001], metadata=[{"lang": "en"}])
+    assert col.search("alpha", k=5, filter=flt) == []

@@ -235,8 +235,8 @@ def chunks_by_ids(conn, chunk_ids) -> dict:
 def filtered_chunk_ids(conn, flt, fields: dict) -> np.ndarray:
     sql, params = compile_filter(flt, fields)
     rows = conn.execute("SELECT c.chunk_id FROM chunks c JOIN documents d ON d.rowid = c.doc_rowid "
-                        f"WHERE {sql}", params).fetchall()
-    return np.array([r[0] for r in rows], dtype=np.int64)
+                        f"WHERE {sql}", params)
+    return np.fromiter((r[0] for r in rows), dtype=np.int64)
 
 
 def count_documents(conn, flt, fields: dict) -> int:

@@ -27,6 +27,7 @@ import numpy as np
 from .._util.arrays import check_choice, check_positive_int
 from ..hits import PADDING_ID, Hits
 from . import _store
+from ._allow_cache import AllowCache
 from ._filters import FilterError, SCALAR_TYPES
 from ._indexes import Indexes, empty_hits
 from ._locking import ReadWriteLock, WriterLock
@@ -94,6 +95,7 @@ class Collection:
         self._rw = ReadWriteLock()
         self._local = threading.local()
         self._fields = _store.read_fields(conn)
+        self._allow_cache = AllowCache()
         self._closed = False
         self.indexes, self.repaired = Indexes.load(path, settings, conn, settings.get("dim"))
         if self.repaired and not readonly:
@@ -361,7 +363,7 @@ class Collection:
             allow = None
             if filter is not None:
                 t = time.perf_counter()
-                allow = _store.filtered_chunk_ids(conn, filter, self._fields_now(conn))
+                allow = self._allowed(conn, filter)
                 timings["filter"] = time.perf_counter() - t
             width = k0 if (mode == "hybrid" or rerank is not None or by == "document") else k
             lists = []
@@ -501,6 +503,15 @@ class Collection:
             db = os.path.join(self.path, _store.DB_NAME)
             conn = self._local.conn = _store.connect(db, readonly=True)
         return _ReadTransaction(conn)
+
+    def _allowed(self, conn, flt) -> np.ndarray:
+        """The chunk ids flt allows in conn's snapshot (cached until the next change)."""
+        key = AllowCache.key(flt, _store.change_number(conn))
+        allow = self._allow_cache.get(key)
+        if allow is None:
+            allow = _store.filtered_chunk_ids(conn, flt, self._fields_now(conn))
+            self._allow_cache.put(key, allow)
+        return allow
 
     def _fields_now(self, conn) -> dict:
         return _store.read_fields(conn) if self.readonly else self._fields

@@ -10,13 +10,14 @@ from .dense.gpu import DeviceHits, GpuFlatIndex
 from .hits import Hits
 from .dense.ivf import IVFIndex
 from .sparse.tokenizer import tokenize
+from .rag.collection import Collection
 
 from . import evaluate, rag  # submodules: ragcore.rag.fusion.rrf, ragcore.evaluate.evaluate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BM25Index", "BiEncoder", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
+    "BM25Index", "BiEncoder", "Collection", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
     "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker",
     "TruncationWarning", "__version__", "cuda_device_count", "evaluate", "rag", "tokenize",
 ]

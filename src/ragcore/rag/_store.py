@@ -79,13 +79,14 @@ def create_schema(conn: sqlite3.Connection, settings: dict, schema: dict) -> Non
 
 
 class transaction:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on any exception)."""
+    """BEGIN IMMEDIATE (a write) or BEGIN (a read: one snapshot) ... COMMIT (ROLLBACK on
+    any exception)."""
 
-    def __init__(self, conn):
-        self.conn = conn
+    def __init__(self, conn, write: bool = True):
+        self.conn, self.begin = conn, "BEGIN IMMEDIATE" if write else "BEGIN"
 
     def __enter__(self):
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute(self.begin)
         return self.conn
 
     def __exit__(self, kind, value, tb):

@@ -502,7 +502,7 @@ class Collection:
         if conn is None:
             db = os.path.join(self.path, _store.DB_NAME)
             conn = self._local.conn = _store.connect(db, readonly=True)
-        return _ReadTransaction(conn)
+        return _store.transaction(conn, write=False)
 
     def _allowed(self, conn, flt) -> np.ndarray:
         """The chunk ids flt allows in conn's snapshot (cached until the next change)."""
@@ -670,19 +670,6 @@ class Collection:
         if self.readonly:
             raise CollectionError(f"{self.path}: opened readonly; open it with readonly=False "
                                   "to write")
-
-
-class _ReadTransaction:
-    def __init__(self, conn):
-        self.conn = conn
-
-    def __enter__(self):
-        self.conn.execute("BEGIN")
-        return self.conn
-
-    def __exit__(self, *exc):
-        self.conn.execute("COMMIT")
-        return False
 
 
 def _read_meta(conn, path: str) -> dict:

@@ -341,3 +341,31 @@ def test_cached_allow_sets_follow_every_write(filled):
     assert [m.id for m in col.search("alpha", k=5, filter=flt, mode="dense")] == [1001]
     col.upsert(["alpha"], ids=[1001], metadata=[{"lang": "en"}])
     assert col.search("alpha", k=5, filter=flt) == []
+
+
+class WordOverlapReranker:
+    """Scores a passage by how many query words it holds (ties: the search keeps chunk ids
+    ascending)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def score(self, query, passages):
+        self.calls += 1
+        words = set(query.split())
+        return np.array([len(words & set(p.split())) for p in passages], dtype=np.float32)
+
+
+def test_rerank_reorders_the_fused_candidates(filled):
+    col, texts, _, _ = filled
+    reranker = WordOverlapReranker()
+    q = "alpha beta gamma delta"
+    got = col.search(q, k=5, k0=40, rerank=reranker)
+    first_stage = col.search(q, k=40)
+    assert reranker.calls == 1 and got.timings["rerank"] > 0
+    overlap = [len(set(q.split()) & set(texts[m.id].split())) for m in got]
+    assert [m.score for m in got] == sorted([m.score for m in got], reverse=True)
+    assert overlap == [int(m.score) for m in got]
+    best_possible = sorted((len(set(q.split()) & set(m.text.split())) for m in first_stage),
+                           reverse=True)[:5]
+    assert overlap == best_possible

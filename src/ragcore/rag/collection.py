@@ -182,6 +182,10 @@ class Collection:
                 self._save()
             self._closed = True
             self._conn.close()
+            local = getattr(self._local, "conn", None)  # this thread's reader (others end with it)
+            if local is not None:
+                local.close()
+                self._local.conn = None
             if self._writer_lock is not None:
                 self._writer_lock.release()
 

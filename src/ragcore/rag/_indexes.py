@@ -33,7 +33,11 @@ from . import _store
 
 MANIFEST = "indexes.json"
 _MAX_TOMBSTONES = 1024
-_EXACT_ALLOW_MAX = 4096  # filters allowing at most this many chunks are scored exactly
+# A filter allowing at most max(_EXACT_ALLOW_MAX, a quarter of the chunks) is answered by
+# gathering those vectors and scoring them alone: copying m rows and scanning them reads
+# and writes about 3m rows, against n rows for the filtered scan of everything.
+_EXACT_ALLOW_MAX = 4096
+_EXACT_ALLOW_FRACTION = 0.25
 _IVF_TRAIN_PER_LIST = 30  # IVF trains once this many vectors per list exist (flat before)
 
 
@@ -126,7 +130,8 @@ class Indexes:
         nq = len(vectors)
         if self.dense is None or len(self.dense) == 0 or (allow is not None and not len(allow)):
             return empty_hits(nq, k)
-        if allow is not None and len(allow) <= _EXACT_ALLOW_MAX:
+        if allow is not None and len(allow) <= max(_EXACT_ALLOW_MAX,
+                                                    _EXACT_ALLOW_FRACTION * len(self.dense)):
             return self._exact_dense(vectors, k, allow, conn)
         options = {}
         if isinstance(self.dense, IVFIndex):

@@ -6,7 +6,9 @@ embeddings given to all three (encoding is excluded).
 Corpus: the standard-library documentation (ragcore.cli.datasets.stdlib_docs) cut into
 chunks of at most 128 tokens and encoded once with the bundled all-MiniLM-L6-v2 (int8;
 cached); repeated until --n chunks, each repeat's vector the original plus small Gaussian
-noise (sigma 0.01, renormalised) so that no two vectors tie. Metadata: an integer "bucket"
+noise (sigma 0.01, renormalised) so that no two vectors tie, and every text suffixed with
+its number so that no two texts are equal (equal texts share one embedding in a
+collection). Metadata: an integer "bucket"
 uniform in 0..99, so the filter bucket < 1 / 10 / 50 allows 1% / 10% / 50% of the chunks.
 Queries: the corpus's questions (docstring summaries), encoded the same way.
 
@@ -52,12 +54,16 @@ def corpus(n: int, seed: int = 0):
     encoder = default_encoder()
     chunker = Chunker(encoder, chunk_size=128, overlap=16)
     chunks = [c.text for c in chunker.chunk_documents((d.doc_id, d.text) for d in data.documents)]
-    cache = EmbeddingCache(encoder, show_progress=True)
+    # A cache of this script's own: a shared one is rewritten by whatever else encodes.
+    cache = EmbeddingCache(encoder, directory=_common.RESULTS_DIR / "collection-embeddings",
+                           show_progress=True)
     base = cache.encode(chunks)
     queries = cache.encode(data.questions)
     rng = np.random.default_rng(seed)
     reps = -(-n // len(chunks))
-    texts = [f"{t} [{r}]" if r else t for r in range(reps) for t in chunks][:n]
+    # Every text unique (a collection gives equal texts one embedding; the noisy repeats
+    # must stay distinct).
+    texts = [f"{t} [{i}]" for i, t in enumerate(t for _ in range(reps) for t in chunks)][:n]
     vectors = np.tile(base, (reps, 1))[:n]
     noise = rng.normal(0.0, 0.01, size=vectors.shape).astype(np.float32)
     noise[: len(chunks)] = 0.0

@@ -104,12 +104,12 @@ def test_a_selective_filter_still_returns_k_and_only_allowed(filled):
     # Above the exact-scoring threshold the native filtered scan answers: the same results.
     flt = {"year": {"$gte": 2000}}
     exact = col.search("beta gamma", k=10, mode="dense", filter=flt)
-    old = indexes_module._EXACT_ALLOW_MAX, indexes_module._EXACT_ALLOW_FRACTION
-    indexes_module._EXACT_ALLOW_MAX, indexes_module._EXACT_ALLOW_FRACTION = 0, 0.0
+    old = indexes_module._EXACT_ALLOW_MAX
+    indexes_module._EXACT_ALLOW_MAX = 0
     try:
         scanned = col.search("beta gamma", k=10, mode="dense", filter=flt)
     finally:
-        indexes_module._EXACT_ALLOW_MAX, indexes_module._EXACT_ALLOW_FRACTION = old
+        indexes_module._EXACT_ALLOW_MAX = old
     np.testing.assert_allclose([m.score for m in exact], [m.score for m in scanned], atol=1e-6)
 
 

@@ -27,8 +27,9 @@ import numpy as np
 from .._util.arrays import check_choice, check_positive_int
 from ..hits import PADDING_ID, Hits
 from . import _store
+from . import _collection_checks as _checks
 from ._allow_cache import AllowCache
-from ._filters import FilterError, SCALAR_TYPES
+from ._filters import FilterError
 from ._indexes import Indexes, empty_hits
 from ._locking import ReadWriteLock, WriterLock
 from ._store import CollectionError, CollectionLockedError
@@ -38,9 +39,6 @@ FUSIONS = ("rrf", "wsum", "combsum", "combmnz")
 STAGES = ("filter", "encode", "dense", "sparse", "fuse", "rerank", "fetch")
 _AUTOSAVE_MIN = 1000      # index files are rewritten once this many chunks changed ...
 _AUTOSAVE_FRACTION = 0.1  # ... and at least this fraction of the collection
-_DENSE_DEFAULTS = {"flat": {"kind": "flat", "dtype": "float32", "metric": "ip"},
-                   "ivf": {"kind": "ivf", "nlist": 256, "nprobe": 32, "dtype": "float32",
-                           "metric": "ip"}}
 
 __all__ = ["Collection", "CollectionError", "CollectionLockedError", "Document", "FilterError",
            "Match", "SearchResults"]
@@ -119,11 +117,11 @@ class Collection:
             SQLite and whose values are type-checked; other fields may still be used.
         """
         path = os.fspath(path)
-        settings = {"encoder": "bundled" if encoder is None else _describe(encoder),
-                    "chunker": _chunker_settings(chunker), "dense": _dense_settings(dense),
-                    "bm25": _bm25_settings(bm25), "dim": None, "id_type": None,
-                    "schema": _check_schema(metadata_schema)}
-        _prepare_directory(path)
+        settings = {"encoder": "bundled" if encoder is None else _checks.describe(encoder),
+                    "chunker": _checks.chunker_settings(chunker),
+                    "dense": _checks.dense_settings(dense), "bm25": _checks.bm25_settings(bm25),
+                    "dim": None, "id_type": None, "schema": _checks.check_schema(metadata_schema)}
+        _checks.prepare_directory(path)
         db = os.path.join(path, _store.DB_NAME)
         lock = WriterLock(path)
         try:
@@ -322,7 +320,7 @@ class Collection:
         """
         self._check_open()
         single = isinstance(query, str)
-        queries = [query] if single else _check_queries(query)
+        queries = [query] if single else _checks.check_queries(query)
         mode = check_choice(mode, "mode", MODES)
         timings = dict.fromkeys(STAGES, 0.0)
         vectors = None
@@ -399,7 +397,7 @@ class Collection:
 
     def _write(self, texts, ids, metadata, embeddings, replace: bool) -> list:
         self._check_writable()
-        texts = _check_texts(texts)
+        texts = _checks.check_texts(texts)
         metadata = self._check_metadata(metadata, len(texts))
         given = self._check_embeddings(embeddings, len(texts))
         with self._write_mutex:
@@ -546,7 +544,7 @@ class Collection:
         encoder = self._get_encoder()
         if queries and hasattr(encoder, "encode_queries"):
             vectors = encoder.encode_queries(texts)
-        elif _is_bi_encoder(encoder):
+        elif _checks.is_bi_encoder(encoder):
             vectors = encoder.encode(texts, warn=warn)
         else:
             vectors = encoder.encode(texts)
@@ -570,7 +568,7 @@ class Collection:
         if self._chunker is None:
             from .chunking import Chunker
 
-            tokenizer = self._encoder if _is_bi_encoder(self._encoder) else None
+            tokenizer = self._encoder if _checks.is_bi_encoder(self._encoder) else None
             self._chunker = Chunker(tokenizer, cfg["chunk_size"], cfg["overlap"])
         chunks = [(c.start, c.end, c.text) for c in self._chunker.chunk(text)]
         if not chunks:
@@ -656,7 +654,8 @@ class Collection:
                         any(c in key for c in '"\\'):
                     raise CollectionError(f"metadata[{i}]: key {key!r} must be a non-empty str "
                                           "without quotes or backslashes, not starting with $")
-                if key in schema and value is not None and not _has_type(value, schema[key]):
+                if key in schema and value is not None and \
+                        not _checks.has_type(value, schema[key]):
                     raise TypeError(f"metadata[{i}][{key!r}] must be {schema[key]} (the "
                                     f"metadata_schema), got {type(value).__name__}")
             try:
@@ -686,122 +685,6 @@ def _read_meta(conn, path: str) -> dict:
     if "format_version" not in meta or "settings" not in meta:
         raise CollectionError(f"{path}: not a ragcore collection (no format version)")
     return meta
-
-
-def _prepare_directory(path: str) -> None:
-    if os.path.exists(path):
-        if not os.path.isdir(path):
-            raise CollectionError(f"{path}: exists and is not a directory")
-        if os.path.exists(os.path.join(path, _store.DB_NAME)):
-            raise CollectionError(f"{path}: already a collection; use Collection.open")
-        if os.listdir(path):
-            raise CollectionError(f"{path}: the directory is not empty")
-        if not os.access(path, os.W_OK):
-            raise PermissionError(f"{path}: no write permission")
-        return
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.access(parent, os.W_OK):
-        raise PermissionError(f"{path}: no write permission in {parent}")
-    os.makedirs(path)
-
-
-def _describe(encoder) -> str:
-    if not hasattr(encoder, "encode"):
-        raise TypeError(f"encoder must have encode(texts) -> vectors, got {type(encoder).__name__}")
-    return repr(encoder)
-
-
-def _is_bi_encoder(encoder) -> bool:
-    return encoder is not None and hasattr(encoder, "tokenizer") and \
-        hasattr(encoder.tokenizer, "token_spans")
-
-
-def _chunker_settings(chunker):
-    if chunker == "none":
-        return "none"
-    if chunker is None:
-        return {"chunk_size": 200, "overlap": 40}
-    if not hasattr(chunker, "chunk"):
-        raise TypeError(f"chunker must be a Chunker, None or 'none', got {type(chunker).__name__}")
-    return {"chunk_size": int(getattr(chunker, "chunk_size", 200)),
-            "overlap": int(getattr(chunker, "overlap", 40))}
-
-
-def _dense_settings(dense) -> dict:
-    if isinstance(dense, str):
-        check_choice(dense, "dense", tuple(_DENSE_DEFAULTS))
-        return dict(_DENSE_DEFAULTS[dense])
-    if not isinstance(dense, dict):
-        raise TypeError(f"dense must be 'flat', 'ivf' or a dict of options, got {type(dense).__name__}")
-    kind = check_choice(dense.get("kind", "flat"), "dense['kind']", tuple(_DENSE_DEFAULTS))
-    out = dict(_DENSE_DEFAULTS[kind])
-    unknown = set(dense) - set(out)
-    if unknown:
-        raise CollectionError(f"dense: unknown options {sorted(unknown)}; expected {sorted(out)}")
-    out.update(dense)
-    check_choice(out["metric"], "dense['metric']", ("ip", "cosine", "l2"))
-    if kind == "ivf":
-        check_positive_int(out["nlist"], "dense['nlist']")
-        check_positive_int(out["nprobe"], "dense['nprobe']")
-    return out
-
-
-def _bm25_settings(bm25) -> dict:
-    from ..sparse.bm25 import BM25Index
-
-    options = dict(bm25 or {})
-    BM25Index(**options)  # checks every option now, before anything is written
-    return options
-
-
-def _check_schema(schema) -> dict:
-    if schema is None:
-        return {}
-    if not isinstance(schema, dict):
-        raise TypeError("metadata_schema must be a dict {field: 'str' | 'int' | 'float' | 'bool'}")
-    for name, kind in schema.items():
-        if not isinstance(name, str) or not name or name.startswith("$") or \
-                any(c in name for c in '"\\'):
-            raise CollectionError(f"metadata_schema: bad field name {name!r}")
-        check_choice(kind, f"metadata_schema[{name!r}]", tuple(t for t in SCALAR_TYPES if t != "null"))
-    return dict(schema)
-
-
-def _has_type(value, kind: str) -> bool:
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "float":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, str)
-
-
-def _check_texts(texts) -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of str; wrap one text in a list")
-    try:
-        texts = list(texts)
-    except TypeError:
-        raise TypeError(f"texts must be a list of str, got {type(texts).__name__}") from None
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}")
-        if not t.strip():
-            raise CollectionError(f"texts[{i}] is empty or only whitespace")
-    return texts
-
-
-def _check_queries(queries) -> list[str]:
-    if isinstance(queries, (bytes, dict)) or not hasattr(queries, "__iter__"):
-        raise TypeError(f"query must be a str or a list of str, got {type(queries).__name__}")
-    queries = list(queries)
-    if not queries:
-        raise CollectionError("query: an empty list of queries")
-    for i, q in enumerate(queries):
-        if not isinstance(q, str):
-            raise TypeError(f"query[{i}] must be a str, got {type(q).__name__}")
-    return queries
 
 
 def _fusion_function(fusion):

@@ -310,7 +310,8 @@ KEPT_SECTIONS = ("Evaluation and fusion: a million-row run",
                  "Graph search and 4-bit PQ: HNSWIndex and PQIndex against hnswlib, faiss and usearch",
                  "Hybrid fusion tuned on a third, reported on held-out questions",
                  "Loader fuzzing: executions per loader",
-                 "Batch invariance: what it costs")
+                 "Batch invariance: what it costs",
+                 "Collection against Chroma and LanceDB")
 
 
 def kept_sections() -> str:

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "array_checks.h"
 #include "ragcore/sparse/bm25_index.h"
 #include "ragcore/sparse/tokenize.h"
 #include "ragcore/sparse/vocabulary.h"
@@ -222,8 +223,10 @@ void register_bm25(py::module_& m) {
            py::arg("ids"))
       .def("search",
            [](const Bm25Index& self, const py::array& terms, const py::array& weights,
-              const py::array& offsets, size_t k, QueryAlgorithm algorithm, int n_threads) {
+              const py::array& offsets, size_t k, QueryAlgorithm algorithm, int n_threads,
+              const std::optional<py::array>& allow, bool allow_by_row) {
              if (k == 0) throw std::invalid_argument("k must be >= 1");
+             const AllowFilter filter = ragcore_bindings::allow_filter(allow, allow_by_row);
              if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxWand)
                throw std::invalid_argument("algorithm: unknown value");
              const CheckedQueries queries = checked_queries(terms, weights, offsets);
@@ -234,14 +237,16 @@ void register_bm25(py::module_& m) {
              py::array_t<uint8_t> used(static_cast<py::ssize_t>(q.nq));
              {
                py::gil_scoped_release release;
-               self.search(q, k, algorithm, n_threads,
-                           scores.mutable_data(), ids.mutable_data(), used.mutable_data());
+               self.search(q, k, algorithm, n_threads, scores.mutable_data(), ids.mutable_data(),
+                           used.mutable_data(), filter);
              }
              return py::make_tuple(scores, ids, used);
            },
            py::arg("terms"), py::arg("weights"), py::arg("offsets"), py::arg("k"), py::kw_only(),
            py::arg("algorithm") = QueryAlgorithm::Auto, py::arg("n_threads") = 0,
-           "Top-k per query; returns (scores, ids, QueryAlgorithm value that ran per query).")
+           py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
+           "Top-k per query (of the allowed documents: a uint8 mask by id, or by slot when "
+           "allow_by_row); returns (scores, ids, QueryAlgorithm value that ran per query).")
       .def("get_scores",
            [](const Bm25Index& self, const py::array& terms, const py::array& weights) {
              const auto* t = data_of<int64_t>(terms, "terms");
@@ -291,6 +296,7 @@ void register_bm25(py::module_& m) {
       .def_property_readonly("total_length", &Bm25Index::total_length)
       .def_property_readonly("num_terms", &Bm25Index::num_terms)
       .def("live_ids", [](const Bm25Index& self) { return to_numpy(self.live_ids()); })
+      .def("slot_ids", [](const Bm25Index& self) { return to_numpy(self.slot_ids()); })
       .def("doc_freqs", [](const Bm25Index& self) { return to_numpy(self.doc_freqs()); })
       .def("memory_bytes", &Bm25Index::memory_bytes)
       .def("postings_bytes", &Bm25Index::postings_bytes)

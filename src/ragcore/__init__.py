@@ -12,13 +12,15 @@ from .dense.ivf import IVFIndex
 from .dense.hnsw import HNSWIndex
 from .dense.pq import PQIndex
 from .sparse.tokenizer import tokenize
+from .rag.collection import Collection
 
 from . import evaluate, rag  # submodules: ragcore.rag.fusion.rrf, ragcore.evaluate.evaluate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BM25Index", "BiEncoder", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
-    "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "HNSWIndex", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker", "PQIndex",
+    "BM25Index", "BiEncoder", "Collection", "CopyWarning", "CrossEncoder", "DeviceHits",
+    "Embeddings", "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "HNSWIndex", "Hits", "IVFIndex",
+    "IndexFileError", "LateInteractionReranker", "PQIndex",
     "TruncationWarning", "__version__", "cuda_device_count", "evaluate", "rag", "tokenize",
 ]

@@ -307,7 +307,8 @@ Bm25Index::Impacts Bm25Index::impacts(int n_threads) const {
 }
 
 void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm,
-                          Accumulator& acc, float* scores, int64_t* ids, uint8_t* used) const {
+                          Accumulator& acc, float* scores, int64_t* ids, uint8_t* used,
+                          const uint8_t* allowed) const {
   if (algorithm == QueryAlgorithm::Auto)
     algorithm = choose_algorithm(q.total_postings, k, ext_ids_.size());
   *used = static_cast<uint8_t>(algorithm);
@@ -315,7 +316,7 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
   // no read of an external id - a cache miss - per entering candidate); they are
   // mapped to external ids at the end.
   TopKQueue queue(k);
-  DocSink sink(queue, q.base, ids_ascending_ ? nullptr : ext_ids_.data());
+  DocSink sink(queue, q.base, ids_ascending_ ? nullptr : ext_ids_.data(), allowed);
   auto matched = [&](uint32_t doc) {
     if (algorithm == QueryAlgorithm::Exhaustive) return acc.has(doc);
     return std::any_of(q.terms.begin(), q.terms.end(),
@@ -324,7 +325,7 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
   if (algorithm == QueryAlgorithm::Exhaustive) {
     acc.resize(ext_ids_.size());
     exhaustive_accumulate(q.terms, acc);
-    const float floor = seed_threshold(q.terms, k, q.base, 2);
+    const float floor = seed_threshold(q.terms, k, q.base, 2, allowed);
     queue.raise_floor(floor);
     for (size_t w = 0; w < acc.touched.size(); ++w) {
       for (uint64_t bits = acc.touched[w]; bits; bits &= bits - 1) {
@@ -335,7 +336,8 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
   } else {
     // Enough blocks for about 4k documents (at least 2): on the 1M zipf corpus
     // 4 blocks beat 2, 8 and 16 at k = 100, and 2 beat 4 at k = 10.
-    queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(2, 4 * k / kBlockSize + 1)));
+    queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(2, 4 * k / kBlockSize + 1),
+                                     allowed));
     if (algorithm == QueryAlgorithm::MaxScore) {
       MaxScoreQuery(q.terms, sink).run();
     } else {
@@ -347,7 +349,7 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
   const auto base_score = static_cast<float>(q.base);
   if (queue.may_enter(base_score)) {
     for (const auto& [ext_id, doc] : by_ext_id_) {
-      if (matched(doc)) continue;
+      if ((allowed && !allowed[doc]) || matched(doc)) continue;
       if (!queue.push(base_score, ids_ascending_ ? int64_t{doc} : ext_id)) break;
     }
   }
@@ -372,9 +374,17 @@ void Bm25Index::give_back(std::unique_ptr<Accumulator> acc) const {
 }
 
 void Bm25Index::search(const QueryBatch& queries, size_t k, QueryAlgorithm algorithm,
-                       int n_threads, float* scores, int64_t* ids, uint8_t* algorithm_used) const {
+                       int n_threads, float* scores, int64_t* ids, uint8_t* algorithm_used,
+                       const AllowFilter& allow) const {
   if (k == 0) throw std::invalid_argument("k must be >= 1");
   std::shared_lock<std::shared_mutex> lock(mutex_);
+  // The filter by slot, once per batch: the algorithms test one byte per candidate.
+  std::vector<uint8_t> allowed;
+  if (allow.active()) {
+    allowed.resize(ext_ids_.size());
+    for (size_t d = 0; d < ext_ids_.size(); ++d)
+      allowed[d] = ext_ids_[d] >= 0 && allow.allows(d, ext_ids_[d]);
+  }
   // One query runs inline, without asking how many cores there are (microseconds).
   const int workers = queries.nq <= 1 ? 1
                                       : std::max(1, std::min<int>(resolve_threads(n_threads),
@@ -385,7 +395,8 @@ void Bm25Index::search(const QueryBatch& queries, size_t k, QueryAlgorithm algor
     const int64_t begin = queries.offsets[qi], end = queries.offsets[qi + 1];
     const PreparedQuery q = prepare(queries.terms + begin, queries.weights + begin,
                                     static_cast<size_t>(end - begin));
-    run_query(q, k, algorithm, *accs[worker], scores + qi * k, ids + qi * k, algorithm_used + qi);
+    run_query(q, k, algorithm, *accs[worker], scores + qi * k, ids + qi * k, algorithm_used + qi,
+              allow.active() ? allowed.data() : nullptr);
   });
   for (auto& a : accs) give_back(std::move(a));
 }
@@ -428,6 +439,11 @@ std::vector<int64_t> Bm25Index::live_ids() const {
   for (int64_t id : ext_ids_)
     if (id >= 0) out.push_back(id);
   return out;
+}
+
+std::vector<int64_t> Bm25Index::slot_ids() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return ext_ids_;
 }
 
 std::vector<int64_t> Bm25Index::doc_freqs() const {

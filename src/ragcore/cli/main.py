@@ -1,4 +1,5 @@
-"""Command line: ``python -m ragcore demo``, ``models export`` and ``bench ann``."""
+"""Command line: ``python -m ragcore demo``, ``models export``, ``bench ann``, ``index`` and
+``search``."""
 
 from __future__ import annotations
 
@@ -37,7 +38,14 @@ def main(argv=None) -> int:
 
     add_ann_arguments(bench_sub.add_parser(
         "ann", help="exhaustive vs approximate search: recall@k vs QPS, peers side by side"))
+    from .collection_commands import add_arguments as add_collection_arguments
+
+    add_collection_arguments(sub)
     args = parser.parse_args(argv)
+    if args.command in ("index", "search"):
+        from .collection_commands import run as run_collection_command
+
+        return run_collection_command(args)
     if args.command == "bench":
         from .bench.ann import run as run_ann
 

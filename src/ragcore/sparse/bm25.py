@@ -8,6 +8,7 @@ import threading
 import numpy as np
 
 from .. import _core
+from .._util.allow import allow_mask
 from .._util.arrays import as_id_array, check_choice, check_positive_int, check_threads, raw_ids
 from .._util.devices import to_device
 from .._util.file_checks import FileFields
@@ -241,28 +242,33 @@ class BM25Index:
 
     # ---- search ---------------------------------------------------------
 
-    def search(self, queries, k: int, n_threads: int = 0, algorithm: str = "auto") -> Hits:
+    def search(self, queries, k: int, n_threads: int = 0, algorithm: str = "auto",
+               allow=None) -> Hits:
         """Top-k documents of each query: ``Hits`` [nq, k], best first, ties by id.
 
         queries: a str (one query), a list of str, or a list of token lists.
         algorithm: "auto" (chosen per query from its lists and k), or force "exhaustive"
         (term-at-a-time), "maxscore" or "bmw" (Block-Max WAND); all return the same hits.
-        Rows are padded with id -1 / score -inf only when k exceeds the documents.
+        allow: only these ids may be returned (an id list or array, or a boolean mask
+        indexed by id); applied inside every algorithm, so the hits are exactly the top-k
+        of the allowed documents. Rows are padded with id -1 / score -inf only when k
+        exceeds the (allowed) documents.
         """
-        if (type(queries) is str and type(k) is int and k > 0 and type(n_threads) is int
-                and n_threads >= 0 and type(algorithm) is str and algorithm == "auto"):  # one query, nothing to convert
+        if (allow is None and type(queries) is str and type(k) is int and k > 0
+                and type(n_threads) is int and n_threads >= 0 and type(algorithm) is str
+                and algorithm == "auto"):  # one query, nothing to convert
             scores, ids, _ = self._encoder.search(self._native, [queries], False, k,
                                                   _AUTO, n_threads)
-        else:
-            scores, ids, _ = self._run(queries, k, n_threads, algorithm)
-        return Hits(scores, ids)
+            return Hits(scores, ids)
+        return self._search(queries, k, n_threads, algorithm, allow)[0]
 
-    def _search(self, queries, k, n_threads=0, algorithm="auto") -> tuple[Hits, list[str]]:
+    def _search(self, queries, k, n_threads=0, algorithm="auto",
+                allow=None) -> tuple[Hits, list[str]]:
         """search(), plus the algorithm that ran for each query (for benchmarks)."""
-        scores, ids, used = self._run(queries, k, n_threads, algorithm)
+        scores, ids, used = self._run(queries, k, n_threads, algorithm, allow)
         return Hits(scores, ids), [_ALGORITHM_NAME[c] for c in used]
 
-    def _run(self, queries, k, n_threads, algorithm):
+    def _run(self, queries, k, n_threads, algorithm, allow=None):
         """(scores, ids, algorithm codes): checks, then one native call that encodes the
         queries and searches."""
         k = check_positive_int(k, "k")
@@ -270,12 +276,19 @@ class BM25Index:
         native_algorithm = _NATIVE_ALGORITHM.get(algorithm) if isinstance(algorithm, str) else None
         if native_algorithm is None:
             check_choice(algorithm, "algorithm", ALGORITHMS)  # raises, naming the choices
-        if isinstance(queries, str):  # one query: nothing to inspect
-            batch, pretokenized = [queries], False
-        else:
-            batch, pretokenized = _as_documents(queries, "queries")
-        return self._encoder.search(self._native, batch, pretokenized, k, native_algorithm,
-                                    n_threads)
+        if allow is None:  # one native call encodes the queries and searches
+            if isinstance(queries, str):  # one query: nothing to inspect
+                batch, pretokenized = [queries], False
+            else:
+                batch, pretokenized = _as_documents(queries, "queries")
+            return self._encoder.search(self._native, batch, pretokenized, k, native_algorithm,
+                                        n_threads)
+        # Rows are slots (removed ones hold -1): a mask by slot where ids are too sparse.
+        mask, by_row = allow_mask(allow, self._native.slot_ids())
+        filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
+        terms, weights, offsets = self._encode_queries(queries)
+        return self._native.search(terms, weights, offsets, k, algorithm=native_algorithm,
+                                   n_threads=n_threads, **filtered)
 
     def get_scores(self, query) -> np.ndarray:
         """float32 score of one query (a str or a token list) for every document, in the

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ragcore/sparse/scoring.h"
+#include "ragcore/util/filter.h"
 #include "ragcore/sparse/posting_list.h"
 #include "ragcore/sparse/query/term_scorer.h"
 
@@ -61,9 +62,12 @@ class Bm25Index {
   void has_ids(const int64_t* ext_ids, size_t n, uint8_t* out) const;
 
   // Top-k of each query into scores/ids [nq, k]; algorithm_used[q] gets the
-  // QueryAlgorithm code that ran (never Auto).
+  // QueryAlgorithm code that ran (never Auto). allow: the documents a result may
+  // be (by external id, or by slot when allow.by_row); the hits are exactly the
+  // top-k of the allowed documents, whatever the algorithm.
   void search(const QueryBatch& queries, size_t k, QueryAlgorithm algorithm, int n_threads,
-              float* scores, int64_t* ids, uint8_t* algorithm_used) const;
+              float* scores, int64_t* ids, uint8_t* algorithm_used,
+              const AllowFilter& allow = AllowFilter()) const;
 
   // Scores of one query for every live document, in internal order (live_ids()).
   void get_scores(const int64_t* terms, const double* weights, size_t n, float* out) const;
@@ -90,6 +94,7 @@ class Bm25Index {
   uint64_t total_length() const;
   size_t num_terms() const;
   std::vector<int64_t> live_ids() const;
+  std::vector<int64_t> slot_ids() const;  // external id per slot, -1 once removed
   std::vector<int64_t> doc_freqs() const;
   size_t memory_bytes() const;   // postings, metadata and per-document arrays
   size_t postings_bytes() const; // compressed posting payload only
@@ -114,8 +119,9 @@ class Bm25Index {
   float posting_excess(uint32_t tf, uint32_t doc) const {
     return static_cast<float>(bm25_tf_part(params_, tf, norm_[doc]) - g0_);
   }
+  // allowed: one byte per slot (non-zero: may be returned), or null for all.
   void run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm, Accumulator& acc,
-                 float* scores, int64_t* ids, uint8_t* used) const;
+                 float* scores, int64_t* ids, uint8_t* used, const uint8_t* allowed) const;
   void refresh_norms();
   // Each posting's score part and the block maxima of a term under the current
   // statistics, computed on the term's first query after a change (one pass over

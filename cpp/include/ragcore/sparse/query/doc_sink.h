@@ -1,6 +1,8 @@
 // Where a query algorithm sends fully scored documents: adds the base score,
 // rounds to float32 and offers the result to the top-k queue under the
-// document's external id.
+// document's external id. With an allow mask, a document it does not allow
+// never enters (the `allow=` filter of search, tested at candidate evaluation
+// so that every algorithm returns what exhaustive-then-filter returns).
 #pragma once
 
 #include <algorithm>
@@ -15,14 +17,16 @@ namespace ragcore {
 class DocSink {
  public:
   // ext_ids: external id per slot, or null to rank by slot (external ids ascend with slots).
-  DocSink(TopKQueue& queue, double base, const int64_t* ext_ids)
-      : queue_(&queue), base_(base), ext_ids_(ext_ids) {}
+  // allowed: one byte per slot (non-zero: may enter), or null for every slot.
+  DocSink(TopKQueue& queue, double base, const int64_t* ext_ids, const uint8_t* allowed = nullptr)
+      : queue_(&queue), base_(base), ext_ids_(ext_ids), allowed_(allowed) {}
 
   // Whether a document whose summed contributions are at most `bound` may enter.
   bool may_enter(double bound) const { return queue_->may_enter_bound(base_ + bound); }
 
   // Returns whether the entry threshold may have changed.
   bool push(uint32_t doc, double sum) {
+    if (allowed_ && !allowed_[doc]) return false;
     const auto score = static_cast<float>(base_ + sum);
     // Most candidates fail here; the external id (a likely cache miss) is read
     // only for those that may enter.
@@ -34,6 +38,7 @@ class DocSink {
   TopKQueue* queue_;
   double base_;
   const int64_t* ext_ids_;
+  const uint8_t* allowed_;
 };
 
 // A document's contributions collected by query position, then summed in

@@ -25,8 +25,10 @@ namespace ragcore {
 // not only the strongest one, gives a markedly higher seed (and a faster
 // MaxScore on the zipf corpus of bench/bm25.py): documents with several query
 // terms sit in the best blocks of the weaker terms too.
+// allowed (one byte per slot, or null): only allowed documents count, so that
+// a filtered search's seed is the score of k documents it may return.
 inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, double base,
-                            size_t n_blocks) {
+                            size_t n_blocks, const uint8_t* allowed = nullptr) {
   const float none = -std::numeric_limits<float>::infinity();
   if (terms.empty()) return none;
   // The n_blocks blocks of highest bound over all the terms' best blocks.
@@ -44,6 +46,9 @@ inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, doub
   }
   std::sort(docs.begin(), docs.end());  // cursors only move forward
   docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+  if (allowed)
+    docs.erase(std::remove_if(docs.begin(), docs.end(), [&](uint32_t d) { return !allowed[d]; }),
+               docs.end());
   if (docs.size() < k) return none;
   // Term at a time in query order, as exhaustive scoring adds. A frequent term
   // finds all its postings first, prefetching their scores, then adds them:

@@ -1,0 +1,131 @@
+"""Argument checks and settings of Collection: each bad argument is refused with an error
+that names it, before anything is written."""
+
+from __future__ import annotations
+
+import os
+
+from .._util.arrays import check_choice, check_positive_int
+from . import _store
+from ._filters import SCALAR_TYPES
+from ._store import CollectionError
+
+DENSE_DEFAULTS = {"flat": {"kind": "flat", "dtype": "float32", "metric": "ip"},
+                  "ivf": {"kind": "ivf", "nlist": 256, "nprobe": 32, "dtype": "float32",
+                          "metric": "ip"}}
+
+
+def prepare_directory(path: str) -> None:
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise CollectionError(f"{path}: exists and is not a directory")
+        if os.path.exists(os.path.join(path, _store.DB_NAME)):
+            raise CollectionError(f"{path}: already a collection; use Collection.open")
+        if os.listdir(path):
+            raise CollectionError(f"{path}: the directory is not empty")
+        if not os.access(path, os.W_OK):
+            raise PermissionError(f"{path}: no write permission")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.access(parent, os.W_OK):
+        raise PermissionError(f"{path}: no write permission in {parent}")
+    os.makedirs(path)
+
+
+def describe(encoder) -> str:
+    if not hasattr(encoder, "encode"):
+        raise TypeError(f"encoder must have encode(texts) -> vectors, got {type(encoder).__name__}")
+    return repr(encoder)
+
+
+def is_bi_encoder(encoder) -> bool:
+    return encoder is not None and hasattr(encoder, "tokenizer") and \
+        hasattr(encoder.tokenizer, "token_spans")
+
+
+def chunker_settings(chunker):
+    if chunker == "none":
+        return "none"
+    if chunker is None:
+        return {"chunk_size": 200, "overlap": 40}
+    if not hasattr(chunker, "chunk"):
+        raise TypeError(f"chunker must be a Chunker, None or 'none', got {type(chunker).__name__}")
+    return {"chunk_size": int(getattr(chunker, "chunk_size", 200)),
+            "overlap": int(getattr(chunker, "overlap", 40))}
+
+
+def dense_settings(dense) -> dict:
+    if isinstance(dense, str):
+        check_choice(dense, "dense", tuple(DENSE_DEFAULTS))
+        return dict(DENSE_DEFAULTS[dense])
+    if not isinstance(dense, dict):
+        raise TypeError(f"dense must be 'flat', 'ivf' or a dict of options, got {type(dense).__name__}")
+    kind = check_choice(dense.get("kind", "flat"), "dense['kind']", tuple(DENSE_DEFAULTS))
+    out = dict(DENSE_DEFAULTS[kind])
+    unknown = set(dense) - set(out)
+    if unknown:
+        raise CollectionError(f"dense: unknown options {sorted(unknown)}; expected {sorted(out)}")
+    out.update(dense)
+    check_choice(out["metric"], "dense['metric']", ("ip", "cosine", "l2"))
+    if kind == "ivf":
+        check_positive_int(out["nlist"], "dense['nlist']")
+        check_positive_int(out["nprobe"], "dense['nprobe']")
+    return out
+
+
+def bm25_settings(bm25) -> dict:
+    from ..sparse.bm25 import BM25Index
+
+    options = dict(bm25 or {})
+    BM25Index(**options)  # checks every option now, before anything is written
+    return options
+
+
+def check_schema(schema) -> dict:
+    if schema is None:
+        return {}
+    if not isinstance(schema, dict):
+        raise TypeError("metadata_schema must be a dict {field: 'str' | 'int' | 'float' | 'bool'}")
+    for name, kind in schema.items():
+        if not isinstance(name, str) or not name or name.startswith("$") or \
+                any(c in name for c in '"\\'):
+            raise CollectionError(f"metadata_schema: bad field name {name!r}")
+        check_choice(kind, f"metadata_schema[{name!r}]", tuple(t for t in SCALAR_TYPES if t != "null"))
+    return dict(schema)
+
+
+def has_type(value, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, str)
+
+
+def check_texts(texts) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str; wrap one text in a list")
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(f"texts must be a list of str, got {type(texts).__name__}") from None
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}")
+        if not t.strip():
+            raise CollectionError(f"texts[{i}] is empty or only whitespace")
+    return texts
+
+
+def check_queries(queries) -> list[str]:
+    if isinstance(queries, (bytes, dict)) or not hasattr(queries, "__iter__"):
+        raise TypeError(f"query must be a str or a list of str, got {type(queries).__name__}")
+    queries = list(queries)
+    if not queries:
+        raise CollectionError("query: an empty list of queries")
+    for i, q in enumerate(queries):
+        if not isinstance(q, str):
+            raise TypeError(f"query[{i}] must be a str, got {type(q).__name__}")
+    return queries

@@ -1,0 +1,320 @@
+"""The dense and BM25 indexes of a Collection, keyed by chunk id, and their files.
+
+The indexes are a cache of the database: on open they are loaded from their files and
+brought up to the database by the difference of chunk ids (chunk ids are never reused, so
+an id the database lacks is a deleted chunk and an id the index lacks a new one), with the
+stored embeddings and texts: nothing is encoded again. A file that is missing or damaged
+is rebuilt the same way from nothing.
+
+Files: dense-<change>.rci and bm25-<change>.rci (ragcore index files: versioned and
+checksummed), and indexes.json naming the pair and the database change number they
+reflect. Each file is written under a temporary name and renamed, then indexes.json is
+replaced the same way, so a crash leaves the old pair or the new pair, never a mix.
+
+Deleted chunks leave BM25 at once (its statistics must be those of the live chunks) and
+the dense index lazily: they are tombstones, skipped by over-fetching, until enough of
+them pile up to be worth one removal pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from ..dense.flat import FlatIndex
+from ..dense.ivf import IVFIndex
+from ..errors import IndexFileError
+from ..hits import PADDING_ID, Hits
+from ..sparse.bm25 import BM25Index
+from . import _store
+
+MANIFEST = "indexes.json"
+_MAX_TOMBSTONES = 1024
+# A filter allowing at most this many chunks is answered by gathering their vectors and
+# scoring them alone (at 10,000 of 100,000 the filtered scan of everything was faster).
+_EXACT_ALLOW_MAX = 4096
+_IVF_TRAIN_PER_LIST = 30  # IVF trains once this many vectors per list exist (flat before)
+
+
+class Indexes:
+    def __init__(self, settings: dict):
+        self.settings = settings
+        self.dense = None  # created at the first vectors (their dimension is learnt then)
+        self.bm25 = BM25Index(**settings["bm25"])
+        self.tombstones: set[int] = set()
+        self.change = 0
+        self.unsaved = 0  # chunks added or removed since the files were written
+        self._ivf_trained_at = 0
+        self.version = 0  # counts changes to the dense index (keys _order_cache)
+        self._order_cache = (-1, None, None)  # (version, argsort of the dense ids, ids)
+
+    # ---- building ----------------------------------------------------------
+
+    def _new_dense(self, dim: int):
+        cfg = self.settings["dense"]
+        return FlatIndex(dim, metric=cfg["metric"], dtype=cfg.get("dtype", "float32"))
+
+    def add(self, chunk_ids: np.ndarray, texts: list, vectors: np.ndarray) -> None:
+        if not len(chunk_ids):
+            return
+        if self.dense is None:
+            self.dense = self._new_dense(vectors.shape[1])
+        self.bm25.add(texts, ids=chunk_ids)
+        self.dense.add(vectors, ids=chunk_ids)
+        self.version += 1
+        self._maybe_train_ivf()
+        self.unsaved += len(chunk_ids)
+
+    def remove(self, chunk_ids: np.ndarray) -> None:
+        if not len(chunk_ids):
+            return
+        self.bm25.remove(chunk_ids)
+        self.tombstones.update(int(i) for i in chunk_ids)
+        self.unsaved += len(chunk_ids)
+        if len(self.tombstones) > _MAX_TOMBSTONES:
+            self.drop_tombstones()
+
+    def drop_tombstones(self) -> None:
+        if self.tombstones and self.dense is not None:
+            self.dense.remove(np.fromiter(self.tombstones, dtype=np.int64))
+            self.version += 1
+        self.tombstones = set()
+
+    def _ivf_config(self):
+        cfg = self.settings["dense"]
+        return cfg if cfg["kind"] == "ivf" else None
+
+    def _maybe_train_ivf(self) -> None:
+        """Moves the vectors into a trained IVF index once there are enough of them (a flat
+        index serves until then)."""
+        cfg = self._ivf_config()
+        if cfg is None or not isinstance(self.dense, FlatIndex):
+            return
+        vectors, ids = self.dense.stored_vectors(), self.dense.ids
+        if len(ids) < cfg["nlist"] * _IVF_TRAIN_PER_LIST:
+            return
+        ivf = IVFIndex(vectors.shape[1], cfg["nlist"], metric=cfg["metric"],
+                       dtype=cfg.get("dtype", "float32"), seed=0)
+        sample = vectors[np.random.default_rng(0).permutation(len(ids))[: cfg["nlist"] * 256]]
+        ivf.train(sample)
+        ivf.add(vectors, ids=ids)
+        self.dense = ivf
+        self._ivf_trained_at = len(ids)
+
+    def ivf_drifted(self) -> bool:
+        """Whether the IVF lists have drifted from their centroids' training: twice the
+        vectors they were trained on, or one list holding over 4x the mean."""
+        if not isinstance(self.dense, IVFIndex):
+            return False
+        sizes = self.dense.list_sizes()
+        n = int(sizes.sum())
+        return n >= 2 * max(self._ivf_trained_at, 1) or (n and sizes.max() > 4 * n / len(sizes))
+
+    def retrain_ivf(self, vectors: np.ndarray, ids: np.ndarray) -> None:
+        cfg = self._ivf_config()
+        self.dense = FlatIndex(vectors.shape[1], metric=cfg["metric"])
+        if len(ids):
+            self.dense.add(vectors, ids=ids)
+        self._ivf_trained_at = 0
+        self.version += 1
+        self._maybe_train_ivf()
+
+    # ---- search --------------------------------------------------------------
+
+    def search_dense(self, vectors: np.ndarray, k: int, allow, conn) -> Hits:
+        nq = len(vectors)
+        if self.dense is None or len(self.dense) == 0 or (allow is not None and not len(allow)):
+            return empty_hits(nq, k)
+        if allow is not None and len(allow) <= _EXACT_ALLOW_MAX:
+            return self._exact_dense(vectors, k, allow, conn)
+        options = {}
+        if isinstance(self.dense, IVFIndex):
+            options["nprobe"] = min(self.settings["dense"]["nprobe"], self.dense.nlist)
+        if allow is not None:  # the allow-set comes from the database: no tombstone in it
+            return self.dense.search(vectors, k, allow=allow, **options)
+        fetch = min(k + len(self.tombstones), len(self.dense))
+        hits = self.dense.search(vectors, fetch, **options)
+        return _without(hits, self.tombstones, k)
+
+    def _exact_dense(self, vectors, k, allow, conn) -> Hits:
+        """Scores the allowed chunks alone, with the flat kernel."""
+        if isinstance(self.dense, FlatIndex) and self.dense.dtype == "float32":
+            stored, ids = self.dense.stored_arrays()[:2]
+            version, order, ordered_ids = self._order_cache
+            if version != self.version or len(ordered_ids) != len(ids):
+                order = np.argsort(ids, kind="stable")
+                ordered_ids = ids[order]
+                self._order_cache = (self.version, order, ordered_ids)
+            subset = stored[order[np.searchsorted(ordered_ids, allow)]]
+        else:
+            subset = _store.chunk_vectors(conn, allow, vectors.shape[1])
+        exact = FlatIndex(vectors.shape[1], metric=self.settings["dense"]["metric"])
+        exact.add(subset, ids=allow)
+        return exact.search(vectors, k)
+
+    def search_sparse(self, queries: list, k: int, allow) -> Hits:
+        if len(self.bm25) == 0 or (allow is not None and not len(allow)):
+            return empty_hits(len(queries), k)
+        return self.bm25.search(queries, k, allow=allow)
+
+    # ---- files ---------------------------------------------------------------
+
+    def save(self, directory: str, change: int) -> None:
+        """Writes both files stamped with change, then the manifest; removes older files."""
+        dense_name, bm25_name = f"dense-{change}.rci", f"bm25-{change}.rci"
+        manifest = {"format_version": _store.FORMAT_VERSION, "change": change,
+                    "bm25": bm25_name, "dense": None, "ivf_trained_at": self._ivf_trained_at}
+        if self.dense is not None:
+            self.drop_tombstones()
+            self.dense.save(os.path.join(directory, dense_name))
+            manifest["dense"] = dense_name
+        self.bm25.save(os.path.join(directory, bm25_name))
+        _write_atomic(os.path.join(directory, MANIFEST), json.dumps(manifest).encode())
+        keep = {MANIFEST, dense_name, bm25_name}
+        for name in os.listdir(directory):
+            if name.endswith(".rci") and name not in keep or name.startswith(".ragcore-"):
+                try:
+                    os.unlink(os.path.join(directory, name))
+                except FileNotFoundError:
+                    pass
+        self.change = change
+        self.unsaved = 0
+
+    @classmethod
+    def load(cls, directory: str, settings: dict, conn, dim) -> tuple[Indexes, bool]:
+        """The indexes as of the database that conn reads; and whether the files had to
+        be repaired (missing, damaged or older than the database)."""
+        idx = cls(settings)
+        repaired = False
+        try:
+            with open(os.path.join(directory, MANIFEST), "rb") as f:
+                manifest = json.loads(f.read())
+            if manifest.get("format_version") != _store.FORMAT_VERSION:
+                raise ValueError("manifest format")
+            idx.change = int(manifest["change"])
+            idx._ivf_trained_at = int(manifest.get("ivf_trained_at", 0))
+        except (OSError, ValueError, KeyError, TypeError):
+            manifest, repaired = None, True
+        if manifest is not None:
+            try:
+                idx.bm25 = BM25Index.load(os.path.join(directory, manifest["bm25"]))
+            except (OSError, IndexFileError, KeyError, TypeError):
+                idx.bm25, repaired = BM25Index(**settings["bm25"]), True
+            if manifest.get("dense"):
+                path = os.path.join(directory, manifest["dense"])
+                try:
+                    kind = settings["dense"]["kind"]
+                    is_ivf = _peek_kind(path) == "IVFIndex"
+                    idx.dense = IVFIndex.load(path) if is_ivf else FlatIndex.load(path)
+                    if is_ivf and kind != "ivf":
+                        raise IndexFileError("an IVF file for a flat collection")
+                except (OSError, IndexFileError, ValueError):
+                    idx.dense, repaired = None, True
+        change = _store.change_number(conn)
+        # Files stamped with the database's change number reflect it: nothing to compare.
+        if repaired or idx.change != change:
+            idx.catch_up(conn, dim)
+            repaired = True
+        idx.change = change
+        return idx, repaired
+
+    def catch_up(self, conn, dim) -> bool:
+        """Brings both indexes to the chunks of the database (in conn's snapshot), by the
+        difference of ids; returns whether anything changed."""
+        live = _store.live_chunk_ids(conn)
+        bm25_ids = np.sort(self.bm25.ids)
+        dense_ids = np.sort(self.dense.ids) if self.dense is not None else np.empty(0, np.int64)
+        if self.dense is not None and dim is not None and self.dense.dim != dim:
+            self.dense, dense_ids = None, np.empty(0, np.int64)
+        changed = False
+        gone = np.setdiff1d(bm25_ids, live, assume_unique=True)
+        if len(gone):
+            self.bm25.remove(gone)
+            changed = True
+        gone = np.setdiff1d(dense_ids, live, assume_unique=True)
+        gone = gone[~np.isin(gone, np.fromiter(self.tombstones, np.int64))]
+        if len(gone):
+            self.dense.remove(gone)
+            self.version += 1
+            changed = True
+        need_bm25 = np.setdiff1d(live, bm25_ids, assume_unique=True)
+        need_dense = np.setdiff1d(live, dense_ids, assume_unique=True)
+        if len(need_bm25) or len(need_dense):
+            first = int(min(need_bm25.min(initial=2**62), need_dense.min(initial=2**62)))
+            ids, texts, vectors = _store.all_chunks(conn, dim, with_vectors=len(need_dense) > 0,
+                                                   after=first - 1)
+            take = np.isin(ids, need_bm25)
+            if take.any():
+                self.bm25.add([t for t, keep in zip(texts, take) if keep], ids=ids[take])
+            take = np.isin(ids, need_dense)
+            if take.any():
+                if self.dense is None:
+                    self.dense = self._new_dense(dim)
+                self.dense.add(vectors[take], ids=ids[take])
+                self.version += 1
+                self._maybe_train_ivf()
+            changed = True
+        return changed
+
+
+def _peek_kind(path: str) -> str:
+    """The kind named in an index file's header (read_index checks the rest)."""
+    import struct
+
+    with open(path, "rb") as f:
+        prefix = f.read(16)
+        if len(prefix) < 16:
+            raise IndexFileError(f"{path}: truncated")
+        _, _, header_len = struct.unpack("<8sII", prefix)
+        if header_len > 1 << 24:
+            raise IndexFileError(f"{path}: header too long")
+        try:
+            return json.loads(f.read(header_len)).get("kind", "")
+        except ValueError:
+            raise IndexFileError(f"{path}: damaged header") from None
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".ragcore-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def empty_hits(nq: int, k: int) -> Hits:
+    return Hits(np.full((nq, k), -np.inf, dtype=np.float32), np.full((nq, k), PADDING_ID, np.int64))
+
+
+def _without(hits: Hits, dead: set, k: int) -> Hits:
+    """The first k hits of each row that are not tombstones."""
+    if not dead:
+        return _padded(hits, k)
+    keep = ~np.isin(hits.ids, np.fromiter(dead, np.int64)) & (hits.ids != PADDING_ID)
+    out = empty_hits(len(hits.ids), k)
+    for row in range(len(hits.ids)):
+        ids, scores = hits.ids[row][keep[row]][:k], hits.scores[row][keep[row]][:k]
+        out.ids[row, : len(ids)], out.scores[row, : len(ids)] = ids, scores
+    return out
+
+
+def _padded(hits: Hits, k: int) -> Hits:
+    out = empty_hits(len(hits.ids), k)
+    width = min(k, hits.ids.shape[1])
+    out.ids[:, :width], out.scores[:, :width] = hits.ids[:, :width], hits.scores[:, :width]
+    return out

@@ -1,0 +1,2 @@
+"""Adapters of Collection to LangChain (``adapters.langchain``, extra ``langchain``) and
+LlamaIndex (``adapters.llamaindex``, extra ``llamaindex``); import the one you use."""

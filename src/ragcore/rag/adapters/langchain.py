@@ -1,0 +1,171 @@
+"""LangChain adapters over a ragcore Collection (``pip install ragcore[langchain]``).
+
+- ``RagcoreVectorStore``: a langchain_core VectorStore (add_texts, add_documents,
+  similarity_search[_with_score | _by_vector], delete, get_by_ids, from_texts, filter=,
+  as_retriever()). Adding an id that exists replaces that document (LangChain's rule).
+- ``RagcoreRetriever``: a BaseRetriever running the collection's hybrid (or dense, or
+  sparse) search.
+
+Filters are ragcore's metadata filters (Mongo-style dicts: {"year": {"$gte": 2020}}).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict
+
+from .._store import DB_NAME
+from ..collection import Collection
+
+
+class LangChainEncoder:
+    """A LangChain Embeddings model as a ragcore encoder."""
+
+    def __init__(self, embedding: Embeddings):
+        self.embedding = embedding
+
+    def encode(self, texts):
+        return np.asarray(self.embedding.embed_documents(list(texts)), dtype=np.float32)
+
+    def encode_queries(self, texts):
+        return np.asarray([self.embedding.embed_query(t) for t in texts], dtype=np.float32)
+
+    def __repr__(self) -> str:
+        return f"LangChainEncoder({type(self.embedding).__name__})"
+
+
+class RagcoreVectorStore(VectorStore):
+    """A LangChain VectorStore kept in a ragcore Collection.
+
+    Args:
+        embedding: the LangChain Embeddings model.
+        path: the collection directory (created if it does not hold one yet; default: a
+            new temporary directory).
+        collection: an open Collection to use instead of path (its encoder is replaced
+            by embedding for queries and adds).
+        create_options: Collection.create options (dense, bm25, metadata_schema, chunker;
+            default chunker "none": each LangChain document is one chunk).
+    """
+
+    def __init__(self, embedding: Embeddings, path=None, collection: Collection | None = None,
+                 **create_options):
+        self._embedding = embedding
+        encoder = LangChainEncoder(embedding)
+        if collection is None:
+            path = path if path is not None else tempfile.mkdtemp(prefix="ragcore-langchain-")
+            if os.path.isfile(os.path.join(path, DB_NAME)):
+                collection = Collection.open(path, encoder=encoder)
+            else:
+                options = {"chunker": "none", "dense": {"kind": "flat", "metric": "cosine"}}
+                options.update(create_options)
+                collection = Collection.create(path, encoder=encoder, **options)
+        else:
+            collection._encoder = encoder
+        self.collection = collection
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self._embedding
+
+    # ---- writing -------------------------------------------------------------
+
+    def add_texts(self, texts: Iterable[str], metadatas: list[dict] | None = None, *,
+                  ids: list[str] | None = None, **kwargs: Any) -> list[str]:
+        texts = list(texts)
+        if metadatas is not None and len(metadatas) != len(texts):
+            raise ValueError(f"metadatas has {len(metadatas)} entries for {len(texts)} texts")
+        ids = list(ids) if ids is not None else [None] * len(texts)
+        if len(ids) != len(texts):
+            raise ValueError(f"ids has {len(ids)} entries for {len(texts)} texts")
+        ids = [str(i) if i is not None else uuid.uuid4().hex for i in ids]
+        if not texts:
+            return []
+        return self.collection.upsert(texts, ids, metadata=metadatas)
+
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        ids = kwargs.pop("ids", None)
+        if ids is None:
+            ids = [doc.id for doc in documents]
+        return self.add_texts([d.page_content for d in documents],
+                              [dict(d.metadata) for d in documents], ids=ids, **kwargs)
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Deletes these ids (unknown ones are ignored); None deletes every document."""
+        ids = self.collection.ids() if ids is None else [str(i) for i in ids]
+        self.collection.delete(ids, missing_ok=True)
+        return True
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return [Document(page_content=d.text, metadata=d.metadata, id=d.id)
+                for d in self.collection.get([str(i) for i in ids])]
+
+    # ---- search --------------------------------------------------------------
+
+    def similarity_search(self, query: str, k: int = 4, filter: dict | None = None,
+                          **kwargs: Any) -> list[Document]:
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
+
+    def similarity_search_with_score(self, query: str, k: int = 4, filter: dict | None = None,
+                                     mode: str = "dense", **kwargs: Any):
+        """(Document, score) pairs, best first: the dense similarity (cosine by default)
+        for mode="dense", or the hybrid / BM25 score for mode="hybrid" / "sparse"."""
+        if len(self.collection) == 0:
+            return []
+        results = self.collection.search(query, k=k, mode=mode, filter=filter, by="document",
+                                         **kwargs)
+        return [(_document(m), m.score) for m in results]
+
+    def similarity_search_by_vector(self, embedding: list[float], k: int = 4,
+                                    filter: dict | None = None, **kwargs: Any) -> list[Document]:
+        if len(self.collection) == 0:
+            return []
+        vector = np.asarray(embedding, dtype=np.float32)
+        return [_document(m) for m in self.collection.search_by_vector(vector, k=k, filter=filter,
+                                                                        by="document")]
+
+    def _select_relevance_score_fn(self):
+        # Cosine similarity in [-1, 1] to a relevance in [0, 1].
+        return lambda score: (score + 1.0) / 2.0
+
+    @classmethod
+    def from_texts(cls, texts: list[str], embedding: Embeddings, metadatas: list[dict] | None = None,
+                   *, ids: list[str] | None = None, path=None, **kwargs: Any) -> RagcoreVectorStore:
+        store = cls(embedding, path=path, **kwargs)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+
+class RagcoreRetriever(BaseRetriever):
+    """LangChain retriever over a Collection's hybrid search (or mode="dense" / "sparse")."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    collection: Any
+    k: int = 4
+    mode: str = "hybrid"
+    filter: dict | None = None
+    search_options: dict = {}
+
+    def _get_relevant_documents(self, query: str, *,
+                                run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        results = self.collection.search(query, k=self.k, mode=self.mode, filter=self.filter,
+                                         **self.search_options)
+        return [_document(m, with_span=True) for m in results]
+
+
+def _document(match, with_span: bool = False) -> Document:
+    metadata = dict(match.metadata)
+    if with_span:
+        metadata.update({"score": match.score, "start": match.start, "end": match.end,
+                         "chunk": match.position})
+    return Document(page_content=match.text, metadata=metadata, id=str(match.id))

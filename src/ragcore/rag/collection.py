@@ -1,0 +1,736 @@
+"""Collection: a persistent, incremental, filtered hybrid store.
+
+A collection is a directory holding a SQLite database (documents, chunks, metadata, the
+chunk embeddings: the source of truth; see _store) and the dense and BM25 index files it
+keeps current (see _indexes). Documents are chunked, embedded once per distinct chunk text
+(sha256 of the text), and searchable as soon as ``add`` returns; a deleted document never
+appears again. Metadata filters (see _filters) are evaluated by SQLite into the chunk ids
+they allow, which go into the native scans.
+
+One writer at a time (across processes: a file lock); any number of readers, in threads
+of the writer's process or in other processes (``open(path, readonly=True)``), each
+search reading one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._util.arrays import check_choice, check_positive_int
+from ..hits import PADDING_ID, Hits
+from . import _store
+from . import _collection_checks as _checks
+from ._allow_cache import AllowCache
+from ._filters import FilterError
+from ._indexes import Indexes, empty_hits
+from ._locking import ReadWriteLock, WriterLock
+from ._store import CollectionError, CollectionLockedError
+
+MODES = ("hybrid", "dense", "sparse")
+FUSIONS = ("rrf", "wsum", "combsum", "combmnz")
+STAGES = ("filter", "encode", "dense", "sparse", "fuse", "rerank", "fetch")
+_AUTOSAVE_MIN = 1000      # index files are rewritten once this many chunks changed ...
+_AUTOSAVE_FRACTION = 0.1  # ... and at least this fraction of the collection
+
+__all__ = ["Collection", "CollectionError", "CollectionLockedError", "Document", "FilterError",
+           "Match", "SearchResults"]
+
+
+@dataclass(frozen=True)
+class Document:
+    id: object
+    text: str
+    metadata: dict
+
+
+@dataclass(frozen=True)
+class Match:
+    """One search result: a chunk of a document, with text == document text[start:end]."""
+
+    id: object        # the document's id
+    chunk_id: int
+    position: int     # the chunk's index within its document
+    start: int
+    end: int
+    text: str
+    score: float
+    metadata: dict
+
+
+class SearchResults(list):
+    """The matches of one query, best first, with the batch's per-stage timings (seconds)."""
+
+    def __init__(self, matches, timings: dict, hits: Hits):
+        super().__init__(matches)
+        self.timings = timings
+        self.hits = hits  # chunk ids and scores, as the retrievers returned them
+
+
+class Collection:
+    """A directory of documents searchable by dense, BM25 and hybrid retrieval.
+
+    Use ``Collection.create(path, ...)`` or ``Collection.open(path)``; close it (or use
+    ``with``) to release the writer lock and write the index files.
+    """
+
+    def __init__(self, path, settings, conn, readonly, encoder, chunker, writer_lock):
+        self.path = path
+        self.readonly = readonly
+        self._settings = settings
+        self._conn = conn
+        self._encoder = encoder
+        self._chunker = chunker
+        self._writer_lock = writer_lock
+        self._write_mutex = threading.Lock()
+        self._rw = ReadWriteLock()
+        self._local = threading.local()
+        self._fields = _store.read_fields(conn)
+        self._allow_cache = AllowCache()
+        self._closed = False
+        self.indexes, self.repaired = Indexes.load(path, settings, conn, settings.get("dim"))
+        if self.repaired and not readonly:
+            self._save()
+
+    # ---- create / open ---------------------------------------------------------
+
+    @classmethod
+    def create(cls, path, encoder=None, chunker=None, dense="flat", bm25=None,
+               metadata_schema=None) -> Collection:
+        """Creates a collection in a new (or empty) directory.
+
+        encoder: anything with ``encode(list of str) -> float32 [n, dim]`` (a BiEncoder);
+            None: the bundled all-MiniLM-L6-v2 (int8), loaded when first needed.
+        chunker: a ragcore Chunker, None (a Chunker with its defaults: 200 tokens,
+            overlap 40) or "none" (each document is one chunk).
+        dense: "flat" (exact), "ivf", or a dict of options ({"kind": "ivf", "nlist": 256,
+            "nprobe": 32, "dtype": "float32"}, {"kind": "flat", "dtype": "float16"}).
+        bm25: BM25Index options (k1, b, variant, stopwords, ...).
+        metadata_schema: {field: "str" | "int" | "float" | "bool"}: fields indexed in
+            SQLite and whose values are type-checked; other fields may still be used.
+        """
+        path = os.fspath(path)
+        settings = {"encoder": "bundled" if encoder is None else _checks.describe(encoder),
+                    "chunker": _checks.chunker_settings(chunker),
+                    "dense": _checks.dense_settings(dense), "bm25": _checks.bm25_settings(bm25),
+                    "dim": None, "id_type": None, "schema": _checks.check_schema(metadata_schema)}
+        _checks.prepare_directory(path)
+        db = os.path.join(path, _store.DB_NAME)
+        lock = WriterLock(path)
+        try:
+            conn = _store.connect(db, readonly=False)
+            _store.create_schema(conn, settings, settings["schema"])
+        except BaseException:
+            lock.release()
+            if os.path.exists(db):
+                os.unlink(db)
+            raise
+        return cls(path, settings, conn, False, encoder, chunker, lock)
+
+    @classmethod
+    def open(cls, path, readonly: bool = False, encoder=None, chunker=None) -> Collection:
+        """Opens an existing collection; index files that are missing, damaged or older
+        than the database are repaired from the stored embeddings (nothing re-encoded).
+
+        readonly: search only, without the writer lock (other processes may write); each
+            search first catches up with what writers committed.
+        encoder, chunker: needed again only when the collection was created with a custom
+            encoder (for dense queries and adds) or chunker (for adds).
+        """
+        path = os.fspath(path)
+        db = os.path.join(path, _store.DB_NAME)
+        if not os.path.isdir(path):
+            raise CollectionError(f"{path}: no such directory; create the collection first "
+                                  "(Collection.create)")
+        if not os.path.isfile(db):
+            raise CollectionError(f"{path}: not a ragcore collection (no {_store.DB_NAME})")
+        if not readonly and not os.access(path, os.W_OK):
+            raise PermissionError(f"{path}: no write permission; open it with readonly=True")
+        lock = None if readonly else WriterLock(path)
+        try:
+            conn = _store.connect(db, readonly=readonly)
+            meta = _read_meta(conn, path)
+            settings = json.loads(meta["settings"])
+            version = int(meta["format_version"])
+            if version > _store.FORMAT_VERSION:
+                raise CollectionError(
+                    f"{path}: written by a newer ragcore (collection format {version}; this "
+                    f"version reads up to {_store.FORMAT_VERSION}); upgrade ragcore")
+            settings["dim"] = int(meta["dim"]) if "dim" in meta else None
+            settings["id_type"] = meta.get("id_type")
+            return cls(path, settings, conn, readonly, encoder, chunker, lock)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    def close(self) -> None:
+        """Writes the index files (if anything changed) and releases the writer lock."""
+        if self._closed:
+            return
+        with self._write_mutex:
+            if not self.readonly and self.indexes.unsaved:
+                self._save()
+            self._closed = True
+            self._conn.close()
+            local = getattr(self._local, "conn", None)  # this thread's reader (others end with it)
+            if local is not None:
+                local.close()
+                self._local.conn = None
+            if self._writer_lock is not None:
+                self._writer_lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self) -> str:
+        mode = "readonly" if self.readonly else "writer"
+        return f"Collection({self.path!r}, {mode}, documents={len(self)})"
+
+    # ---- reading ---------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def count(self, filter=None) -> int:
+        """Documents (matching filter, if given)."""
+        self._check_open()
+        with self._snapshot() as conn:
+            return _store.count_documents(conn, filter, self._fields_now(conn))
+
+    def ids(self, filter=None) -> list:
+        """Every document id (matching filter, if given), in the order they were added."""
+        self._check_open()
+        with self._snapshot() as conn:
+            return _store.document_ids(conn, filter, self._fields_now(conn))
+
+    def get(self, ids) -> list[Document]:
+        """The documents with these ids that exist, in the order asked."""
+        self._check_open()
+        ids = self._check_ids(ids, "ids", allow_new_type=True)
+        with self._snapshot() as conn:
+            found = _store.get_documents(conn, ids)
+        return [Document(i, *found[i]) for i in ids if i in found]
+
+    # ---- writing ---------------------------------------------------------------
+
+    def add(self, texts, ids=None, metadata=None, embeddings=None) -> list:
+        """Adds documents (chunked, embedded, indexed in both indexes); returns their ids.
+
+        texts: a list of str. ids: one per text, all int or all str, new and distinct
+        (default: random uuid strings). metadata: one JSON-serialisable dict per text.
+        embeddings: float32 [len(texts), dim] computed elsewhere (only with chunker="none":
+        one chunk per document), stored instead of encoding.
+        Nothing is written if any argument is bad or any id exists (use upsert).
+        """
+        return self._write(texts, ids, metadata, embeddings, replace=False)
+
+    def upsert(self, texts, ids, metadata=None, embeddings=None) -> list:
+        """Adds documents, replacing (chunks, embeddings, metadata) those whose id exists."""
+        if ids is None:
+            raise CollectionError("upsert needs ids (the documents to replace or add)")
+        return self._write(texts, ids, metadata, embeddings, replace=True)
+
+    def delete(self, ids, missing_ok: bool = False) -> int:
+        """Deletes documents by id; returns how many were deleted. Unknown ids are an error
+        (nothing deleted) unless missing_ok."""
+        self._check_writable()
+        ids = self._check_ids(ids, "ids", allow_new_type=True)
+        if not ids:
+            return 0
+        with self._write_mutex:
+            conn = self._conn
+            found = set(_store.existing_ids(conn, ids))
+            unknown = [i for i in ids if i not in found]
+            if unknown and not missing_ok:
+                raise KeyError(f"ids: {len(unknown)} not in the collection (e.g. "
+                               f"{unknown[:3]!r}); nothing deleted")
+            present = [i for i in ids if i in found]
+            if not present:
+                return 0
+            with self._rw.write():
+                with _store.transaction(conn):
+                    dead = _store.delete_documents(conn, present)
+                    change = _store.bump_change(conn)
+                self._apply(lambda: self.indexes.remove(dead), change)
+            self._maybe_save()
+            return len(present)
+
+    def flush(self) -> None:
+        """Writes the index files now (open() then has nothing to catch up)."""
+        self._check_writable()
+        with self._write_mutex:
+            self._save()
+
+    def compact(self) -> None:
+        """Drops tombstones from the dense index, retrains the IVF lists when they drifted,
+        deletes embeddings no chunk uses, checkpoints the database and writes the files."""
+        self._check_writable()
+        with self._write_mutex:
+            conn = self._conn
+            with self._rw.write():
+                self.indexes.drop_tombstones()
+                if self.indexes.ivf_drifted():
+                    ids, _, vectors = _store.all_chunks(conn, self._settings["dim"], True)
+                    self.indexes.retrain_ivf(vectors, ids)
+            with _store.transaction(conn):
+                _store.prune_embeddings(conn)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._save()
+
+    def rebuild(self) -> None:
+        """Rebuilds both indexes from the database (stored embeddings; nothing encoded)."""
+        self._check_writable()
+        with self._write_mutex, self._rw.write():
+            fresh = Indexes(self._settings)
+            fresh.catch_up(self._conn, self._settings["dim"])
+            fresh.change = _store.change_number(self._conn)
+            self.indexes = fresh
+            self._save()
+
+    # ---- search ----------------------------------------------------------------
+
+    def search(self, query, k: int = 10, mode: str = "hybrid", filter=None, fusion="rrf",
+               rerank=None, k0: int = 50, by: str = "chunk", query_vector=None):
+        """Searches one query (a str: returns SearchResults) or a list of queries (a list
+        of SearchResults, one per query).
+
+        mode: "hybrid" (dense and BM25, k0 candidates each, fused), "dense" or "sparse".
+        filter: a metadata filter (see ragcore.rag._filters); applied inside the scans,
+            so k results come back whenever k chunks match.
+        fusion: "rrf", "wsum", "combsum", "combmnz", a dict of ragcore.rag.fusion.combine
+            options ({"method": "wsum", "norm": "zscore", "weights": [0.7, 0.3]}), or a
+            function (list of Hits, k) -> Hits (e.g. one of ragcore.rag.fusion's).
+        rerank: None, or anything with ``score(query, passages) -> scores`` (a
+            CrossEncoder); it reorders the k0 fused candidates.
+        by: "chunk" (each match a chunk) or "document" (each document once, its best chunk).
+        query_vector: the queries' vectors ([dim] or [nq, dim]) when computed elsewhere
+            (the dense side then encodes nothing).
+        """
+        self._check_open()
+        single = isinstance(query, str)
+        queries = [query] if single else _checks.check_queries(query)
+        mode = check_choice(mode, "mode", MODES)
+        timings = dict.fromkeys(STAGES, 0.0)
+        vectors = None
+        if query_vector is not None and mode != "sparse":
+            vectors = self._query_vectors(query_vector, len(queries))
+        elif mode != "sparse" and self._settings["dim"] is not None:
+            t = time.perf_counter()
+            vectors = self._encode(queries, warn=False, queries=True)
+            timings["encode"] = time.perf_counter() - t
+        results = self._search(queries, vectors, k, mode, filter, fusion, rerank, k0, by, timings)
+        return results[0] if single else results
+
+    def search_by_vector(self, vectors, k: int = 10, filter=None, by: str = "chunk"):
+        """Dense search with query vectors already computed: one vector (1-D: returns
+        SearchResults) or a matrix [nq, dim] (a list of SearchResults)."""
+        self._check_open()
+        single = np.ndim(vectors) == 1
+        nq = 1 if single else len(vectors)
+        vectors = self._query_vectors(vectors, nq)
+        results = self._search([""] * nq, vectors, k, "dense", filter, "rrf", None, k, by,
+                               dict.fromkeys(STAGES, 0.0))
+        return results[0] if single else results
+
+    def _query_vectors(self, vectors, nq: int):
+        """float32 [nq, dim] query vectors, or None while the collection has no vectors."""
+        from .._util.arrays import as_float_matrix
+
+        dim = self._settings["dim"]
+        if dim is None:
+            return None
+        x = np.ascontiguousarray(as_float_matrix(vectors, "query_vector", dim), dtype=np.float32)
+        if len(x) != nq:
+            raise CollectionError(f"query_vector has {len(x)} rows for {nq} queries")
+        return x
+
+    def _search(self, queries, vectors, k, mode, filter, fusion, rerank, k0, by, timings):
+        k = check_positive_int(k, "k")
+        k0 = max(check_positive_int(k0, "k0"), k)
+        by = check_choice(by, "by", ("chunk", "document"))
+        fuse = _fusion_function(fusion)
+        with self._snapshot() as conn, self._search_lock(conn):
+            allow = None
+            if filter is not None:
+                t = time.perf_counter()
+                allow = self._allowed(conn, filter)
+                timings["filter"] = time.perf_counter() - t
+            width = k0 if (mode == "hybrid" or rerank is not None or by == "document") else k
+            lists = []
+            if mode != "sparse":
+                t = time.perf_counter()
+                if vectors is None:
+                    lists.append(empty_hits(len(queries), width))
+                else:
+                    lists.append(self.indexes.search_dense(vectors, width, allow, conn))
+                timings["dense"] = time.perf_counter() - t
+            if mode != "dense":
+                t = time.perf_counter()
+                lists.append(self.indexes.search_sparse(queries, width, allow))
+                timings["sparse"] = time.perf_counter() - t
+            t = time.perf_counter()
+            hits = fuse(lists, width) if len(lists) > 1 else lists[0]
+            timings["fuse"] = time.perf_counter() - t
+            t = time.perf_counter()
+            rows = _store.chunks_by_ids(conn, np.unique(hits.ids[hits.ids != PADDING_ID]))
+            timings["fetch"] = time.perf_counter() - t
+        if rerank is not None:
+            t = time.perf_counter()
+            hits = _rerank(rerank, queries, hits, rows)
+            timings["rerank"] = time.perf_counter() - t
+        return [SearchResults(_matches(hits, r, rows, k, by), timings, _row(hits, r))
+                for r in range(len(queries))]
+
+    # ---- internals ---------------------------------------------------------------
+
+    def _write(self, texts, ids, metadata, embeddings, replace: bool) -> list:
+        self._check_writable()
+        texts = _checks.check_texts(texts)
+        metadata = self._check_metadata(metadata, len(texts))
+        given = self._check_embeddings(embeddings, len(texts))
+        with self._write_mutex:
+            conn = self._conn
+            if ids is None:
+                ids = self._generated_ids(len(texts))
+            ids = self._check_ids(ids, "ids")
+            if len(ids) != len(texts):
+                raise CollectionError(f"ids has {len(ids)} entries for {len(texts)} texts")
+            existing = _store.existing_ids(conn, ids)
+            if existing and not replace:
+                raise CollectionError(f"ids: {len(existing)} already in the collection (e.g. "
+                                      f"{existing[:3]!r}); use upsert to replace them")
+            chunked = [self._chunk(text, i) for i, text in enumerate(texts)]
+            hashes = [[_store.content_hash(c[2]) for c in doc] for doc in chunked]
+            if given is None:
+                new_vectors = self._embed_missing(conn, chunked, hashes)
+            else:
+                new_vectors = {h[0]: v.tobytes() for h, v in zip(hashes, given)}
+            dim = self._settings["dim"]
+            with self._rw.write():
+                with _store.transaction(conn):
+                    if dim is None and new_vectors:
+                        dim = len(next(iter(new_vectors.values()))) // 4
+                        _store.set_meta(conn, "dim", str(dim))
+                    if self._settings["id_type"] is None:
+                        _store.set_meta(conn, "id_type", type(ids[0]).__name__)
+                    dead = _store.delete_documents(conn, existing) if existing else \
+                        np.empty(0, np.int64)
+                    conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?)",
+                                     list(new_vectors.items()))
+                    fields = dict(self._fields)
+                    _store.record_fields(conn, fields, metadata)
+                    chunk_ids = []
+                    for uid, text, meta, doc, digests in zip(ids, texts, metadata, chunked, hashes):
+                        chunk_ids += _store.insert_document(
+                            conn, uid, text, meta, [c + (h,) for c, h in zip(doc, digests)])
+                    change = _store.bump_change(conn)
+                # Committed: from here on the write is acknowledged.
+                self._fields = fields
+                self._settings["dim"] = dim
+                self._settings["id_type"] = type(ids[0]).__name__
+                chunk_ids = np.array(chunk_ids, dtype=np.int64)
+                chunk_texts = [c[2] for doc in chunked for c in doc]
+                vectors = _store.chunk_vectors(conn, chunk_ids, dim)
+
+                def apply():
+                    self.indexes.remove(dead)
+                    self.indexes.add(chunk_ids, chunk_texts, vectors)
+
+                self._apply(apply, change)
+            self._maybe_save()
+        return ids
+
+    def _apply(self, change_indexes, change: int) -> None:
+        """Applies a committed change to the in-memory indexes; if that fails, they are
+        rebuilt from the database instead (the change is already durable)."""
+        try:
+            change_indexes()
+        except BaseException:
+            fresh = Indexes(self._settings)
+            fresh.catch_up(self._conn, self._settings["dim"])
+            self.indexes = fresh
+            raise
+        finally:
+            self.indexes.change = change
+
+    @contextlib.contextmanager
+    def _search_lock(self, conn):
+        """The in-memory lock a search holds: shared; exclusive in a read-only collection
+        whose indexes must first catch up with the snapshot conn reads."""
+        if self.readonly and _store.change_number(conn) != self.indexes.change:
+            with self._rw.write():
+                self._refresh(conn)
+                yield
+        else:
+            with self._rw.read():
+                yield
+
+    def _refresh(self, conn) -> None:
+        """Read-only: catches the indexes up with the snapshot conn reads."""
+        change = _store.change_number(conn)
+        if change == self.indexes.change:
+            return
+        meta = _store.read_meta(conn)
+        if self._settings["dim"] is None and "dim" in meta:
+            self._settings["dim"] = int(meta["dim"])
+        self._settings["id_type"] = meta.get("id_type")
+        self.indexes.catch_up(conn, self._settings["dim"])
+        self.indexes.change = change
+
+    def _maybe_save(self) -> None:
+        n = self.indexes.unsaved
+        if n >= _AUTOSAVE_MIN and n >= _AUTOSAVE_FRACTION * len(self.indexes.bm25):
+            self._save()
+
+    def _save(self) -> None:
+        # Called with the write mutex held: the indexes reflect the database's change number.
+        self.indexes.save(self.path, _store.change_number(self._conn))
+
+    def _snapshot(self):
+        """A read transaction on this thread's connection: one consistent snapshot."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            db = os.path.join(self.path, _store.DB_NAME)
+            conn = self._local.conn = _store.connect(db, readonly=True)
+        return _store.transaction(conn, write=False)
+
+    def _allowed(self, conn, flt) -> np.ndarray:
+        """The chunk ids flt allows in conn's snapshot (cached until the next change)."""
+        key = AllowCache.key(flt, _store.change_number(conn))
+        allow = self._allow_cache.get(key)
+        if allow is None:
+            allow = _store.filtered_chunk_ids(conn, flt, self._fields_now(conn))
+            self._allow_cache.put(key, allow)
+        return allow
+
+    def _fields_now(self, conn) -> dict:
+        return _store.read_fields(conn) if self.readonly else self._fields
+
+    def _embed_missing(self, conn, chunked, hashes) -> dict:
+        """hash -> float32 bytes for the chunk texts whose embedding is not stored yet."""
+        todo = {}
+        flat_hashes = [h for doc in hashes for h in doc]
+        known = _store.known_hashes(conn, list(set(flat_hashes)))
+        for doc, digests in zip(chunked, hashes):
+            for chunk, digest in zip(doc, digests):
+                if digest not in known and digest not in todo:
+                    todo[digest] = chunk[2]
+        if not todo:
+            return {}
+        vectors = self._encode(list(todo.values()))
+        dim = self._settings["dim"]
+        if vectors.ndim != 2 or len(vectors) != len(todo) or (dim is not None and vectors.shape[1] != dim):
+            raise CollectionError(f"the encoder returned shape {vectors.shape} for {len(todo)} "
+                                  f"texts; expected ({len(todo)}, {dim or 'dim'})")
+        if not np.isfinite(vectors).all():
+            raise CollectionError("the encoder returned NaN or infinite values")
+        return {h: v.tobytes() for h, v in zip(todo, vectors)}
+
+    def _encode(self, texts, warn: bool = True, queries: bool = False) -> np.ndarray:
+        """Vectors of texts; queries go through the encoder's encode_queries if it has one
+        (models that embed queries differently from passages)."""
+        encoder = self._get_encoder()
+        if queries and hasattr(encoder, "encode_queries"):
+            vectors = encoder.encode_queries(texts)
+        elif _checks.is_bi_encoder(encoder):
+            vectors = encoder.encode(texts, warn=warn)
+        else:
+            vectors = encoder.encode(texts)
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def _get_encoder(self):
+        if self._encoder is None:
+            if self._settings["encoder"] != "bundled":
+                raise CollectionError(
+                    f"this collection was created with the encoder {self._settings['encoder']}; "
+                    "pass it again: Collection.open(path, encoder=...)")
+            from ..encoders import default_encoder
+
+            self._encoder = default_encoder()
+        return self._encoder
+
+    def _chunk(self, text: str, index: int) -> list[tuple]:
+        cfg = self._settings["chunker"]
+        if cfg == "none":
+            return [(0, len(text), text)]
+        if self._chunker is None:
+            from .chunking import Chunker
+
+            tokenizer = self._encoder if _checks.is_bi_encoder(self._encoder) else None
+            self._chunker = Chunker(tokenizer, cfg["chunk_size"], cfg["overlap"])
+        chunks = [(c.start, c.end, c.text) for c in self._chunker.chunk(text)]
+        if not chunks:
+            raise CollectionError(f"texts[{index}] gave no chunks (is it only punctuation?)")
+        return chunks
+
+    def _generated_ids(self, n: int) -> list:
+        if self._settings["id_type"] == "int":
+            top = self._conn.execute(
+                "SELECT MAX(user_id) FROM documents WHERE typeof(user_id) = 'integer'"
+            ).fetchone()[0]
+            start = 0 if top is None else top + 1
+            return list(range(start, start + n))
+        return [uuid.uuid4().hex for _ in range(n)]
+
+    def _check_ids(self, ids, name: str, allow_new_type: bool = False) -> list:
+        if isinstance(ids, (str, int, np.integer)) and not isinstance(ids, bool):
+            ids = [ids]
+        if isinstance(ids, np.ndarray):
+            ids = ids.tolist()
+        try:
+            ids = list(ids)
+        except TypeError:
+            raise TypeError(f"{name} must be a list of str or int ids, got "
+                            f"{type(ids).__name__}") from None
+        out = []
+        for i, v in enumerate(ids):
+            if isinstance(v, np.integer):
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, (int, str)):
+                raise TypeError(f"{name}[{i}] must be a str or an int, got {type(v).__name__}")
+            if isinstance(v, str) and not v:
+                raise CollectionError(f"{name}[{i}] is an empty string")
+            if isinstance(v, int) and not -2**63 <= v < 2**63:
+                raise CollectionError(f"{name}[{i}] = {v} does not fit in 64 bits")
+            out.append(v)
+        kinds = {type(v).__name__ for v in out}
+        if len(kinds) > 1:
+            raise TypeError(f"{name} mixes int and str ids; use one type")
+        have = self._settings["id_type"]
+        if kinds and have is not None and kinds != {have} and not allow_new_type:
+            raise TypeError(f"{name}: this collection's ids are {have}, got {kinds.pop()}")
+        if len(set(out)) != len(out):
+            seen, dup = set(), None
+            for v in out:
+                if v in seen:
+                    dup = v
+                    break
+                seen.add(v)
+            raise CollectionError(f"{name} contains {dup!r} more than once; ids must be unique")
+        return out
+
+    def _check_embeddings(self, embeddings, n: int):
+        if embeddings is None:
+            return None
+        if self._settings["chunker"] != "none":
+            raise CollectionError("embeddings= needs a collection created with chunker='none' "
+                                  "(one chunk, so one vector, per document)")
+        from .._util.arrays import as_float_matrix
+
+        x = np.ascontiguousarray(as_float_matrix(embeddings, "embeddings", self._settings["dim"]),
+                                 dtype=np.float32)
+        if len(x) != n:
+            raise CollectionError(f"embeddings has {len(x)} rows for {n} texts")
+        return x
+
+    def _check_metadata(self, metadata, n: int) -> list[dict]:
+        if metadata is None:
+            return [{} for _ in range(n)]
+        if isinstance(metadata, dict):
+            raise TypeError("metadata must be a list of dicts, one per text")
+        metadata = list(metadata)
+        if len(metadata) != n:
+            raise CollectionError(f"metadata has {len(metadata)} entries for {n} texts")
+        schema = self._settings["schema"]
+        out = []
+        for i, meta in enumerate(metadata):
+            meta = {} if meta is None else meta
+            if not isinstance(meta, dict):
+                raise TypeError(f"metadata[{i}] must be a dict, got {type(meta).__name__}")
+            for key, value in meta.items():
+                if not isinstance(key, str) or not key or key.startswith("$") or \
+                        any(c in key for c in '"\\'):
+                    raise CollectionError(f"metadata[{i}]: key {key!r} must be a non-empty str "
+                                          "without quotes or backslashes, not starting with $")
+                if key in schema and value is not None and \
+                        not _checks.has_type(value, schema[key]):
+                    raise TypeError(f"metadata[{i}][{key!r}] must be {schema[key]} (the "
+                                    f"metadata_schema), got {type(value).__name__}")
+            try:
+                out.append(json.loads(json.dumps(meta, allow_nan=False)))
+            except (TypeError, ValueError) as err:
+                raise TypeError(f"metadata[{i}] is not JSON-serialisable ({err})") from None
+        return out
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise CollectionError(f"{self.path}: the collection is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.readonly:
+            raise CollectionError(f"{self.path}: opened readonly; open it with readonly=False "
+                                  "to write")
+
+
+def _read_meta(conn, path: str) -> dict:
+    import sqlite3
+
+    try:
+        meta = _store.read_meta(conn)
+    except sqlite3.DatabaseError as err:
+        raise CollectionError(f"{path}: not a ragcore collection ({err})") from None
+    if "format_version" not in meta or "settings" not in meta:
+        raise CollectionError(f"{path}: not a ragcore collection (no format version)")
+    return meta
+
+
+def _fusion_function(fusion):
+    from . import fusion as fusion_module
+
+    if callable(fusion):
+        return lambda lists, k: fusion(lists, k=k)
+    if isinstance(fusion, dict):
+        options = dict(fusion)
+        return lambda lists, k: fusion_module.combine(lists, k=k, **options)
+    check_choice(fusion, "fusion", FUSIONS)
+    if fusion == "rrf":
+        return lambda lists, k: fusion_module.rrf(lists, k=k)
+    return lambda lists, k: fusion_module.combine(lists, method=fusion, k=k)
+
+
+def _rerank(reranker, queries, hits: Hits, rows: dict) -> Hits:
+    scores = np.full(hits.ids.shape, -np.inf, dtype=np.float32)
+    ids = np.full(hits.ids.shape, PADDING_ID, dtype=np.int64)
+    for r, query in enumerate(queries):
+        cand = hits.ids[r][hits.ids[r] != PADDING_ID]
+        if not len(cand):
+            continue
+        s = np.asarray(reranker.score(query, [rows[int(c)][4] for c in cand]), dtype=np.float32)
+        if s.shape != cand.shape or not np.isfinite(s).all():
+            raise ValueError(f"rerank: the reranker returned {s.shape} scores for {len(cand)} "
+                             "passages (or non-finite ones)")
+        order = np.lexsort((cand, -s.astype(np.float64)))
+        scores[r, : len(cand)], ids[r, : len(cand)] = s[order], cand[order]
+    return Hits(scores, ids)
+
+
+def _matches(hits: Hits, r: int, rows: dict, k: int, by: str) -> list[Match]:
+    out, seen = [], set()
+    for cid, score in zip(hits.ids[r], hits.scores[r]):
+        if cid == PADDING_ID or len(out) == k:
+            break
+        uid, position, start, end, text, meta = rows[int(cid)]
+        if by == "document":
+            if uid in seen:
+                continue
+            seen.add(uid)
+        out.append(Match(uid, int(cid), position, start, end, text, float(score), json.loads(meta)))
+    return out
+
+
+def _row(hits: Hits, r: int) -> Hits:
+    return Hits(hits.scores[r : r + 1].copy(), hits.ids[r : r + 1].copy())
+

@@ -1,0 +1,130 @@
+"""The LlamaIndex adapters against llama-index-core from PyPI: the vector store under a
+VectorStoreIndex, every query mode, MetadataFilters, deletes by document; the retriever and
+the reranking postprocessor with the bundled encoder."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from llama_index.core import StorageContext, VectorStoreIndex  # noqa: E402
+from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
+from llama_index.core.schema import Document, QueryBundle, TextNode  # noqa: E402
+from llama_index.core.vector_stores.types import (  # noqa: E402
+    FilterCondition, FilterOperator, MetadataFilter, MetadataFilters, VectorStoreQuery,
+    VectorStoreQueryMode,
+)
+
+from _collection_data import HashEncoder  # noqa: E402
+from ragcore.rag.adapters.llamaindex import (  # noqa: E402
+    RagcoreReranker, RagcoreRetriever, RagcoreVectorStore, to_ragcore_filter,
+)
+
+TEXTS = ["alpha beta gamma", "beta gamma delta", "delta epsilon zeta", "eta theta alpha",
+         "gamma gamma gamma", "iota kappa lambda"]
+
+
+class HashEmbedding(BaseEmbedding):
+    """LlamaIndex embedding model over the tests' HashEncoder."""
+
+    def _vector(self, text):
+        return HashEncoder().encode([text])[0].tolist()
+
+    def _get_query_embedding(self, query):
+        return self._vector(query)
+
+    def _get_text_embedding(self, text):
+        return self._vector(text)
+
+    async def _aget_query_embedding(self, query):
+        return self._vector(query)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = RagcoreVectorStore(path=tmp_path / "li")
+    nodes = [TextNode(text=t, id_=f"n{i}", metadata={"year": 2000 + i, "kind": "ab"[i % 2]},
+                      embedding=HashEncoder().encode([t])[0].tolist()) for i, t in enumerate(TEXTS)]
+    for i, n in enumerate(nodes):
+        n.relationships = {}
+        n.metadata["doc"] = f"d{i // 2}"
+    s.add(nodes)
+    yield s
+    s.client.close()
+
+
+def query(text, **kw):
+    return VectorStoreQuery(query_embedding=HashEncoder().encode([text])[0].tolist(),
+                            query_str=text, **kw)
+
+
+def test_modes_and_top_k(store):
+    dense = store.query(query("alpha beta gamma", similarity_top_k=3))
+    assert dense.ids[0] == "n0" and len(dense.ids) == 3
+    assert dense.similarities[0] == pytest.approx(1.0, abs=1e-5)
+    assert dense.nodes[0].get_content() == "alpha beta gamma"
+    assert dense.nodes[0].metadata["year"] == 2000
+    sparse = store.query(query("zeta", similarity_top_k=1, mode=VectorStoreQueryMode.SPARSE))
+    assert sparse.ids == ["n2"]
+    hybrid = store.query(query("gamma", similarity_top_k=2, mode=VectorStoreQueryMode.HYBRID,
+                               alpha=0.0))  # alpha 0: BM25 alone decides
+    assert hybrid.ids[0] == "n4"
+    rrf = store.query(query("gamma", similarity_top_k=6, mode=VectorStoreQueryMode.HYBRID))
+    assert set(rrf.ids) == {f"n{i}" for i in range(6)}
+
+
+def test_metadata_filters(store):
+    f = MetadataFilters(filters=[MetadataFilter(key="year", value=2002, operator=FilterOperator.GTE),
+                                 MetadataFilter(key="kind", value="a")])
+    got = store.query(query("alpha", similarity_top_k=6, filters=f))
+    assert sorted(got.ids) == ["n2", "n4"]
+    either = MetadataFilters(filters=[MetadataFilter(key="year", value=[2000, 2005],
+                                                     operator=FilterOperator.IN),
+                                      MetadataFilters(filters=[MetadataFilter(key="kind", value="b")],
+                                                      condition=FilterCondition.NOT)],
+                             condition=FilterCondition.OR)
+    assert sorted(store.query(query("alpha", similarity_top_k=6, filters=either)).ids) == \
+        ["n0", "n2", "n4", "n5"]
+    with pytest.raises(ValueError, match="text_match"):
+        to_ragcore_filter(MetadataFilters(filters=[
+            MetadataFilter(key="kind", value="a", operator=FilterOperator.TEXT_MATCH)]))
+
+
+def test_delete_by_document_and_nodes(tmp_path):
+    store = RagcoreVectorStore(path=tmp_path / "v")
+    index = VectorStoreIndex.from_documents(
+        [Document(text=t, id_=f"doc{i}") for i, t in enumerate(TEXTS)],
+        storage_context=StorageContext.from_defaults(vector_store=store),
+        embed_model=HashEmbedding())
+    retriever = index.as_retriever(similarity_top_k=2)
+    assert retriever.retrieve("delta epsilon zeta")[0].node.get_content() == "delta epsilon zeta"
+    store.delete("doc2")
+    assert all(n.node.get_content() != "delta epsilon zeta"
+               for n in index.as_retriever(similarity_top_k=6).retrieve("delta epsilon zeta"))
+    assert len(store.client) == 5
+    store.clear()
+    assert len(store.client) == 0
+    store.client.close()
+
+
+def test_retriever_and_reranker_with_the_bundled_encoder(tmp_path):
+    from ragcore import LateInteractionReranker
+    from ragcore.rag.collection import Collection
+
+    passages = ["The capital of France is Paris.", "Bananas are yellow fruit.",
+                "Paris hosts the Louvre museum.", "The stock market fell today."]
+    with Collection.create(tmp_path / "c", chunker="none") as col:
+        col.add(passages, ids=list(range(4)), metadata=[{"topic": t} for t in "abac"])
+        nodes = RagcoreRetriever(col, similarity_top_k=3).retrieve("museums in Paris")
+        assert len(nodes) == 3 and {n.node.text for n in nodes[:2]} == {passages[0], passages[2]}
+        filtered = RagcoreRetriever(col, similarity_top_k=3, filter={"topic": "a"},
+                                    mode="dense").retrieve("fruit")
+        assert {n.node.text for n in filtered} == {passages[0], passages[2]}
+        reranker = LateInteractionReranker()
+        post = RagcoreReranker(reranker, top_n=2)
+        out = post.postprocess_nodes(nodes, QueryBundle("Which museum is in Paris?"))
+        want = reranker.score("Which museum is in Paris?", [n.node.text for n in nodes])
+        assert len(out) == 2 and out[0].score == pytest.approx(float(np.max(want)), abs=1e-6)
+        assert out[0].node.text == passages[2]

@@ -105,7 +105,7 @@ def test_fp32_export_equals_sentence_transformers(fp32_model):
 
 def test_int8_agrees_with_fp32(fp32_model):
     fp32 = BiEncoder(fp32_model, providers="cpu").encode(TEXTS, warn=False)
-    int8 = ragcore.encoders.default_encoder(providers="cpu").encode(TEXTS, warn=False)
+    int8 = default_encoder(precision="int8-bundled", providers="cpu").encode(TEXTS, warn=False)
     assert (fp32 * int8).sum(axis=1).min() >= 0.995
     # Same nearest neighbours among the texts.
     np.testing.assert_array_equal((fp32 @ fp32.T).argsort(axis=1)[:, -2],

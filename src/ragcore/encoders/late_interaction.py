@@ -24,7 +24,7 @@ class LateInteractionReranker:
 
     def __init__(self, encoder=None, cache_size: int = 20_000):
         if encoder is None:
-            from .bi_encoder import default_encoder
+            from .defaults import default_encoder
 
             encoder = default_encoder()
         self.encoder = encoder

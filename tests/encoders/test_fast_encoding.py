@@ -177,3 +177,84 @@ def test_cpu_features_from_flags():
 def test_bad_precision_names_the_choices():
     with pytest.raises(ValueError, match="precision must be one of 'auto', 'int8'"):
         defaults.default_encoder(precision="bf16")
+
+
+# ---- int8 ---------------------------------------------------------------------------
+
+NEIGHBOUR_TEXTS = [  # two topics, three texts each
+    "How do I read a text file line by line in Python?",
+    "Opening files for reading with open() and iterating over the lines.",
+    "json.loads parses a JSON string into Python objects.",
+    "Bananas are rich in potassium and easy to digest.",
+    "An apple a day: fruit as part of a healthy diet.",
+    "Oranges and lemons are citrus fruits full of vitamin C.",
+]
+
+
+@pytest.fixture(scope="module")
+def int8(fused):
+    return derived.ensure(models.FUSED_INT8_NAME)
+
+
+def test_int8_graph_runs_int8_products(int8):
+    import onnx
+
+    ops = [node.op_type for node in onnx.load(str(int8), load_external_data=False).graph.node]
+    assert ops.count("QAttention") == 6 and ops.count("MatMulInteger") == 12
+    manifest = json.loads((int8.parent / "derived.json").read_text())
+    assert manifest["min_cosine_to_fp32"] >= derived.INT8_MIN_COSINE == 0.995
+    assert manifest["same_nearest_neighbours"] is True
+
+
+def test_int8_agrees_with_fp32_and_keeps_neighbours(fused, int8):
+    texts = NEIGHBOUR_TEXTS + TEXTS
+    want = BiEncoder(fused, providers="cpu").encode(texts, warn=False)
+    got = BiEncoder(int8, providers="cpu").encode(texts, warn=False)
+    assert (want * got).sum(axis=1).min() >= 0.995
+    neighbours = (want[:6] @ want[:6].T - 2 * np.eye(6)).argmax(axis=1)
+    np.testing.assert_array_equal(neighbours // 3, np.arange(6) // 3)  # the set is fit for purpose
+    np.testing.assert_array_equal((got[:6] @ got[:6].T - 2 * np.eye(6)).argmax(axis=1), neighbours)
+
+
+def test_smoothing_alone_changes_nothing(fused):
+    """x W = (x / s)(s W): the smoothed fp32 graph gives the fused graph's vectors."""
+    import onnx
+
+    from ragcore.encoders import quantize
+    from ragcore.encoders._text import TextTokenizer
+
+    model = onnx.load(str(fused))
+    inits = {i.name for i in model.graph.initializer}
+    nodes = [n for n in model.graph.node if n.op_type in ("Attention", "MatMul") and n.input[1] in inits]
+    tokenizer = TextTokenizer(models.minilm_dir() / "tokenizer.json", 256)
+    ranges = quantize._activation_ranges(fused, nodes, tokenizer)
+    quantize._smooth(model, nodes, ranges, quantize.SMOOTH_ALPHA)
+    assert sum(n.op_type == "Mul" and n.name.endswith("_smooth") for n in model.graph.node) == 24
+    path = fused.parent.parent / "smoothed-test" / "model.onnx"
+    path.parent.mkdir()
+    onnx.save(model, str(path))
+    want = BiEncoder(fused, providers="cpu").encode(TEXTS, warn=False)
+    got = BiEncoder(path, providers="cpu", max_length=256,
+                    tokenizer_path=models.minilm_dir() / "tokenizer.json").encode(TEXTS, warn=False)
+    assert (want * got).sum(axis=1).min() >= 0.99999
+
+
+def test_int8_that_disagrees_is_not_kept(int8, monkeypatch):
+    monkeypatch.setattr(models, "DERIVED_RECIPES", {**models.DERIVED_RECIPES,
+                                                    models.FUSED_INT8_NAME: "a new recipe"})
+    monkeypatch.setattr(derived, "DERIVED_RECIPES", models.DERIVED_RECIPES)
+    monkeypatch.setattr(derived, "INT8_MIN_COSINE", 1.5)
+    with pytest.raises(RuntimeError, match=r"smoothed: min cosine .*; not smoothed: min cosine"):
+        derived.ensure(models.FUSED_INT8_NAME)
+    assert not models.derived_path(models.FUSED_INT8_NAME).exists()
+    assert int8.exists()  # the kept one, made by the real recipe, is untouched
+
+
+def test_auto_precision_follows_the_cpu(int8, fused):
+    assert defaults.auto_precision({"avx512_vnni"}) == "int8"
+    assert defaults.auto_precision({"amx_int8"}) == "int8"
+    assert defaults.auto_precision({"avx2", "fma"}) == "fp32"
+    assert defaults.auto_precision(set()) == "fp32"
+    expected = int8 if cpu_features.fast_int8() else fused
+    assert defaults.default_encoder(providers="cpu").model.path == expected
+    assert defaults.default_encoder(precision="int8", providers="cpu").model.path == int8

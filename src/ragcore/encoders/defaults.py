@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 from .bi_encoder import BiEncoder
+from .cpu_features import fast_int8
 from .derived import ensure
 from .models import DERIVED_RECIPES, INT8_NAME, PRECISIONS, check_precision, model_name
 
@@ -12,9 +13,10 @@ PRECISION_CHOICES = ("auto", *PRECISIONS)
 
 
 def auto_precision(flags=None) -> str:
-    """"fp32" (the fused graph): the int8 recipes do not yet reach their accuracy
-    threshold (BENCHMARKS.md, "Encoder throughput")."""
-    return "fp32"
+    """"int8" where the CPU has an int8 dot-product instruction (AMX, AVX-512 VNNI,
+    AVX-VNNI), else "fp32" (flags: a set of /proc/cpuinfo flags; default this CPU's).
+    Without one, onnxruntime's int8 kernels gain little over fp32."""
+    return "int8" if fast_int8(flags) else "fp32"
 
 
 def default_encoder(precision: str = "auto", **kwargs) -> BiEncoder:

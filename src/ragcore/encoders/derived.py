@@ -8,12 +8,13 @@ before it is kept (models.py says where they live).
   with its NaN guards, is not recognised). Kept at cosine >= FUSED_MIN_COSINE to
   PyTorch on CHECK_TEXTS.
 - int8 (``FUSED_INT8_NAME``): onnxruntime's dynamic quantisation of the fused
-  graph (int8 weights per output channel, uint8 activations quantised per call),
-  which runs on onnxruntime's int8 GEMM kernels (AMX, AVX-512 VNNI or AVX-VNNI,
-  chosen by onnxruntime from the CPU). The embedding table stays fp32. Kept at
+  graph (quantize.py: int8 weights per output channel, uint8 activations
+  quantised per call, outlier channels smoothed first; the FFN's second product
+  and the embeddings stay fp32), which runs on onnxruntime's int8 GEMM kernels
+  (AMX, AVX-512 VNNI or AVX-VNNI, chosen by onnxruntime from the CPU). Kept at
   cosine >= INT8_MIN_COSINE to the fused fp32 with the same nearest neighbour for
-  every check text; if the full recipe misses, a second one keeps the FFN output
-  products in fp32; if that misses too, nothing is kept and the error says so.
+  every check text; if the smoothed recipe misses, the same without smoothing is
+  tried; if that misses too, nothing is kept and the error says so.
 
 Deriving needs torch and transformers once (the ``export`` extra).
 """
@@ -29,10 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ._text import TextTokenizer
 from .bi_encoder import BiEncoder
 from .export import pytorch_embeddings
 from .models import (DERIVED_RECIPES, EXPORT_FILE, FUSED_NAME, derived_path,
                      max_seq_length, minilm_dir, source_digest)
+from .quantize import write_int8
 
 FUSED_MIN_COSINE = 0.9999
 INT8_MIN_COSINE = 0.995
@@ -64,8 +67,9 @@ def ensure(name: str) -> Path:
     if name == FUSED_NAME:
         return _make(name, {"fused": write_fused}, _check_fused)
     fp32 = ensure(FUSED_NAME)
-    recipes = {"all products int8": lambda out: write_int8(fp32, out),
-               "FFN output products fp32": lambda out: write_int8(fp32, out, keep_ffn_output=True)}
+    tokenizer = TextTokenizer(minilm_dir() / "tokenizer.json", max_seq_length(minilm_dir()))
+    recipes = {"smoothed": lambda out: write_int8(fp32, out, tokenizer),
+               "not smoothed": lambda out: write_int8(fp32, out, tokenizer, smooth=False)}
     return _make(name, recipes, lambda path: _check_int8(fp32, path))
 
 
@@ -164,21 +168,3 @@ def write_fused(out: Path) -> dict:
     raw.unlink()
     counts = {op: n for op, n in fused.get_fused_operator_statistics().items() if n}
     return {"precision": "fp32", "fused_operators": counts}
-
-
-def write_int8(fp32: Path, out: Path, keep_ffn_output: bool = False) -> dict:
-    """Dynamic int8 quantisation of the fused fp32 graph: MatMul and Attention
-    weights int8 per output channel, activations uint8 per call; the embedding
-    table and (keep_ffn_output) the FFN's second product stay fp32."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    names = [node.name for node in onnx.load(str(fp32), load_external_data=False).graph.node]
-    excluded = [n for n in names if "/output/dense/" in n] if keep_ffn_output else []
-    quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul", "Attention"], nodes_to_exclude=excluded,
-                     extra_options={"MatMulConstBOnly": True,
-                                    "DefaultTensorType": onnx.TensorProto.FLOAT})
-    ops = [node.op_type for node in onnx.load(str(out), load_external_data=False).graph.node]
-    return {"precision": "int8", "quantized_from": str(fp32), "fp32_products_kept": len(excluded),
-            "int8_operators": {op: ops.count(op) for op in ("MatMulInteger", "QAttention")}}

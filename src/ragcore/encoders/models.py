@@ -47,7 +47,7 @@ EXPORT_FILE = "model.onnx"
 # A new recipe (or onnxruntime, whose optimizer writes the graph) gives a new
 # file name: a cached file made another way is never taken for this one.
 DERIVED_RECIPES = {FUSED_NAME: "legacy-export-eager-attention+ort-bert-optimizer/1",
-                   FUSED_INT8_NAME: "ort-dynamic-int8-per-channel/1"}
+                   FUSED_INT8_NAME: "ort-dynamic-int8-per-channel+smoothquant-0.8-ffn-output-fp32/2"}
 _SOURCE_FILES = ("model.safetensors", "config.json", "tokenizer.json")
 
 

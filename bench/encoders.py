@@ -5,13 +5,14 @@ sentence-transformers, and the ONNX CrossEncoder against transformers, in one ru
 plus the demo's index build and query encoding.
 
     .venv/bin/python bench/encoders.py [--texts 256] [--json F] [--markdown F]
-        [--batches 1 32] [--threads 1 2] [--no-cross] [--demo-chunks 768]
+        [--batches 1 32] [--threads 1 2] [--no-cross] [--fp16] [--demo-chunks 768]
 
 Texts: paragraphs of the running Python's standard library docstrings (local,
 varied lengths, some over 256 tokens). Each cell encodes every text with the
-given batch size (``budget``: BiEncoder's token budget, 256 padded tokens and at
-most 64 texts per call; sentence-transformers has no such option and runs at
-batch 32 there); texts per second from the median of interleaved repeats (all
+given batch size, batches by count only (token_budget=None), as the files before
+token budgets ran; ``budget``: what BiEncoder(batch_size=32) does by default, at
+most 32 texts and 256 padded tokens per call (sentence-transformers has no such
+option and runs at batch 32 there); texts per second from the median of interleaved repeats (all
 systems of a cell take turns, so a slow phase of this shared VM hits them
 alike). Threads: onnxruntime's intra-op threads for ragcore, torch's for the
 peers. Embeddings are compared in the same run (min cosine to
@@ -67,8 +68,9 @@ def stdlib_paragraphs(count: int) -> list[str]:
     return [out[i] for i in rng.choice(len(out), size=min(count, len(out)), replace=False)]
 
 
-def ragcore_encoders(threads: int) -> tuple[dict, dict]:
-    """{engine: BiEncoder} and {engine: why it is missing}."""
+def ragcore_encoders(threads: int, fp16: bool = False) -> tuple[dict, dict]:
+    """{engine: BiEncoder} and {engine: why it is missing}; fp16: the fp16 export
+    too (onnxruntime runs most fp16 ops in fp32 behind Casts on a CPU)."""
     import ragcore
     from ragcore.encoders import derived, export, models
 
@@ -77,6 +79,8 @@ def ragcore_encoders(threads: int) -> tuple[dict, dict]:
              "int8_fused": lambda: derived.ensure(models.FUSED_INT8_NAME),
              "fp32_before": export.export,
              "int8_bundled": lambda: models.INT8_NAME}
+    if fp16:
+        paths["fp16"] = lambda: export.export(precision="fp16")
     for name, path in paths.items():
         try:
             engines[name] = ragcore.BiEncoder(path(), providers="cpu", threads=threads,
@@ -97,7 +101,7 @@ def bi_encoder_rows(texts, args, st_model) -> tuple[list, dict]:
     agreement, rows = {}, []
     for threads in args.threads:
         torch.set_num_threads(threads)
-        engines, missing = ragcore_encoders(threads)
+        engines, missing = ragcore_encoders(threads, args.fp16)
         agreement["missing"] = missing
         vectors = {name: enc.encode(texts, warn=False) for name, enc in engines.items()}
         for name, v in vectors.items():
@@ -109,7 +113,7 @@ def bi_encoder_rows(texts, args, st_model) -> tuple[list, dict]:
                                          "same_nearest": float((nearest(a) == nearest(b)).mean())}
         for batch in [*args.batches, "budget"]:
             for enc in engines.values():
-                enc.batch_size = 64 if batch == "budget" else batch
+                enc.batch_size = 32 if batch == "budget" else batch
                 enc.token_budget = BUDGET if batch == "budget" else None
             st_batch = 32 if batch == "budget" else batch
             fns = {name: (lambda e=enc: e.encode(texts, warn=False)) for name, enc in engines.items()}
@@ -205,7 +209,7 @@ def cross_encoder_rows(texts, args) -> list:
 
 
 ENGINES = (("fp32_fused", "fp32 fused"), ("int8_fused", "int8 fused"),
-           ("fp32_before", "fp32 before"), ("int8_bundled", "int8 bundled"))
+           ("fp32_before", "fp32 before"), ("int8_bundled", "int8 bundled"), ("fp16", "fp16 (CPU)"))
 
 
 def markdown(report) -> str:
@@ -260,6 +264,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=list(BATCHES))
     parser.add_argument("--threads", type=int, nargs="+", default=list(THREADS))
     parser.add_argument("--no-cross", action="store_true", help="bi-encoders only")
+    parser.add_argument("--fp16", action="store_true", help="the fp16 export too")
     parser.add_argument("--demo-chunks", type=int, default=768,
                         help="demo chunks timed for the index build (0: skip the demo part)")
     args = parser.parse_args()

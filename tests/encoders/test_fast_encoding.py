@@ -20,12 +20,12 @@ from ragcore.encoders import BiEncoder, cpu_features, defaults, derived, export,
 from ragcore.encoders._batching import plan_batches  # noqa: E402
 
 TEXTS = [
-    "How do I open a file for reading in Python?",
-    "reciprocal rank fusion",
-    "Ünïcödé, emoji 🚀, numbers 12345 and punctuation!?",
-    "x",
-    "The standard library's json module encodes and decodes JSON. " * 30,  # > 256 tokens
-    "Dense retrieval maps queries and passages to vectors.",
+    "Where are the derived model files cached?",
+    "token budget",
+    "Çà et là: naïve café, 東京 and ½ of 3.14159",
+    "q",
+    "The tokenizer splits words into word pieces before the model sees them. " * 30,  # > 256 tokens
+    "Late interaction compares every query token with every passage token.",
     "def f(x):\n    return x * 2  # doubles",
     "one two three four five six seven eight nine ten " * 4,
 ]
@@ -181,14 +181,7 @@ def test_bad_precision_names_the_choices():
 
 # ---- int8 ---------------------------------------------------------------------------
 
-NEIGHBOUR_TEXTS = [  # two topics, three texts each
-    "How do I read a text file line by line in Python?",
-    "Opening files for reading with open() and iterating over the lines.",
-    "json.loads parses a JSON string into Python objects.",
-    "Bananas are rich in potassium and easy to digest.",
-    "An apple a day: fruit as part of a healthy diet.",
-    "Oranges and lemons are citrus fruits full of vitamin C.",
-]
+NEIGHBOUR_TEXTS = list(derived.NEIGHBOUR_TEXTS)  # two topics, three texts each
 
 
 @pytest.fixture(scope="module")
@@ -214,6 +207,15 @@ def test_int8_agrees_with_fp32_and_keeps_neighbours(fused, int8):
     neighbours = (want[:6] @ want[:6].T - 2 * np.eye(6)).argmax(axis=1)
     np.testing.assert_array_equal(neighbours // 3, np.arange(6) // 3)  # the set is fit for purpose
     np.testing.assert_array_equal((got[:6] @ got[:6].T - 2 * np.eye(6)).argmax(axis=1), neighbours)
+
+
+def test_int8_depends_on_its_batch_only_within_the_threshold(int8):
+    """Dynamic quantisation sets each activation's scale per call, so a text's int8
+    vector moves a little with the texts (and padding) it is batched with."""
+    encoder = BiEncoder(int8, providers="cpu", token_budget=None, batch_size=len(TEXTS))
+    together = encoder.encode(TEXTS, warn=False)
+    alone = np.concatenate([encoder.encode([t], warn=False) for t in TEXTS])
+    assert (together * alone).sum(axis=1).min() >= derived.INT8_MIN_COSINE
 
 
 def test_smoothing_alone_changes_nothing(fused):

@@ -14,7 +14,9 @@ before it is kept (models.py says where they live).
   (AMX, AVX-512 VNNI or AVX-VNNI, chosen by onnxruntime from the CPU). Kept at
   cosine >= INT8_MIN_COSINE to the fused fp32 with the same nearest neighbour for
   every check text; if the smoothed recipe misses, the same without smoothing is
-  tried; if that misses too, nothing is kept and the error says so.
+  tried; if that misses too, nothing is kept and the error says so. The
+  activation scale is set per call, so a text's int8 vector depends a little on
+  the texts batched with it (within the same threshold; fp32 vectors do not).
 
 Deriving needs torch and transformers once (the ``export`` extra).
 """
@@ -48,6 +50,8 @@ CHECK_TEXTS = (
     "The quick brown fox jumps over the lazy dog. " * 40,
     "Ünïcödé, emoji 🚀 and numbers 12345 in one sentence.",
     "def read(path):\n    with open(path) as f:\n        return f.read()",
+)
+NEIGHBOUR_TEXTS = (
     "How do I read a text file line by line in Python?",
     "Opening files for reading with open() and iterating over the lines.",
     "json.loads parses a JSON string into Python objects.",
@@ -55,6 +59,7 @@ CHECK_TEXTS = (
     "An apple a day: fruit as part of a healthy diet.",
     "Oranges and lemons are citrus fruits full of vitamin C.",
 )
+CHECK_TEXTS = CHECK_TEXTS + NEIGHBOUR_TEXTS
 
 
 def ensure(name: str) -> Path:

@@ -1,21 +1,30 @@
-"""Encoder throughput: ragcore's ONNX BiEncoder (fp32 and fp16 exports, int8)
-against sentence-transformers, and the ONNX CrossEncoder against transformers,
-in one run.
+"""Encoder throughput: ragcore's ONNX BiEncoder (the fused fp32 graph and its int8
+quantisation derived from the bundled model, and the two files measured before
+them: the dynamo fp32 export and the bundled int8 file) against
+sentence-transformers, and the ONNX CrossEncoder against transformers, in one run;
+plus the demo's index build and query encoding.
 
     .venv/bin/python bench/encoders.py [--texts 256] [--json F] [--markdown F]
-        [--batches 1 32 128] [--threads 1 2] [--no-cross]
+        [--batches 1 32] [--threads 1 2] [--no-cross] [--fp16] [--demo-chunks 768]
 
 Texts: paragraphs of the running Python's standard library docstrings (local,
 varied lengths, some over 256 tokens). Each cell encodes every text with the
-given batch size; texts per second from the median of interleaved repeats (all
+given batch size, batches by count only (token_budget=None), as the files before
+token budgets ran; ``budget``: what BiEncoder(batch_size=32) does by default, at
+most 32 texts and 256 padded tokens per call (sentence-transformers has no such
+option and runs at batch 32 there); texts per second from the median of interleaved repeats (all
 systems of a cell take turns, so a slow phase of this shared VM hits them
 alike). Threads: onnxruntime's intra-op threads for ragcore, torch's for the
 peers. Embeddings are compared in the same run (min cosine to
-sentence-transformers, and fp16 to fp32). fp16 on CPU: onnxruntime has no CPU
-kernels for most fp16 ops and runs them in fp32 behind inserted Casts, so it is
-measured here for agreement and for CI, not as a CPU option. The cross-encoder
-is a tiny random BERT (no pre-trained cross-encoder ships in an installable
-package): the comparison is of runtimes.
+sentence-transformers; int8 to fp32 with nearest-neighbour agreement).
+
+Demo build: the demo's chunks (stdlib_docs(3000), Chunker(200, 40)), a seeded
+sample of --demo-chunks of them, encoded 256 at a time as the demo's embedding
+cache does, by the demo's encoder before this change (the bundled int8 file,
+64 texts per call) and by default_encoder() now, at onnxruntime's default
+threads; query encode p50 over 100 demo questions one at a time.
+The cross-encoder is a tiny random BERT (no pre-trained cross-encoder ships in
+an installable package): the comparison is of runtimes.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import ast
 import sys
 import sysconfig
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -35,8 +45,10 @@ import torch
 
 from _common import LoadMeter, environment, fmt_num, markdown_table, time_calls, write_json, write_text
 
-BATCHES = (1, 32, 128)
+BATCHES = (1, 32)
 THREADS = (1, 2)
+BUDGET = 256
+DEMO_STEP = 256  # the embedding cache's encode step (cli/embedding_cache.py)
 
 
 def stdlib_paragraphs(count: int) -> list[str]:
@@ -56,46 +68,101 @@ def stdlib_paragraphs(count: int) -> list[str]:
     return [out[i] for i in rng.choice(len(out), size=min(count, len(out)), replace=False)]
 
 
-def bi_encoder_rows(texts, args) -> tuple[list, dict]:
-    import sentence_transformers as st
-
+def ragcore_encoders(threads: int, fp16: bool = False) -> tuple[dict, dict]:
+    """{engine: BiEncoder} and {engine: why it is missing}; fp16: the fp16 export
+    too (onnxruntime runs most fp16 ops in fp32 behind Casts on a CPU)."""
     import ragcore
-    from ragcore.encoders import export, models
-    fp32_path = export.export()
-    fp16_path = export.export(precision="fp16")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        st_model = st.SentenceTransformer(str(models.minilm_dir()), device="cpu")
+    from ragcore.encoders import derived, export, models
+
+    engines, missing = {}, {}
+    paths = {"fp32_fused": lambda: derived.ensure(models.FUSED_NAME),
+             "int8_fused": lambda: derived.ensure(models.FUSED_INT8_NAME),
+             "fp32_before": export.export,
+             "int8_bundled": lambda: models.INT8_NAME}
+    if fp16:
+        paths["fp16"] = lambda: export.export(precision="fp16")
+    for name, path in paths.items():
+        try:
+            engines[name] = ragcore.BiEncoder(path(), providers="cpu", threads=threads,
+                                              max_length=256)
+        except RuntimeError as err:  # a derived file that missed its check
+            missing[name] = str(err)
+    return engines, missing
+
+
+def nearest(vectors: np.ndarray) -> np.ndarray:
+    sims = vectors @ vectors.T
+    np.fill_diagonal(sims, -np.inf)
+    return sims.argmax(axis=1)
+
+
+def bi_encoder_rows(texts, args, st_model) -> tuple[list, dict]:
     reference = st_model.encode(texts, normalize_embeddings=True, batch_size=32)
-    agreement = {}
-    rows = []
+    agreement, rows = {}, []
     for threads in args.threads:
         torch.set_num_threads(threads)
-        fp32 = ragcore.BiEncoder(fp32_path, providers="cpu", threads=threads)
-        fp16 = ragcore.BiEncoder(fp16_path, providers="cpu", threads=threads)
-        int8 = ragcore.BiEncoder(models.INT8_NAME, providers="cpu", threads=threads)
-        vectors = {}
-        for enc, name in ((fp32, "fp32"), (fp16, "fp16"), (int8, "int8")):
-            vectors[name] = enc.encode(texts, warn=False)
-            agreement[name] = float((vectors[name] * reference).sum(axis=1).min())
-        agreement["fp16_to_fp32"] = float((vectors["fp16"] * vectors["fp32"]).sum(axis=1).min())
-        for batch in args.batches:
-            fp32.batch_size = fp16.batch_size = int8.batch_size = batch
+        engines, missing = ragcore_encoders(threads, args.fp16)
+        agreement["missing"] = missing
+        vectors = {name: enc.encode(texts, warn=False) for name, enc in engines.items()}
+        for name, v in vectors.items():
+            agreement[name] = float((v * reference).sum(axis=1).min())
+        if "int8_fused" in vectors:
+            a, b = vectors["fp32_fused"], vectors["int8_fused"]
+            cos = (a * b).sum(axis=1)
+            agreement["int8_to_fp32"] = {"min": float(cos.min()), "mean": float(cos.mean()),
+                                         "same_nearest": float((nearest(a) == nearest(b)).mean())}
+        for batch in [*args.batches, "budget"]:
+            for enc in engines.values():
+                enc.batch_size = 32 if batch == "budget" else batch
+                enc.token_budget = BUDGET if batch == "budget" else None
+            st_batch = 32 if batch == "budget" else batch
+            fns = {name: (lambda e=enc: e.encode(texts, warn=False)) for name, enc in engines.items()}
+            fns["sentence_transformers"] = lambda b=st_batch: st_model.encode(texts, batch_size=b)
             meter = LoadMeter()
-            timings, _ = time_calls({
-                "onnx_fp32": lambda: fp32.encode(texts, warn=False),
-                "onnx_fp16": lambda: fp16.encode(texts, warn=False),
-                "onnx_int8": lambda: int8.encode(texts, warn=False),
-                "sentence_transformers": lambda: st_model.encode(texts, batch_size=batch),
-            }, rounds=3, min_repeats=2, target_s=1.0, slow_budget_s=6.0)
+            timings, _ = time_calls(fns, rounds=3, min_repeats=2, target_s=1.0, slow_budget_s=6.0)
             tps = {k: len(texts) / t.median for k, t in timings.items()}
             rows.append({"threads": threads, "batch": batch, "texts_per_s": tps,
-                         "fp32_vs_st": tps["onnx_fp32"] / tps["sentence_transformers"],
-                         "int8_vs_st": tps["onnx_int8"] / tps["sentence_transformers"],
-                         "fp16_vs_fp32": tps["onnx_fp16"] / tps["onnx_fp32"],
+                         "vs_st": {k: v / tps["sentence_transformers"] for k, v in tps.items()},
                          "load": meter.report()})
             print(rows[-1], flush=True)
     return rows, agreement
+
+
+def demo_rows(args) -> dict:
+    """The demo's index build (chunks/s) and query encoding (p50 ms), before and now."""
+    import ragcore
+    from ragcore.cli.datasets import stdlib_docs
+    from ragcore.encoders import default_encoder, models
+    from ragcore.rag.chunking import Chunker
+
+    now = default_encoder()
+    before = ragcore.BiEncoder(models.INT8_NAME, batch_size=64, token_budget=None)
+    data = stdlib_docs(max_docs=3000, seed=0)
+    chunks = Chunker(now, chunk_size=200, overlap=40).chunk_documents(
+        (d.doc_id, d.text, d.metadata) for d in data.documents)
+    texts = [c.text for c in chunks]
+    rng = np.random.default_rng(0)
+    sample = [texts[i] for i in sorted(rng.choice(len(texts), min(args.demo_chunks, len(texts)),
+                                                  replace=False))]
+
+    def build(enc):
+        return [enc.encode(sample[s:s + DEMO_STEP], warn=False) for s in range(0, len(sample), DEMO_STEP)]
+
+    meter = LoadMeter()
+    timings, _ = time_calls({"before": lambda: build(before), "now": lambda: build(now)},
+                            rounds=3, min_repeats=2, target_s=1.0, slow_budget_s=20.0)
+    questions = data.questions[:100]
+    latency = {"before": [], "now": []}
+    for q in questions:  # interleaved, one question at a time
+        for name, enc in (("before", before), ("now", now)):
+            t0 = time.perf_counter()
+            enc.encode([q], warn=False)
+            latency[name].append((time.perf_counter() - t0) * 1e3)
+    cps = {k: len(sample) / t.median for k, t in timings.items()}
+    return {"chunks_total": len(texts), "chunks_timed": len(sample), "chunks_per_s": cps,
+            "build_speedup": cps["now"] / cps["before"],
+            "query_p50_ms": {k: float(np.percentile(v, 50)) for k, v in latency.items()},
+            "now_model": str(now.model.path), "load": meter.report()}
 
 
 def cross_encoder_rows(texts, args) -> list:
@@ -141,31 +208,55 @@ def cross_encoder_rows(texts, args) -> list:
     return rows
 
 
+ENGINES = (("fp32_fused", "fp32 fused"), ("int8_fused", "int8 fused"),
+           ("fp32_before", "fp32 before"), ("int8_bundled", "int8 bundled"), ("fp16", "fp16 (CPU)"))
+
+
 def markdown(report) -> str:
-    bi = markdown_table(
-        ["threads", "batch", "ONNX fp32 texts/s", "ONNX fp16 texts/s", "ONNX int8 texts/s",
-         "sentence-transformers texts/s", "fp32 / ST", "int8 / ST", "fp16 / fp32", "other load (cores)"],
-        [[r["threads"], r["batch"], fmt_num(r["texts_per_s"]["onnx_fp32"]),
-          fmt_num(r["texts_per_s"]["onnx_fp16"]), fmt_num(r["texts_per_s"]["onnx_int8"]),
-          fmt_num(r["texts_per_s"]["sentence_transformers"]),
-          f"{r['fp32_vs_st']:.2f}x", f"{r['int8_vs_st']:.2f}x", f"{r['fp16_vs_fp32']:.2f}x",
-          f"{r['load']['other_processes_cores'] + r['load']['steal_cores']:.2f}"] for r in report["bi"]])
-    ce = markdown_table(
-        ["threads", "batch", "ONNX pairs/s", "transformers pairs/s", "ONNX / transformers",
-         "max |score diff|"],
-        [[r["threads"], r["batch"], fmt_num(r["pairs_per_s"]["onnx"]),
-          fmt_num(r["pairs_per_s"]["transformers"]), f"{r['onnx_vs_transformers']:.2f}x",
-          f"{r['max_abs_score_diff']:.1e}"] for r in report["cross"]])
+    present = [(k, label) for k, label in ENGINES if k in report["bi"][0]["texts_per_s"]]
+    headers = ["threads", "batch", *[f"{label} texts/s" for _, label in present],
+               "sentence-transformers texts/s", *[f"{label} / ST" for _, label in present],
+               "other load (cores)"]
+    bi = markdown_table(headers, [
+        [r["threads"], r["batch"], *[fmt_num(r["texts_per_s"][k]) for k, _ in present],
+         fmt_num(r["texts_per_s"]["sentence_transformers"]),
+         *[f"{r['vs_st'][k]:.2f}x" for k, _ in present],
+         f"{r['load']['other_processes_cores'] + r['load']['steal_cores']:.2f}"] for r in report["bi"]])
     agree = report["agreement_min_cosine_to_st"]
-    text = (f"{report['n_texts']} stdlib docstring paragraphs. Minimum cosine to sentence-transformers "
-            f"over them: ONNX fp32 {agree['fp32']:.6f}, ONNX fp16 {agree['fp16']:.6f}, ONNX int8 "
-            f"{agree['int8']:.4f}; fp16 to fp32 {agree['fp16_to_fp32']:.6f}.\n\n{bi}\n")
+    text = (f"{report['n_texts']} stdlib docstring paragraphs. Minimum cosine to sentence-transformers: "
+            + ", ".join(f"{label} {agree[k]:.6f}" for k, label in present if k in agree) + ".")
+    if "int8_to_fp32" in agree:
+        a = agree["int8_to_fp32"]
+        text += (f" int8 fused to fp32 fused: min cosine {a['min']:.4f}, mean {a['mean']:.5f}, "
+                 f"same nearest neighbour for {100 * a['same_nearest']:.1f}% of the texts.")
+    for name, why in agree.get("missing", {}).items():
+        text += f" {name} not measured: {why}."
+    text += f"\n\n{bi}\n"
+    demo = report.get("demo")
+    if demo:
+        text += (f"\nDemo index build ({demo['chunks_timed']} of its {demo['chunks_total']} chunks, "
+                 f"default threads): before (bundled int8, 64 per call) "
+                 f"{demo['chunks_per_s']['before']:.0f} chunks/s, now (default_encoder(): "
+                 f"{Path(demo['now_model']).parent.name}) {demo['chunks_per_s']['now']:.0f} chunks/s "
+                 f"({demo['build_speedup']:.2f}x); query encode p50 {demo['query_p50_ms']['before']:.2f} ms "
+                 f"before, {demo['query_p50_ms']['now']:.2f} ms now; other load "
+                 f"{demo['load']['other_processes_cores'] + demo['load']['steal_cores']:.2f} cores.\n")
     if report["cross"]:
+        ce = markdown_table(
+            ["threads", "batch", "ONNX pairs/s", "transformers pairs/s", "ONNX / transformers",
+             "max |score diff|"],
+            [[r["threads"], r["batch"], fmt_num(r["pairs_per_s"]["onnx"]),
+              fmt_num(r["pairs_per_s"]["transformers"]), f"{r['onnx_vs_transformers']:.2f}x",
+              f"{r['max_abs_score_diff']:.1e}"] for r in report["cross"]])
         text += f"\nCross-encoder (tiny random BERT, 2 layers x 128):\n\n{ce}\n"
     return text
 
 
 def main() -> None:
+    import sentence_transformers as st
+
+    from ragcore.encoders import models
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=256)
     parser.add_argument("--json")
@@ -173,11 +264,18 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=list(BATCHES))
     parser.add_argument("--threads", type=int, nargs="+", default=list(THREADS))
     parser.add_argument("--no-cross", action="store_true", help="bi-encoders only")
+    parser.add_argument("--fp16", action="store_true", help="the fp16 export too")
+    parser.add_argument("--demo-chunks", type=int, default=768,
+                        help="demo chunks timed for the index build (0: skip the demo part)")
     args = parser.parse_args()
     texts = stdlib_paragraphs(args.texts)
-    bi, agreement = bi_encoder_rows(texts, args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        st_model = st.SentenceTransformer(str(models.minilm_dir()), device="cpu")
+    bi, agreement = bi_encoder_rows(texts, args, st_model)
     report = {"environment": environment(), "n_texts": len(texts), "bi": bi,
               "agreement_min_cosine_to_st": agreement,
+              "demo": demo_rows(args) if args.demo_chunks else None,
               "cross": [] if args.no_cross else cross_encoder_rows(texts, args)}
     if args.json:
         write_json(Path(args.json), report)

@@ -272,7 +272,7 @@ OPTIONAL_SECTIONS = (
      "dominates both systems (1.07x / 1.30x)."),
     ("Encoders: the fp16 export on the CPU", "encoders_fp16.md",
      "env -u OPENBLAS_CORETYPE .venv/bin/python bench/encoders.py --texts 256 --batches 32 "
-     "--threads 1 2 --no-cross \\\n    --json bench/results/encoders_fp16.json "
+     "--threads 1 2 --no-cross --fp16 --demo-chunks 0 \\\n    --json bench/results/encoders_fp16.json "
      "--markdown bench/results/encoders_fp16.md",
      "The fp16 export (`ragcore models export --precision fp16`) is meant for GPUs; on the CPU "
      "onnxruntime runs most fp16 ops in fp32 behind Casts, so it is slower than fp32 and its "
@@ -311,7 +311,8 @@ KEPT_SECTIONS = ("Evaluation and fusion: a million-row run",
                  "Hybrid fusion tuned on a third, reported on held-out questions",
                  "Loader fuzzing: executions per loader",
                  "Batch invariance: what it costs",
-                 "Collection against Chroma and LanceDB")
+                 "Collection against Chroma and LanceDB",
+                 "Encoder throughput: fused fp32, token budget, int8")
 
 
 def kept_sections() -> str:

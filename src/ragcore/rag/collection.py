@@ -311,7 +311,8 @@ class Collection:
             so k results come back whenever k chunks match.
         fusion: "rrf", "wsum", "combsum", "combmnz", a dict of ragcore.rag.fusion.combine
             options ({"method": "wsum", "norm": "zscore", "weights": [0.7, 0.3]}), or a
-            function (list of Hits, k) -> Hits (e.g. one of ragcore.rag.fusion's).
+            function (list of Hits, k) -> Hits (e.g. one of ragcore.rag.fusion's), or a
+            ragcore.rag.fusion.FusionSetting (what fusion.tune chooses).
         rerank: None, or anything with ``score(query, passages) -> scores`` (a
             CrossEncoder); it reorders the k0 fused candidates.
         by: "chunk" (each match a chunk) or "document" (each document once, its best chunk).
@@ -690,6 +691,8 @@ def _read_meta(conn, path: str) -> dict:
 def _fusion_function(fusion):
     from . import fusion as fusion_module
 
+    if isinstance(fusion, fusion_module.FusionSetting):  # e.g. fusion.tune(...).setting
+        return lambda lists, k: fusion.fuse(lists[0], lists[1], k)  # dense, then sparse
     if callable(fusion):
         return lambda lists, k: fusion(lists, k=k)
     if isinstance(fusion, dict):

@@ -93,7 +93,10 @@ def test_searches_while_another_thread_adds_and_removes():
         [np.arange(s - 1000, s - 900) for s in range(1000, 6000, 1000)]))
     assert len(index) == len(kept)
     truth = reference.flat_search(x[kept], q, 5, ids=kept).ids
-    assert recall(index.search(q, 5, ef=64).ids, truth) > 0.9
+    # The two-thread build is not deterministic, so a recall threshold at a small ef would be
+    # flaky; with ef >= n the walk reaches every live node (the reachability repair), so the
+    # graph left by the concurrent adds and removes must give the exact answer.
+    assert recall(index.search(q, 5, ef=len(index)).ids, truth) == 1.0
 
 
 def test_concurrent_searches_give_the_single_threaded_answer():

@@ -603,11 +603,13 @@ void HnswIndex::choose_entry() {
 
 // Pruning can drop every edge into a node, which then no walk reaches (hnswlib
 // keeps such nodes). Each one gets an edge from the nearest node the entry point
-// reaches, taking the place of that node's worst link to a node with other
-// in-edges, so every live node stays reachable on level 0 after each add / remove.
+// reaches; where that node is full, its worst link y -> t becomes y -> s -> t, so
+// every live node stays reachable on level 0 after each add / remove. (Replacing
+// a link to a node with other in-edges, as before, could cut nodes off whose other
+// in-edges came from cut-off nodes: hypothesis found one at n = 35, M = 3.)
 void HnswIndex::connect_unreached() {
-  // A replaced link can cut off the node it pointed to (its other in-edges may
-  // come from cut-off nodes): repeat until every node is reached or nothing changes.
+  // A node linked from a cut-off one is reached once that one is: repeat until
+  // every node is reached or nothing changes.
   for (int round = 0; round < 8 && connect_unreached_once(); ++round) {
   }
 }
@@ -658,22 +660,33 @@ bool HnswIndex::connect_unreached_once() {
       if (list[0] < cap) {
         list[1 + list[0]++] = s;
         linked = true;
-      } else {  // replace the link of y least like y among those with other in-edges
+      } else {
+        // y is full: its link to t, the neighbour least like y, becomes y -> s -> t, so
+        // every node y reached through t is still reached (through s). Only possible
+        // while s has room for t (or already links to it).
+        uint32_t* own = links(s, 0);
         std::vector<float> ybuf;
         const float* yv = as_f32(y.slot, ybuf);
         const float yn = p_.metric == Metric::L2 ? sq_norms_[y.slot] : 0.0f;
         int worst = -1;
         float worst_score = std::numeric_limits<float>::infinity();
         for (uint32_t j = 0; j < list[0]; ++j) {
-          const float sc = score(yv, yn, list[1 + j]);
-          if (in_degree[list[1 + j]] >= 2 && sc < worst_score) {
+          const uint32_t t = list[1 + j];
+          const bool fits = own[0] < cap || std::find(own + 1, own + 1 + own[0], t) != own + 1 + own[0];
+          const float sc = score(yv, yn, t);
+          if (fits && sc < worst_score) {
             worst = static_cast<int>(j);
             worst_score = sc;
           }
         }
         if (worst < 0) continue;
-        --in_degree[list[1 + worst]];
+        const uint32_t t = list[1 + worst];
         list[1 + worst] = s;
+        if (std::find(own + 1, own + 1 + own[0], t) == own + 1 + own[0]) {
+          own[1 + own[0]++] = t;
+          ++in_degree[t];
+        }
+        --in_degree[t];
         linked = true;
       }
       if (linked) break;

@@ -40,11 +40,14 @@ test: install
 ASAN_DIR := build/asan
 ASAN_TESTS ?= tests/dense tests/sparse tests/fuzz tests/test_native_boundary.py \
 	tests/test_native_threads.py tests/test_resource_limits.py
+# pip builds the wheel in an isolated environment, so the venv has neither pybind11's CMake
+# files nor (on every machine) cmake: install both for the sanitizer build.
 test-asan: install
-	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAGCORE_SANITIZE=ON \
+	$(BIN)/python -m pip install -q "pybind11>=2.12" "cmake>=3.18"
+	$(BIN)/cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAGCORE_SANITIZE=ON \
 		-DRAGCORE_CUDA=OFF -DPython_EXECUTABLE=$(abspath $(BIN)/python) \
 		-Dpybind11_DIR=$$($(BIN)/python -m pybind11 --cmakedir)
-	cmake --build $(ASAN_DIR) -j $$(nproc)
+	$(BIN)/cmake --build $(ASAN_DIR) -j $$(nproc)
 	rm -rf $(ASAN_DIR)/pkg && mkdir -p $(ASAN_DIR)/pkg && cp -r src/ragcore $(ASAN_DIR)/pkg/
 	rm -f $(ASAN_DIR)/pkg/ragcore/_core*.so && cp $(ASAN_DIR)/_core*.so $(ASAN_DIR)/pkg/ragcore/
 	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libstdc++.so)" \

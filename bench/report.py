@@ -353,6 +353,10 @@ percent from minute to minute, so each batch-1 cell is also compared with a BLAS
 same corpus timed in the same window (the second percentage). Run-to-run differences of a few
 percent are noise: ratios near 1.0 flip between runs.
 
+The exact dense tables below predate the batch-invariant kernel (section "Batch invariance: what
+it costs", Intel Xeon): at batches of 256 and more today's FlatIndex is about 0.66-0.83x the
+QPS shown here, so those cells overstate it until `make bench` is run again.
+
 ## Exact dense top-k: ragcore vs faiss-cpu vs numpy
 
 ```

@@ -103,6 +103,41 @@ py::tuple search_py(const HnswIndex& g, const py::array& queries, size_t k, size
   return py::make_tuple(scores, out_ids, stats.exact, stats.allowed);
 }
 
+// HNSWIndex.search's one-query path (no filter): positional arguments and the query
+// checked here in nanoseconds. None when the query is not one contiguous float32 row
+// of d finite values with a norm in range: the Python checks then say what is wrong.
+py::object search_row_py(const HnswIndex& g, const py::handle& query, size_t k, size_t ef,
+                         double max_sq_norm, int n_threads) {
+  if (!py::isinstance<py::array_t<float>>(query)) return py::none();
+  const auto q = py::reinterpret_borrow<py::array>(query);
+  const size_t d = g.params().d;
+  const bool one_row = (q.ndim() == 1 && static_cast<size_t>(q.shape(0)) == d) ||
+                       (q.ndim() == 2 && q.shape(0) == 1 && static_cast<size_t>(q.shape(1)) == d);
+  if (!one_row || !(q.flags() & py::array::c_style)) return py::none();
+  const float* v = static_cast<const float*>(q.data());
+  double sq = 0.0;
+  for (size_t p = 0; p < d; ++p) sq += static_cast<double>(v[p]) * v[p];
+  if (!(sq <= max_sq_norm)) return py::none();  // NaN, infinity or too large
+  if (k == 0) fail("k", "must be >= 1");
+  if (ef == 0) fail("ef", "must be >= 1");
+  HnswSearchArgs a;
+  a.queries = v;
+  a.nq = 1;
+  a.query_stride = d;
+  a.k = k;
+  a.ef = ef;
+  a.n_threads = n_threads;
+  py::array_t<float> scores({size_t{1}, k});
+  py::array_t<int64_t> out_ids({size_t{1}, k});
+  a.out_scores = scores.mutable_data();
+  a.out_ids = out_ids.mutable_data();
+  {
+    py::gil_scoped_release release;
+    g.search(a);
+  }
+  return py::make_tuple(scores, out_ids);
+}
+
 py::dict snapshot_py(const HnswIndex& g) {
   HnswIndex::Snapshot s;
   {
@@ -162,6 +197,8 @@ void register_hnsw(py::module_& m) {
            py::arg("allow") = py::none(), py::arg("allow_ids") = py::none(),
            py::arg("exact_below") = 0, py::arg("n_threads") = 0,
            "Returns (scores, ids, whether the allowed set was scored exactly, allowed count).")
+      .def("search_row", &search_row_py,
+           "(scores, ids) of one clean query row, or None: search()'s one-query path.")
       .def("size", &HnswIndex::size)
       .def("slots", &HnswIndex::slots)
       .def("memory_bytes", &HnswIndex::memory_bytes)

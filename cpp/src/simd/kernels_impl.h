@@ -200,6 +200,49 @@ size_t at_least(const float* s, const float* thr, size_t n, uint32_t* idx) {
   return count;
 }
 
+// dot_rows over rows given by address. Row j + 4's line at the same offset is requested
+// while row j's is scored, so the next group's rows arrive while this group is reduced.
+template <class V, Storage S>
+void dot_gather(const float* q, const void* const* rows, size_t n, size_t d, float* out) {
+  using Reg = typename V::Reg;
+  constexpr size_t W = V::kWidth;
+  constexpr size_t kBytes = storage_bytes(S);
+  const size_t full = d - d % W;
+  const size_t tail = d - full;
+  alignas(64) float q_tail[W] = {};
+  std::memcpy(q_tail, q + full, tail * sizeof(float));
+  const Reg qt = V::load(q_tail);
+  size_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const void* x0 = rows[j];
+    const void* x1 = rows[j + 1];
+    const void* x2 = rows[j + 2];
+    const void* x3 = rows[j + 3];
+    const size_t ahead = std::min<size_t>(4, n - j - 4);  // rows of the next group
+    Reg a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+    for (size_t p = 0; p < full; p += W) {
+      for (size_t r = 0; r < ahead; ++r)
+        __builtin_prefetch(static_cast<const char*>(rows[j + 4 + r]) + p * kBytes);
+      const Reg qv = V::load(q + p);
+      a0 = V::fma(qv, load_row<V, S>(x0, p), a0);
+      a1 = V::fma(qv, load_row<V, S>(x1, p), a1);
+      a2 = V::fma(qv, load_row<V, S>(x2, p), a2);
+      a3 = V::fma(qv, load_row<V, S>(x3, p), a3);
+    }
+    if (tail) {
+      a0 = V::fma(qt, load_row_tail<V, S>(x0, full, tail), a0);
+      a1 = V::fma(qt, load_row_tail<V, S>(x1, full, tail), a1);
+      a2 = V::fma(qt, load_row_tail<V, S>(x2, full, tail), a2);
+      a3 = V::fma(qt, load_row_tail<V, S>(x3, full, tail), a3);
+    }
+    out[j] = V::sum(a0);
+    out[j + 1] = V::sum(a1);
+    out[j + 2] = V::sum(a2);
+    out[j + 3] = V::sum(a3);
+  }
+  for (; j < n; ++j) dot_rows<V, S>(q, rows[j], d, 1, d, out + j);
+}
+
 template <class V>
 DenseKernels make_kernels(SimdLevel level, const char* name) {
   return DenseKernels{
@@ -210,6 +253,7 @@ DenseKernels make_kernels(SimdLevel level, const char* name) {
       {to_f32<V, Storage::F32>, to_f32<V, Storage::F16>, to_f32<V, Storage::BF16>},
       dot_rows_batch<V>,
       at_least<V>,
+      {dot_gather<V, Storage::F32>, dot_gather<V, Storage::F16>, dot_gather<V, Storage::BF16>},
   };
 }
 

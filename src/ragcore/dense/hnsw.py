@@ -8,8 +8,8 @@ import numpy as np
 
 from .. import _core
 from .._util.allow import allow_mask
-from .._util.arrays import (as_float_matrix, check_choice, check_positive_int, check_threads,
-                            raw_ids)
+from .._util.arrays import (ONE_ROW_SQ_NORM_LIMIT, as_float_matrix, check_choice,
+                            check_positive_int, check_threads, raw_ids)
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
 from ..errors import IndexFileError
@@ -166,8 +166,15 @@ class HNSWIndex:
             so a restrictive filter returns the exact filtered top-k.
         n_threads: 0 uses all cores (queries are spread over them).
         """
+        if ef is None:
+            ef = self._ef
+        if (allow is None and type(k) is int and k > 0 and type(ef) is int and ef > 0
+                and type(n_threads) is int and n_threads >= 0 and self._metric != "cosine"):
+            found = self._graph.search_row(queries, k, ef, ONE_ROW_SQ_NORM_LIMIT, n_threads)
+            if found is not None:  # one clean row, checked natively
+                return Hits(*found)
         k = check_positive_int(k, "k")
-        ef = self._ef if ef is None else check_positive_int(ef, "ef")
+        ef = check_positive_int(ef, "ef")
         n_threads = check_threads(n_threads)
         q = as_float_matrix(queries, "queries", self._dim)
         if self._metric == "cosine":

@@ -132,13 +132,16 @@ class HnswIndex {
     float score;
     uint32_t slot;
   };
-  class Visited;
+  class WalkState;
 
   template <bool kLocked>
-  void walk(const float* q, float qnorm, Scored entry, int level, size_t ef, Visited& vis,
+  void walk(const float* q, float qnorm, Scored entry, int level, size_t ef, WalkState& vis,
             const AllowFilter* allow, std::vector<Scored>& out) const;
   template <bool kLocked>
-  Scored greedy(const float* q, float qnorm, Scored cur, int level) const;
+  Scored greedy(const float* q, float qnorm, Scored cur, int level, WalkState& ws) const;
+  // ws.scores[j] = score of slots[j] for j < n, by the gathered kernel (score()'s bits).
+  void score_slots(const float* q, float qnorm, const uint32_t* slots, size_t n,
+                   WalkState& ws) const;
   void search_graph(const HnswSearchArgs& a) const;
   void search_exact(const HnswSearchArgs& a, const std::vector<uint32_t>& slots) const;
 
@@ -152,13 +155,13 @@ class HnswIndex {
 
   void reserve_slots(size_t slots);
   void own_vectors();
-  void insert(uint32_t slot, int level, std::vector<float>& qbuf, Visited& vis);
+  void insert(uint32_t slot, int level, std::vector<float>& qbuf, WalkState& vis);
   // kept: links that stay; candidates are added to them up to m.
   void select_neighbors(std::vector<Scored>& cands, size_t m, std::vector<float>& buf,
                         std::vector<Scored> kept = {}) const;
   void link_back(uint32_t from, uint32_t to, float score, int level, std::vector<float>& buf);
   std::vector<Scored> relinked(uint32_t s, int level, const std::vector<uint8_t>& removed,
-                               const AllowFilter& live, Visited& vis, std::vector<float>& buf) const;
+                               const AllowFilter& live, WalkState& vis, std::vector<float>& buf) const;
   void choose_entry();
   void connect_unreached();
   bool connect_unreached_once();

@@ -57,6 +57,12 @@ class HnswIndex::WalkState {
   uint32_t nbs[2 * kMaxM];
   const void* rows[2 * kMaxM];
   float scores[2 * kMaxM];
+  // An int8 search: the query's codes and scale; score_slots then scores codes.
+  bool coarse = false;
+  std::vector<int8_t> qcodes;
+  float qscale = 0.0f;
+  const int8_t* code_rows[2 * kMaxM];
+  int32_t dots[2 * kMaxM];
 
  private:
   std::vector<uint32_t> tags_;
@@ -69,6 +75,7 @@ HnswIndex::HnswIndex(const HnswParams& p)
     : p_(p),
       kern_(dense_kernels(p.simd_level < 0 ? best_simd_level()
                                            : static_cast<SimdLevel>(p.simd_level))),
+      int8_kern_(int8_kernel(p.simd_level == static_cast<int>(SimdLevel::Scalar))),
       row_bytes_(p.d * storage_bytes(p.storage)),
       rng_state_(p.seed) {
   if (p.d == 0) fail("d must be >= 1");
@@ -77,6 +84,7 @@ HnswIndex::HnswIndex(const HnswParams& p)
   if (static_cast<int>(p.storage) < 0 || static_cast<int>(p.storage) >= kNumStorage)
     fail("storage must be F32, F16 or BF16");
   if (p.metric != Metric::InnerProduct && p.metric != Metric::L2) fail("unknown metric");
+  if (p.int8_walk && p.storage != Storage::F32) fail("int8 codes need F32 storage");
 }
 
 uint32_t* HnswIndex::links(uint32_t s, int level) {
@@ -120,6 +128,7 @@ size_t HnswIndex::memory_bytes() const {
   std::shared_lock<std::shared_mutex> lock(rw_);
   size_t bytes = ids_.size() * (row_bytes_ + sizeof(int64_t) + sizeof(int32_t)) +
                  links0_.size() * sizeof(uint32_t) + sq_norms_.size() * sizeof(float) +
+                 codes_.size() + code_scale_.size() * sizeof(float) +
                  upper_.size() * sizeof(std::vector<uint32_t>) +
                  slot_of_.size() * (sizeof(int64_t) + sizeof(uint32_t) + 2 * sizeof(void*));
   for (const auto& u : upper_) bytes += u.capacity() * sizeof(uint32_t);
@@ -132,6 +141,10 @@ void HnswIndex::reserve_slots(size_t slots) {
   owned_.resize(slots * row_bytes_);
   vectors_ = owned_.data();
   if (p_.metric == Metric::L2) sq_norms_.resize(slots, 0.0f);
+  if (p_.int8_walk) {
+    codes_.resize(slots * p_.d, 0);
+    code_scale_.resize(slots, 0.0f);
+  }
   ids_.resize(slots, kPaddingId);
   levels_.resize(slots, -1);
   links0_.resize(slots * (1 + 2 * p_.M), 0);
@@ -190,6 +203,7 @@ void HnswIndex::add(const void* rows, size_t n, size_t stride, const int64_t* id
       const uint8_t* src = static_cast<const uint8_t*>(rows) + (c0 + i) * stride * elem;
       std::memcpy(owned_.data() + static_cast<size_t>(s) * row_bytes_, src, row_bytes_);
       if (p_.metric == Metric::L2) sq_norms_[s] = sq_norms[c0 + i];
+      if (p_.int8_walk) encode_slot(s);
       ids_[s] = ids[c0 + i];
       slot_of_[ids[c0 + i]] = s;
       // u in (0, 1]: 53 random bits, never 0, so the log is finite.
@@ -331,10 +345,40 @@ HnswIndex::Scored HnswIndex::greedy(const float* q, float qnorm, Scored cur, int
 
 void HnswIndex::score_slots(const float* q, float qnorm, const uint32_t* slots, size_t n,
                             WalkState& ws) const {
+  if (ws.coarse) {  // <q, x> ~ dot(codes) * (scale_q / 127) * (scale_x / 127)
+    for (size_t j = 0; j < n; ++j) ws.code_rows[j] = codes_.data() + static_cast<size_t>(slots[j]) * p_.d;
+    int8_kern_.dot_gather(ws.qcodes.data(), ws.code_rows, n, p_.d, ws.dots);
+    const float qs = ws.qscale * (1.0f / (127.0f * 127.0f));
+    for (size_t j = 0; j < n; ++j) {
+      const float dot = static_cast<float>(ws.dots[j]) * (qs * code_scale_[slots[j]]);
+      ws.scores[j] = p_.metric == Metric::L2 ? 2.0f * dot - sq_norms_[slots[j]] - qnorm : dot;
+    }
+    return;
+  }
   for (size_t j = 0; j < n; ++j) ws.rows[j] = row(slots[j]);
   kern_.dot_gather[static_cast<int>(p_.storage)](q, ws.rows, n, p_.d, ws.scores);
   if (p_.metric == Metric::L2)  // score()'s expression, so the same bits
     for (size_t j = 0; j < n; ++j) ws.scores[j] = 2.0f * ws.scores[j] - sq_norms_[slots[j]] - qnorm;
+}
+
+float HnswIndex::score_one(const float* q, float qnorm, uint32_t s, WalkState& ws) const {
+  score_slots(q, qnorm, &s, 1, ws);
+  return ws.scores[0];
+}
+
+void HnswIndex::rescore(const float* q, float qnorm, std::vector<Scored>& found, WalkState& ws) const {
+  ws.coarse = false;
+  for (size_t j0 = 0; j0 < found.size(); j0 += 2 * kMaxM) {
+    const size_t n = std::min(found.size() - j0, 2 * kMaxM);
+    for (size_t j = 0; j < n; ++j) ws.nbs[j] = found[j0 + j].slot;
+    score_slots(q, qnorm, ws.nbs, n, ws);
+    for (size_t j = 0; j < n; ++j) found[j0 + j].score = ws.scores[j];
+  }
+}
+
+void HnswIndex::encode_slot(uint32_t s) {
+  code_scale_[s] = quantize_int8(reinterpret_cast<const float*>(row(s)), p_.d,
+                                 codes_.data() + static_cast<size_t>(s) * p_.d);
 }
 
 // The ef best nodes reachable from entry on one level (best first in out);
@@ -368,7 +412,7 @@ void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_
   // not always from where the descent ends; seeding both makes a walk with ef >= n
   // exhaustive. The entry point is expanded only while it ranks among the best ef.
   if (!kLocked && level == 0 && entry_ >= 0 && static_cast<uint32_t>(entry_) != entry.slot)
-    seed(Scored{score(q, qnorm, static_cast<uint32_t>(entry_)), static_cast<uint32_t>(entry_)});
+    seed(Scored{score_one(q, qnorm, static_cast<uint32_t>(entry_), ws), static_cast<uint32_t>(entry_)});
   const size_t cap = degree(level);
   uint32_t* nbs = ws.nbs;
   while (!frontier.empty()) {
@@ -390,7 +434,8 @@ void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_
     size_t fresh = 0;
     for (size_t j = 0; j < count; ++j) {
       if (ws.check_and_mark(nbs[j])) continue;
-      __builtin_prefetch(row(nbs[j]));
+      __builtin_prefetch(ws.coarse ? static_cast<const void*>(codes_.data() + static_cast<size_t>(nbs[j]) * p_.d)
+                                   : row(nbs[j]));
       nbs[fresh++] = nbs[j];
     }
     score_slots(q, qnorm, nbs, fresh, ws);
@@ -487,11 +532,17 @@ void HnswIndex::search_graph(const HnswSearchArgs& a) const {
     float qn = 0.0f;
     if (p_.metric == Metric::L2)
       for (size_t p = 0; p < p_.d; ++p) qn += q[p] * q[p];
+    if (p_.int8_walk) {
+      ws.qcodes.resize(p_.d);
+      ws.qscale = quantize_int8(q, p_.d, ws.qcodes.data());
+      ws.coarse = true;
+    }
     const uint32_t ep = static_cast<uint32_t>(entry_);
-    Scored cur{score(q, qn, ep), ep};
+    Scored cur{score_one(q, qn, ep, ws), ep};
     for (int l = max_level_; l > 0; --l) cur = greedy<false>(q, qn, cur, l, ws);
     std::vector<Scored>& found = ws.found;
     walk<false>(q, qn, cur, 0, ef, ws, allow, found);
+    if (ws.coarse) rescore(q, qn, found, ws);
     std::vector<Candidate>& hits = ws.hits;
     hits.resize(found.size());
     for (size_t j = 0; j < found.size(); ++j) hits[j] = Candidate{found[j].score, ids_[found[j].slot]};
@@ -828,6 +879,12 @@ void HnswIndex::restore(const HnswArrays& a, bool borrow_vectors) {
     if (levels_[s] < 0) free_slots_.push_back(static_cast<uint32_t>(s));
   }
   slot_of_.swap(slot_of);
+  if (p_.int8_walk) {
+    codes_.assign(n * p_.d, 0);
+    code_scale_.assign(n, 0.0f);
+    for (size_t s = 0; s < n; ++s)
+      if (levels_[s] >= 0) encode_slot(static_cast<uint32_t>(s));
+  }
   entry_ = a.entry;
   max_level_ = top;
   rng_state_ = a.rng_state;

@@ -126,10 +126,11 @@ class GraphSystem(System):
 
 class RagcoreHNSW(GraphSystem):
     family, knob = "ragcore HNSW", "ef"
+    dtype = "float32"
 
     def build(self, x, sample):
         self.index = HNSWIndex(x.shape[1], "ip", M=self.M, ef_construction=self.EF_CONSTRUCTION,
-                               seed=self.seed)
+                               seed=self.seed, dtype=self.dtype)
         self.index.add(x, n_threads=self.threads)
 
     def search(self, queries, k):
@@ -138,6 +139,11 @@ class RagcoreHNSW(GraphSystem):
 
     def memory_bytes(self):
         return self.index.memory_bytes()
+
+
+class RagcoreHNSWInt8(RagcoreHNSW):
+    """The walk on int8 codes, candidates re-scored with the float32 vectors."""
+    family, dtype = "ragcore HNSW int8", "int8"
 
 
 class FaissHNSW(GraphSystem):
@@ -202,10 +208,10 @@ class Usearch(GraphSystem):
         return int(self.index.memory_usage)
 
 
-SYSTEM_NAMES = ("ragcore-f32", "ragcore-sq8", "ragcore-hnsw", "faiss-ivf", "faiss-hnsw", "hnswlib",
-                "usearch")
-_GRAPHS = {"ragcore-hnsw": RagcoreHNSW, "faiss-hnsw": FaissHNSW, "hnswlib": Hnswlib,
-           "usearch": Usearch}
+SYSTEM_NAMES = ("ragcore-f32", "ragcore-sq8", "ragcore-hnsw", "ragcore-hnsw-int8", "faiss-ivf",
+                "faiss-hnsw", "hnswlib", "usearch")
+_GRAPHS = {"ragcore-hnsw": RagcoreHNSW, "ragcore-hnsw-int8": RagcoreHNSWInt8,
+           "faiss-hnsw": FaissHNSW, "hnswlib": Hnswlib, "usearch": Usearch}
 
 
 def make_systems(names, nlists, nprobes, efs, threads: int, seed: int, M: int = GRAPH_M,

@@ -109,16 +109,9 @@ py::tuple search_py(const HnswIndex& g, const py::array& queries, size_t k, size
 // of d finite values with a norm in range: the Python checks then say what is wrong.
 py::object search_row_py(const HnswIndex& g, const py::handle& query, size_t k, size_t ef,
                          double max_sq_norm, int n_threads) {
-  if (!py::isinstance<py::array_t<float>>(query)) return py::none();
-  const auto q = py::reinterpret_borrow<py::array>(query);
   const size_t d = g.params().d;
-  const bool one_row = (q.ndim() == 1 && static_cast<size_t>(q.shape(0)) == d) ||
-                       (q.ndim() == 2 && q.shape(0) == 1 && static_cast<size_t>(q.shape(1)) == d);
-  if (!one_row || !(q.flags() & py::array::c_style)) return py::none();
-  const float* v = static_cast<const float*>(q.data());
-  double sq = 0.0;
-  for (size_t p = 0; p < d; ++p) sq += static_cast<double>(v[p]) * v[p];
-  if (!(sq <= max_sq_norm)) return py::none();  // NaN, infinity or too large
+  const float* v = one_clean_row(query, d, max_sq_norm);
+  if (!v) return py::none();
   if (k == 0) fail("k", "must be >= 1");
   if (ef == 0) fail("ef", "must be >= 1");
   HnswSearchArgs a;

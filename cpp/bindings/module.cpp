@@ -115,16 +115,9 @@ py::object flat_search_row(const py::array& corpus, size_t n, const py::handle& 
                            Storage storage, Metric metric, const py::array& ids,
                            const std::optional<py::array>& sq_norms, double max_sq_norm,
                            int n_threads) {
-  if (!py::isinstance<py::array_t<float>>(query)) return py::none();
-  const auto q = py::reinterpret_borrow<py::array>(query);
   const size_t d = corpus.ndim() == 2 ? static_cast<size_t>(corpus.shape(1)) : 0;
-  const bool one_row = (q.ndim() == 1 && static_cast<size_t>(q.shape(0)) == d) ||
-                       (q.ndim() == 2 && q.shape(0) == 1 && static_cast<size_t>(q.shape(1)) == d);
-  if (!one_row || !(q.flags() & py::array::c_style)) return py::none();
-  const float* v = static_cast<const float*>(q.data());
-  double sq = 0.0;
-  for (size_t p = 0; p < d; ++p) sq += static_cast<double>(v[p]) * v[p];
-  if (!(sq <= max_sq_norm)) return py::none();  // NaN, infinity or too large
+  const float* v = one_clean_row(query, d, max_sq_norm);
+  if (!v) return py::none();
   if (corpus.ndim() != 2 || n > static_cast<size_t>(corpus.shape(0)) ||
       n > static_cast<size_t>(ids.shape(0)) || (sq_norms && n > static_cast<size_t>(sq_norms->shape(0))))
     fail("n", "exceeds the stored rows");

@@ -69,6 +69,14 @@ inline void dot4(const float* q, typename V::Reg qt, const void* x0, const void*
   out[3] = V::sum(a3);
 }
 
+// The query's last d % kWidth values, zero-padded to a register.
+template <class V>
+inline typename V::Reg query_tail(const float* q, size_t full, size_t tail) {
+  alignas(64) float q_tail[V::kWidth] = {};
+  std::memcpy(q_tail, q + full, tail * sizeof(float));
+  return V::load(q_tail);
+}
+
 // One row by dot4's chain.
 template <class V, Storage S>
 inline float dot1(const float* q, typename V::Reg qt, const void* x, size_t full, size_t tail) {
@@ -80,13 +88,10 @@ inline float dot1(const float* q, typename V::Reg qt, const void* x, size_t full
 
 template <class V, Storage S>
 void dot_rows(const float* q, const void* x, size_t ldx, size_t n_rows, size_t d, float* out) {
-  constexpr size_t W = V::kWidth;
   constexpr size_t kBytes = storage_bytes(S);
-  const size_t full = d - d % W;
+  const size_t full = d - d % V::kWidth;
   const size_t tail = d - full;
-  alignas(64) float q_tail[W] = {};
-  std::memcpy(q_tail, q + full, tail * sizeof(float));
-  const typename V::Reg qt = V::load(q_tail);
+  const typename V::Reg qt = query_tail<V>(q, full, tail);
   const char* base = static_cast<const char*>(x);
   const size_t row_bytes = ldx * kBytes;
   size_t j = 0;
@@ -221,13 +226,10 @@ size_t at_least(const float* s, const float* thr, size_t n, uint32_t* idx) {
 // requested while this group is reduced, so they arrive in time for it.
 template <class V, Storage S>
 void dot_gather(const float* q, const void* const* rows, size_t n, size_t d, float* out) {
-  constexpr size_t W = V::kWidth;
   constexpr size_t kBytes = storage_bytes(S);
-  const size_t full = d - d % W;
+  const size_t full = d - d % V::kWidth;
   const size_t tail = d - full;
-  alignas(64) float q_tail[W] = {};
-  std::memcpy(q_tail, q + full, tail * sizeof(float));
-  const typename V::Reg qt = V::load(q_tail);
+  const typename V::Reg qt = query_tail<V>(q, full, tail);
   size_t j = 0;
   for (; j + 4 <= n; j += 4) {
     const size_t ahead = std::min<size_t>(4, n - j - 4);  // rows of the next group

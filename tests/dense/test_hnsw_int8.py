@@ -4,7 +4,7 @@ index's exact re-scoring: full ef is exact search, recall close to the float32 g
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import ragcore
 from ragcore import _core, reference
@@ -101,3 +101,25 @@ def test_save_and_load_keep_int8_and_its_results(tmp_path, mmap):
         np.testing.assert_array_equal(a.scores, b.scores)
     loaded.add(x[:10] * 0.5)  # a later add copies the mapped vectors and encodes the new ones
     assert len(loaded) == 810
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(20, 300), fraction=st.floats(0.05, 1.0), seed=st.integers(0, 10_000),
+       metric=st.sampled_from(["ip", "l2"]))
+def test_filtered_int8_walk_returns_allowed_ids_with_exact_scores(n, fraction, seed, metric):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 16)).astype(np.float32)
+    q = rng.standard_normal((3, 16)).astype(np.float32)
+    allowed = np.flatnonzero(rng.random(n) < fraction)
+    assume(len(allowed) > 0)
+    index = ragcore.HNSWIndex(16, metric, M=4, ef_construction=16, dtype="int8")
+    index.add(x, n_threads=1)
+    # exact_below=0: the walk itself, never the exact scoring of the allowed set
+    scores, ids, exact, _ = index._graph.search(q, 5, ef=n, allow_ids=allowed, exact_below=0,
+                                                n_threads=1)
+    assert not exact
+    flat = ragcore.FlatIndex(16, metric)
+    flat.add(x)
+    want = flat.search(q, 5, allow=allowed)
+    np.testing.assert_array_equal(ids, want.ids)
+    np.testing.assert_array_equal(scores, want.scores)

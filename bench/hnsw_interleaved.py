@@ -62,7 +62,8 @@ def main() -> None:
         t0 = time.perf_counter()
         s.build(x, None)
         s.build_s = time.perf_counter() - t0
-        print(f"built {s.family}: {s.build_s:.1f} s, {s.memory_bytes() / 2**20:.0f} MiB", flush=True)
+        print(f"built {s.family}: {s.build_s:.1f} s, {s.memory_bytes() / 2**20:.0f} MiB",
+              flush=True)
     batch = np.ascontiguousarray(np.resize(q, (256, q.shape[1])))
     rows = []
     for ef in efs:

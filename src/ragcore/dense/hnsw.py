@@ -177,7 +177,8 @@ class HNSWIndex:
         if ef is None:
             ef = self._ef
         if (allow is None and type(k) is int and k > 0 and type(ef) is int and ef > 0
-                and type(n_threads) is int and 0 <= n_threads < 1 << 16 and self._metric != "cosine"):
+                and type(n_threads) is int and 0 <= n_threads < 1 << 16
+                and self._metric != "cosine"):
             found = self._graph.search_row(queries, k, ef, ONE_ROW_SQ_NORM_LIMIT, n_threads)
             if found is not None:  # one clean row, checked natively
                 return Hits(*found)

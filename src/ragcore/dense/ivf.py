@@ -16,12 +16,13 @@ from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids
 from ._lists import Lists
+from .ivf_rabitq import RabitqIVFIndex
 from ._sq8 import LEVELS, encode_sq8, train_sq8
 from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
 from ._metric import METRICS, NATIVE_METRIC, normalized
 from ..hits import Hits
 
-DTYPES = STORAGE_DTYPES + ("sq8",)
+DTYPES = STORAGE_DTYPES + ("sq8", "rabitq")
 # Files written before the 8-bit code took the name "sq8" call it "int8" (same code and layout).
 _FILE_DTYPE_RENAMES = {"int8": "sq8"}
 _NATIVE_INIT = {"kmeans++": _core.KMeansInit.KMeansPlusPlus, "random": _core.KMeansInit.Random}
@@ -54,7 +55,15 @@ class IVFIndex:
     normalisation for "cosine"); a query scans the lists of its nprobe nearest
     centroids. With nprobe = nlist the answer is FlatIndex's (float storage).
     ``search`` may run concurrently with ``add`` / ``remove``.
+
+    dtype="rabitq" (keywords bits=1..8, rescore=, epsilon=) builds a
+    ``RabitqIVFIndex`` (dense/ivf_rabitq.py): RaBitQ codes re-scored exactly.
     """
+
+    def __new__(cls, *args, **kwargs):
+        if (args[3] if len(args) > 3 else kwargs.get("dtype")) == "rabitq":
+            return RabitqIVFIndex(*args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, dim: int, nlist: int, metric: str = "ip", dtype: str = "float32", *,
                  init: str = "kmeans++", max_iter: int = 25, seed: int = 0):
@@ -260,6 +269,8 @@ class IVFIndex:
         IndexFileError naming the field that is wrong."""
         params, arrays = read_index(path, _FILE_KIND)
         f = FileFields(path, params, arrays)
+        if params.get("dtype") == "rabitq":
+            return RabitqIVFIndex.from_file(f)
         dim = f.int_param("dim", 1, MAX_DIM)
         nlist = f.int_param("nlist", 1, MAX_NLIST)
         metric = f.choice_param("metric", METRICS)

@@ -1,0 +1,311 @@
+// IVF search over RaBitQ codes: estimate every probed row from its code, keep
+// those whose error bound leaves them a chance, re-score those exactly.
+//
+// Bound rule (the RaBitQ paper's re-ranking): while scanning, the k-th best
+// lower bound L is a lower bound of the k-th exact score, so a row whose upper
+// bound is below L is dropped at once; the rest are re-scored in order of upper
+// bound, stopping at the first whose upper bound is below the k-th exact score.
+// One query per task (threads over queries): each writes only its own results.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ragcore/dense/flat.h"
+#include "ragcore/dense/kmeans.h"
+#include "ragcore/dense/rabitq.h"
+#include "ragcore/dense/rabitq_scan.h"
+#include "ragcore/topk/topk_batch.h"
+#include "ragcore/util/parallel.h"
+
+namespace ragcore {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr size_t kScanBlock = 256;  // rows estimated per kernel call
+
+// The best `k` candidates seen, exactly (a heap whose top is the worst kept).
+class KBest {
+ public:
+  explicit KBest(size_t k) : k_(k) { heap_.reserve(k); }
+  float threshold() const { return heap_.size() < k_ ? -kInf : heap_.front().score; }
+  void push(float score, int64_t id) {
+    const Candidate c{score, id};
+    if (heap_.size() < k_) {
+      heap_.push_back(c);
+      std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+    } else if (ranks_before(c, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+      heap_.back() = c;
+      std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+    }
+  }
+  // Best first, padded with (-inf, -1) to k_out.
+  void write(float* scores, int64_t* ids, size_t k_out) {
+    std::sort(heap_.begin(), heap_.end(), ranks_before);
+    for (size_t c = 0; c < k_out; ++c) {
+      scores[c] = c < heap_.size() ? heap_[c].score : -kInf;
+      ids[c] = c < heap_.size() ? heap_[c].id : kPaddingId;
+    }
+  }
+  const std::vector<Candidate>& items() const { return heap_; }
+
+ private:
+  size_t k_;
+  std::vector<Candidate> heap_;
+};
+
+// Per-query state: rotated query, its look-up tables, candidates.
+struct QueryWork {
+  std::vector<float> rotated;  // dp
+  std::vector<float> tables;   // what the scan kernel reads (see rabitq_scan.h)
+  std::vector<float> dots;     // kScanBlock
+  std::vector<Candidate> candidates;
+};
+
+class RabitqSearch {
+ public:
+  explicit RabitqSearch(const RabitqSearchArgs& a)
+      : a_(a),
+        kern_(dense_kernels(best_simd_level())),
+        scan_(rabitq_scan_kernel(a.simd_level < 0 ? best_simd_level()
+                                                  : static_cast<SimdLevel>(a.simd_level))),
+        row_bytes_(rabitq_row_bytes(a.dp, a.bits)),
+        half_(0.5f * static_cast<float>((1u << a.bits) - 1)),
+        probes_(a.allow.active() ? a.nlist : a.nprobe) {}
+
+  void run() {
+    if (a_.nq == 0) return;
+    choose_lists();
+    const int threads = a_.nq == 1 ? 1 : std::min<int>(resolve_threads(a_.n_threads), static_cast<int>(a_.nq));
+    std::vector<QueryWork> work(threads);
+    std::atomic<uint64_t> scanned{0}, rescored{0};
+    parallel_for(a_.nq, threads, [&](size_t i, int w) {
+      uint64_t s = 0, r = 0;
+      search_one(i, work[w], s, r);
+      scanned += s;
+      rescored += r;
+    });
+    if (a_.stats) {
+      a_.stats->scanned = scanned;
+      a_.stats->rescored = rescored;
+    }
+  }
+
+  // Estimates and bounds (epsilon 1) of every row of list l for query q.
+  void estimates(const float* q, size_t l, float* est, float* err) const {
+    QueryWork w;
+    prepare(q, w);
+    const float qn = query_sq_norm(q);
+    const ListTerms t = list_terms(q, qn, l, centring(w));
+    const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
+    for (size_t jb = j0; jb < j1; jb += kScanBlock) {
+      const size_t rows = std::min(kScanBlock, j1 - jb);
+      scan_.scan(a_.rows + jb * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
+                 w.dots.data());
+      for (size_t r = 0; r < rows; ++r)
+        estimate(jb + r, w.dots[r], t, qn, est[jb + r - j0], err[jb + r - j0]);
+    }
+  }
+
+ private:
+  struct ListTerms {
+    float cq;       // <c_l, q>
+    float qc_norm;  // |q - c_l|
+    float centre;   // -(2^bits - 1) / 2 * sum(P q): the centring of the grid
+  };
+
+  const float* query(size_t i) const { return a_.queries + i * a_.query_stride; }
+  const float* factors(size_t j) const {
+    return reinterpret_cast<const float*>(a_.rows + j * row_bytes_ + a_.bits * a_.dp / 8);
+  }
+  float query_sq_norm(const float* q) const {
+    float qn = 0.0f;
+    row_sq_norms(q, 1, a_.d, &qn);
+    return qn;
+  }
+
+  void choose_lists() {
+    probe_.resize(a_.nq * probes_);
+    std::vector<float> dist(a_.nq * probes_);
+    FlatSearchArgs c;
+    c.corpus = a_.centroids;
+    c.n = a_.nlist;
+    c.d = a_.d;
+    c.corpus_stride = a_.d;
+    c.sq_norms = a_.centroid_sq_norms;
+    c.metric = Metric::L2;
+    c.queries = a_.queries;
+    c.nq = a_.nq;
+    c.query_stride = a_.query_stride;
+    c.k = probes_;
+    c.out_scores = dist.data();
+    c.out_ids = probe_.data();
+    c.n_threads = a_.nq * a_.nlist * a_.d < 8000000 ? 1 : a_.n_threads;
+    flat_search(c);
+  }
+
+  // Rotated query (P q) and the scan kernel's tables of it.
+  void prepare(const float* q, QueryWork& w) const {
+    w.rotated.resize(a_.dp);
+    w.dots.resize(kScanBlock);
+    kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.rotation, a_.d, a_.dp, a_.d, w.rotated.data());
+    scan_.tables(w.rotated.data(), a_.dp, a_.bits, w.tables);
+  }
+
+  // <y, P q> = <x, P q> - (2^bits - 1) / 2 * sum(P q): the second term.
+  float centring(const QueryWork& w) const {
+    float sum = 0.0f;
+    for (float v : w.rotated) sum += v;
+    return -half_ * sum;
+  }
+
+  ListTerms list_terms(const float* q, float qn, size_t l, float centre) const {
+    float cq;
+    kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.centroids + l * a_.d, a_.d, 1, a_.d, &cq);
+    const double qc2 = static_cast<double>(qn) - 2.0 * cq + a_.centroid_sq_norms[l];
+    return {cq, static_cast<float>(std::sqrt(std::max(qc2, 0.0))), centre};
+  }
+
+  // The metric's estimate and its error bound (one standard deviation) for row j.
+  void estimate(size_t j, float dot, const ListTerms& t, float qn, float& est, float& err) const {
+    const float* f = factors(j);
+    const float ip = t.cq + f[0] + f[1] * (dot + t.centre);
+    const float e = t.qc_norm * f[2];
+    if (a_.metric == Metric::L2) {
+      est = 2.0f * ip - a_.sq_norms[j] - qn;
+      err = 2.0f * e;
+    } else {
+      est = ip;
+      err = e;
+    }
+  }
+
+  float exact_score(const float* q, float qn, size_t j) const {
+    float dot;
+    kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.exact_rows + j * a_.d, a_.d, 1, a_.d, &dot);
+    return a_.metric == Metric::L2 ? 2.0f * dot - a_.sq_norms[j] - qn : dot;
+  }
+
+  void search_one(size_t i, QueryWork& w, uint64_t& scanned, uint64_t& rescored) {
+    const float* q = query(i);
+    const float qn = query_sq_norm(q);
+    const bool all = a_.rescore == RabitqRescore::All;
+    if (!all) prepare(q, w);
+    const float centre = all ? 0.0f : centring(w);
+    const float eps = a_.epsilon;
+    const size_t keep = a_.rescore == RabitqRescore::Count
+                            ? (a_.rescore_count > a_.n / a_.k ? a_.n : a_.rescore_count * a_.k)
+                            : a_.k;
+    KBest ranked(std::max<size_t>(keep, 1));  // Bound: lower bounds; Count: estimates
+    KBest exact(a_.k);
+    w.candidates.clear();
+    size_t seen = 0;
+    for (size_t r = 0; r < probes_; ++r) {
+      if (r >= a_.nprobe && seen >= a_.k) break;
+      const int64_t l = probe_[i * probes_ + r];
+      if (l < 0 || static_cast<size_t>(l) >= a_.nlist) continue;
+      const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
+      if (j0 == j1) continue;
+      const ListTerms t = list_terms(q, qn, static_cast<size_t>(l), centre);
+      for (size_t jb = j0; jb < j1; jb += kScanBlock) {
+        const size_t rows = std::min(kScanBlock, j1 - jb);
+        if (!all)
+          scan_.scan(a_.rows + jb * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
+                     w.dots.data());
+        for (size_t rr = 0; rr < rows; ++rr) {
+          const size_t j = jb + rr;
+          if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
+          ++seen;
+          ++scanned;
+          if (all) {
+            exact.push(exact_score(q, qn, j), a_.ids[j]);
+            ++rescored;
+            continue;
+          }
+          float est, err;
+          estimate(j, w.dots[rr], t, qn, est, err);
+          float upper = est + eps * err, lower = est - eps * err;
+          // Factors of a crafted file can overflow: such a row is re-scored, never ranked by NaN.
+          if (!std::isfinite(upper) || !std::isfinite(lower)) est = upper = kInf, lower = -kInf;
+          if (a_.rescore == RabitqRescore::Count) {
+            ranked.push(est, static_cast<int64_t>(j));
+            continue;
+          }
+          ranked.push(lower, static_cast<int64_t>(j));
+          if (upper >= ranked.threshold()) w.candidates.push_back({upper, static_cast<int64_t>(j)});
+        }
+      }
+    }
+    if (a_.rescore == RabitqRescore::Count) {
+      for (const Candidate& c : ranked.items()) {
+        exact.push(exact_score(q, qn, static_cast<size_t>(c.id)), a_.ids[c.id]);
+        ++rescored;
+      }
+    } else if (a_.rescore == RabitqRescore::Bound) {
+      const float floor = ranked.threshold();
+      auto& cands = w.candidates;
+      cands.erase(std::remove_if(cands.begin(), cands.end(),
+                                 [&](const Candidate& c) { return c.score < floor; }),
+                  cands.end());
+      std::sort(cands.begin(), cands.end(), ranks_before);
+      for (const Candidate& c : cands) {
+        if (c.score < exact.threshold()) break;  // no later candidate can enter either
+        exact.push(exact_score(q, qn, static_cast<size_t>(c.id)), a_.ids[c.id]);
+        ++rescored;
+      }
+    }
+    exact.write(a_.out_scores + i * a_.k, a_.out_ids + i * a_.k, a_.k);
+  }
+
+  const RabitqSearchArgs& a_;
+  const DenseKernels& kern_;
+  const RabitqScanKernel& scan_;
+  const size_t row_bytes_;
+  const float half_;
+  const size_t probes_;
+  std::vector<int64_t> probe_;
+};
+
+void check_args(const RabitqSearchArgs& a) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("rabitq_ivf_search: " + what); };
+  if (a.k == 0) fail("k must be >= 1");
+  if (a.d == 0 || a.dp != rabitq_padded_dim(a.d)) fail("dp must be d rounded up to a multiple of 8");
+  if (a.bits < 1 || a.bits > 8) fail("bits must be in [1, 8]");
+  if (a.nlist == 0 || !a.centroids || !a.centroid_sq_norms || !a.list_offsets || !a.rotation)
+    fail("the index is not trained (no centroids or rotation)");
+  if (a.nprobe < 1 || a.nprobe > a.nlist)
+    fail("nprobe must be in [1, nlist = " + std::to_string(a.nlist) + "], got " + std::to_string(a.nprobe));
+  if (a.list_offsets[0] != 0 || static_cast<size_t>(a.list_offsets[a.nlist]) != a.n)
+    fail("list_offsets must run from 0 to n");
+  for (size_t l = 0; l < a.nlist; ++l)
+    if (a.list_offsets[l + 1] < a.list_offsets[l]) fail("list_offsets must be non-decreasing");
+  if (a.n > 0 && (!a.rows || !a.ids || !a.exact_rows)) fail("rows, ids or exact_rows is null");
+  if (a.metric == Metric::L2 && a.n > 0 && !a.sq_norms) fail("L2 needs sq_norms");
+  if (a.rescore == RabitqRescore::Count && a.rescore_count == 0) fail("rescore_count must be >= 1");
+  if (a.rescore == RabitqRescore::Bound && !(a.epsilon >= 0.0f)) fail("epsilon must be >= 0");
+  if (a.nq > 0 && (!a.queries || a.query_stride < a.d)) fail("queries null or query_stride < d");
+  if (a.nq > 0 && (!a.out_scores || !a.out_ids)) fail("outputs are null");
+}
+
+}  // namespace
+
+void rabitq_ivf_search(const RabitqSearchArgs& args) {
+  check_args(args);
+  RabitqSearch(args).run();
+}
+
+void rabitq_estimates(const RabitqSearchArgs& args, const float* query, size_t list, float* est,
+                      float* err) {
+  RabitqSearchArgs a = args;
+  a.nq = 0;  // no result arrays: the estimates are the output
+  check_args(a);
+  if (list >= a.nlist) throw std::invalid_argument("rabitq_estimates: list outside [0, nlist)");
+  RabitqSearch(a).estimates(query, list, est, err);
+}
+
+}  // namespace ragcore

@@ -9,7 +9,7 @@ Prints recall@10 against FlatIndex, QPS at batch 1 (one thread) and at batch 256
 threads), and bytes scanned per vector (codes + per-vector factors), as a markdown table.
 ragcore re-scores with its error bound (rescore="bound", epsilon 1.9); faiss with
 k_factor. --data stdlib uses the cached stdlib paragraph embeddings (held-out texts as
-queries) when they are cached; it never downloads or computes them here.
+queries; computed with the bundled encoder on the first run and cached, never downloaded).
 """
 
 from __future__ import annotations
@@ -44,9 +44,8 @@ def recall(ids, truth):
 def load_data(kind: str, n: int, d: int, nq: int):
     if kind == "clustered":
         return data.clustered(n, d, 0, nq)
-    from ragcore.cli.bench import stdlib_vectors
-    corpus, queries = stdlib_vectors.cached_vectors()
-    return np.ascontiguousarray(corpus[:n]), np.ascontiguousarray(queries[:nq])
+    from ragcore.cli.bench.stdlib_vectors import stdlib_embeddings
+    return stdlib_embeddings(n, nq, 0)
 
 
 def faiss_index(faiss, kind, d, nlist, bits):

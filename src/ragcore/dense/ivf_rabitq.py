@@ -48,8 +48,9 @@ class RabitqIVFIndex:
         dim: dimensions per vector, 1 to 2048 (the rotation is a dense matrix).
         nlist: number of lists; train needs >= nlist vectors.
         metric: "ip", "cosine" or "l2" (higher score is better).
-        bits: bits per dimension of the codes, 1 to 8. A row scans
-            bits * ceil(dim / 8) + 12 bytes (``bytes_per_vector()``).
+        bits: bits per dimension of the codes, 1 to 8 (default 3). A row scans
+            bits * ceil(dim / 8) + 12 bytes (``bytes_per_vector()``): at 3 bits,
+            at most 1/8 of float32's for dim >= 96.
         rescore: which candidates are re-scored with the exact vectors:
             "bound" (default): every row whose upper bound (estimate + epsilon
             error bounds) reaches the k-th exact score, the RaBitQ re-ranking;
@@ -62,7 +63,7 @@ class RabitqIVFIndex:
     """
 
     def __init__(self, dim: int, nlist: int, metric: str = "ip", dtype: str = "rabitq", *,
-                 bits: int = 4, rescore="bound", epsilon: float = DEFAULT_EPSILON,
+                 bits: int = 3, rescore="bound", epsilon: float = DEFAULT_EPSILON,
                  init: str = "kmeans++", max_iter: int = 25, seed: int = 0):
         self._dim = check_limit(dim, "dim", MAX_RABITQ_DIM)
         self._nlist = check_limit(nlist, "nlist", MAX_NLIST)

@@ -2,7 +2,8 @@
 // x_j holds the codes of row j as bit planes (see rabitq.h). Two kernels, picked
 // at run time: scalar (one look-up per plane byte in per-query tables of 256
 // partial sums per 8 dimensions) and AVX-512 (a masked add of 16 rotated query
-// coordinates per 16 code bits, the query pre-scaled by 2^b for plane b).
+// coordinates per 16 code bits, the query pre-scaled by 2^b for plane b, zero-
+// padded to a multiple of 64 dimensions).
 #pragma once
 
 #include <cstddef>

@@ -26,7 +26,11 @@ void avx512_tables(const float* rotated, size_t dp, size_t bits, std::vector<flo
 inline uint64_t word(const uint8_t* plane, size_t w, size_t bytes) {
   uint64_t v = 0;
   const size_t at = 8 * w;
-  std::memcpy(&v, plane + at, bytes - at >= 8 ? 8 : bytes - at);
+  if (at + 8 <= bytes) {
+    std::memcpy(&v, plane + at, 8);  // a fixed size: one load, no call
+    return v;
+  }
+  for (size_t i = at; i < bytes; ++i) v |= static_cast<uint64_t>(plane[i]) << (8 * (i - at));
   return v;
 }
 

@@ -85,12 +85,18 @@ class RabitqSearch {
     const int threads = a_.nq == 1 ? 1 : std::min<int>(resolve_threads(a_.n_threads), static_cast<int>(a_.nq));
     std::vector<QueryWork> work(threads);
     std::atomic<uint64_t> scanned{0}, rescored{0};
-    parallel_for(a_.nq, threads, [&](size_t i, int w) {
+    auto one = [&](size_t i, int w) {
       uint64_t s = 0, r = 0;
       search_one(i, work[w], s, r);
       scanned += s;
       rescored += r;
-    });
+    };
+    // One thread runs inline (parallel_for would ask the hardware's thread count).
+    if (threads == 1) {
+      for (size_t i = 0; i < a_.nq; ++i) one(i, 0);
+    } else {
+      parallel_for(a_.nq, threads, one);
+    }
     if (a_.stats) {
       a_.stats->scanned = scanned;
       a_.stats->rescored = rescored;
@@ -244,6 +250,7 @@ class RabitqSearch {
             ranked.push(est, static_cast<int64_t>(j));
             continue;
           }
+          if (upper < ranked.threshold()) continue;  // then so is lower: the common case
           ranked.push(lower, static_cast<int64_t>(j));
           if (upper >= ranked.threshold()) w.candidates.push_back({upper, static_cast<int64_t>(j)});
         }

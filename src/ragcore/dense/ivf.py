@@ -16,7 +16,6 @@ from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids
 from ._lists import Lists
-from .ivf_rabitq import RabitqIVFIndex
 from ._sq8 import LEVELS, encode_sq8, train_sq8
 from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
 from ._metric import METRICS, NATIVE_METRIC, normalized
@@ -60,9 +59,19 @@ class IVFIndex:
     ``RabitqIVFIndex`` (dense/ivf_rabitq.py): RaBitQ codes re-scored exactly.
     """
 
+    # Storages with their own subclass register here (class X(IVFIndex, dtype="...")), so
+    # IVFIndex(..., dtype=...) and IVFIndex.load build them without importing them.
+    _subclass_of_dtype: dict = {}
+
+    def __init_subclass__(cls, dtype: str = "", **kwargs):
+        super().__init_subclass__(**kwargs)
+        if dtype:
+            IVFIndex._subclass_of_dtype[dtype] = cls
+
     def __new__(cls, *args, **kwargs):
-        if (args[3] if len(args) > 3 else kwargs.get("dtype")) == "rabitq":
-            return RabitqIVFIndex(*args, **kwargs)
+        dtype = args[3] if len(args) > 3 else kwargs.get("dtype")
+        if cls is IVFIndex and isinstance(dtype, str):
+            cls = IVFIndex._subclass_of_dtype.get(dtype, cls)
         return super().__new__(cls)
 
     def __init__(self, dim: int, nlist: int, metric: str = "ip", dtype: str = "float32", *,
@@ -269,8 +278,9 @@ class IVFIndex:
         IndexFileError naming the field that is wrong."""
         params, arrays = read_index(path, _FILE_KIND)
         f = FileFields(path, params, arrays)
-        if params.get("dtype") == "rabitq":
-            return RabitqIVFIndex.from_file(f)
+        subclass = cls._subclass_of_dtype.get(params.get("dtype"))
+        if isinstance(params.get("dtype"), str) and subclass is not None:
+            return subclass.from_file(f)
         dim = f.int_param("dim", 1, MAX_DIM)
         nlist = f.int_param("nlist", 1, MAX_NLIST)
         metric = f.choice_param("metric", METRICS)

@@ -9,36 +9,28 @@ exactly, so returned scores are exact scores.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from .. import _core
 from .._util.allow import allow_mask
-from .._util.arrays import (
-    MAX_NLIST, MAX_NORM, as_float_matrix, check_choice, check_limit, check_positive_int,
-    check_threads, one_float32_row,
-)
+from .._util.arrays import MAX_NLIST, MAX_NORM, check_limit, check_positive_int, check_threads
 from .._util.file_checks import FileFields
 from .._util.fileformat import write_index
-from .._util.ids import check_known_ids, check_new_ids
+from .._util.ids import check_new_ids
 from ..hits import Hits
 from ._lists import Lists
-from ._metric import METRICS, NATIVE_METRIC, normalized
+from ._metric import METRICS, NATIVE_METRIC
 from ._rabitq import (
     DEFAULT_EPSILON, MAX_RABITQ_DIM, check_bits, check_epsilon, checked_factors, checked_rotation,
     code_bytes, native_rescore, random_rotation,
 )
+from .ivf import INITS, MAX_ITER, MAX_SEED, IVFIndex
 
 FILE_KIND = "IVFIndex"  # one kind for every IVF storage; params.dtype tells them apart
-_NATIVE_INIT = {"kmeans++": _core.KMeansInit.KMeansPlusPlus, "random": _core.KMeansInit.Random}
-INITS = tuple(_NATIVE_INIT)
-MAX_ITER = 1 << 20
-MAX_SEED = (1 << 64) - 1
 _UNIT_TOLERANCE = 0.05
 
 
-class RabitqIVFIndex:
+class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
     """Approximate top-k over k-means lists stored as RaBitQ codes, re-scored exactly.
 
     Made by ``IVFIndex(dim, nlist, metric, dtype="rabitq", bits=...)``; the same
@@ -65,60 +57,29 @@ class RabitqIVFIndex:
     def __init__(self, dim: int, nlist: int, metric: str = "ip", dtype: str = "rabitq", *,
                  bits: int = 3, rescore="bound", epsilon: float = DEFAULT_EPSILON,
                  init: str = "kmeans++", max_iter: int = 25, seed: int = 0):
-        self._dim = check_limit(dim, "dim", MAX_RABITQ_DIM)
-        self._nlist = check_limit(nlist, "nlist", MAX_NLIST)
-        self._metric = check_choice(metric, "metric", METRICS)
-        check_choice(dtype, "dtype", ("rabitq",))
+        if dtype != "rabitq":
+            raise ValueError(f"RabitqIVFIndex stores dtype 'rabitq', got {dtype!r}")
+        check_limit(dim, "dim", MAX_RABITQ_DIM)
+        super().__init__(dim, nlist, metric, "float32", init=init, max_iter=max_iter, seed=seed)
+        self._dtype = "rabitq"
         self._bits = check_bits(bits)
         native_rescore(rescore)
         self._rescore = rescore
         self._epsilon = check_epsilon(epsilon)
-        self._init = check_choice(init, "init", INITS)
-        self._max_iter = check_limit(max_iter, "max_iter", MAX_ITER)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
-            raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
-        self._seed = int(seed)
-        self._lock = threading.Lock()
-        self._local = threading.local()
-        self._centroids = self._centroid_sq_norms = self._rotation = self._rot_centroids = None
-        self._training: dict = {}
-        empty = Lists.empty(nlist, dim, np.float32, metric == "l2", True)
+        self._rotation = self._rot_centroids = None
+        empty = self._lists  # float32 lists of the parent: keep their empty ids and exact rows
         self._lists = Lists(empty.offsets, np.empty((0, code_bytes(dim, self._bits)), np.uint8),
-                            empty.ids, empty.sorted_ids, empty.sq_norms, empty.exact)
-        self._next_id = 0
+                            empty.ids, empty.sorted_ids, empty.sq_norms,
+                            np.empty((0, dim), np.float32))
 
-    dim = property(lambda self: self._dim)
-    nlist = property(lambda self: self._nlist)
-    metric = property(lambda self: self._metric)
-    dtype = property(lambda self: "rabitq")
     bits = property(lambda self: self._bits)
     epsilon = property(lambda self: self._epsilon)
-
-    @property
-    def is_trained(self) -> bool:
-        return self._centroids is not None
-
-    @property
-    def centroids(self) -> np.ndarray:
-        self._require_trained("centroids")
-        return self._centroids.copy()
 
     @property
     def rotation(self) -> np.ndarray:
         """float32 [padded dim, dim] copy of the random orthogonal rotation."""
         self._require_trained("rotation")
         return self._rotation.copy()
-
-    @property
-    def training(self) -> dict:
-        return dict(self._training)
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self._lists.ids.copy()
-
-    def list_sizes(self) -> np.ndarray:
-        return np.diff(self._lists.offsets)
 
     @property
     def last_search_counts(self) -> dict:
@@ -133,38 +94,13 @@ class RabitqIVFIndex:
         return {"scanned": scanned, "kept": kept, "float32": 4 * self._dim}
 
     def memory_bytes(self) -> int:
-        parts = [self._centroids, self._rotation, self._rot_centroids, self._lists.rows,
-                 self._lists.ids, self._lists.sq_norms, self._lists.exact, self._lists.offsets,
-                 self._lists.sorted_ids]
-        return int(sum(p.nbytes for p in parts if p is not None))
-
-    def __len__(self) -> int:
-        return len(self._lists)
+        extra = [p for p in (self._rotation, self._rot_centroids) if p is not None]
+        return super().memory_bytes() + int(sum(p.nbytes for p in extra))
 
     def __repr__(self) -> str:
-        return (f"IVFIndex(dim={self._dim}, nlist={self._nlist}, metric={self._metric!r}, "
-                f"dtype='rabitq', bits={self._bits}, n={len(self)}, trained={self.is_trained})")
+        return super().__repr__().replace("dtype='rabitq'", f"dtype='rabitq', bits={self._bits}")
 
     # ---- training and mutation -------------------------------------------
-
-    def train(self, sample, n_threads: int = 0) -> None:
-        """Learns the nlist centroids from sample (>= nlist vectors) and draws the rotation."""
-        n_threads = check_threads(n_threads)
-        x = self._prepared(sample, "sample")
-        if len(x) < self._nlist:
-            raise ValueError(f"sample has {len(x)} vectors; training nlist={self._nlist} lists "
-                             f"needs at least {self._nlist}")
-        centroids, objective, iterations, reseeded = _core.kmeans(
-            np.ascontiguousarray(x), self._nlist, max_iter=self._max_iter, seed=self._seed,
-            init=_NATIVE_INIT[self._init], n_threads=n_threads)
-        rotation = random_rotation(self._dim, self._seed)
-        with self._lock:
-            if len(self._lists):
-                raise RuntimeError(f"train: the index already holds {len(self._lists)} vectors; "
-                                   "train a new IVFIndex instead")
-            self._set_model(centroids, rotation)
-            self._training = {"objective": list(objective), "iterations": iterations,
-                              "reseeded": reseeded, "sample_size": len(x)}
 
     def add(self, vectors, ids=None, n_threads: int = 0) -> np.ndarray:
         """Adds vectors to the lists of their nearest centroids; returns their ids."""
@@ -189,27 +125,12 @@ class RabitqIVFIndex:
                                       bits=self._bits, n_threads=n_threads)
         return rows
 
-    def remove(self, ids) -> None:
-        with self._lock:
-            arr = check_known_ids(ids, self._lists.sorted_ids)
-            self._lists = self._lists.without(arr)
-
-    def _prepared(self, vectors, name: str) -> np.ndarray:
-        x = one_float32_row(vectors, self._dim)
-        if x is None:
-            x = as_float_matrix(vectors, name, self._dim)
-        return normalized(x, name) if self._metric == "cosine" else x
-
-    def _set_model(self, centroids: np.ndarray, rotation: np.ndarray) -> None:
-        self._centroids = np.ascontiguousarray(centroids, dtype=np.float32)
-        self._centroid_sq_norms = np.einsum("ij,ij->i", self._centroids, self._centroids,
-                                            dtype=np.float32)
-        self._rotation = rotation
-        self._rot_centroids = np.ascontiguousarray(self._centroids @ rotation.T, dtype=np.float32)
-
-    def _require_trained(self, what: str) -> None:
-        if self._centroids is None:
-            raise RuntimeError(f"IVFIndex.{what}: the index is not trained; call train(sample) first")
+    def _set_centroids(self, centroids: np.ndarray, rotation: np.ndarray | None = None) -> None:
+        """The centroids, and the rotation (drawn from the seed unless given, as on load)."""
+        super()._set_centroids(centroids)
+        self._rotation = random_rotation(self._dim, self._seed) if rotation is None else rotation
+        self._rot_centroids = np.ascontiguousarray(self._centroids @ self._rotation.T,
+                                                   dtype=np.float32)
 
     # ---- search ---------------------------------------------------------
 
@@ -306,7 +227,7 @@ class RabitqIVFIndex:
         if "centroids" in f.arrays:
             centroids = f.array("centroids", np.float32, (nlist, dim))
             f.bounded_rows("centroids", centroids)
-            self._set_model(centroids, checked_rotation(f, dim))
+            self._set_centroids(centroids, checked_rotation(f, dim))
         elif n:
             f.fail("centroids", "missing, but the index holds vectors")
         values_sq = f.bounded_rows("exact", exact)

@@ -21,7 +21,7 @@ from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, t
 from ._metric import METRICS, NATIVE_METRIC, normalized
 from ..hits import Hits
 
-DTYPES = STORAGE_DTYPES + ("sq8", "rabitq")
+DTYPES = STORAGE_DTYPES + ("sq8",)
 # Files written before the 8-bit code took the name "sq8" call it "int8" (same code and layout).
 _FILE_DTYPE_RENAMES = {"int8": "sq8"}
 _NATIVE_INIT = {"kmeans++": _core.KMeansInit.KMeansPlusPlus, "random": _core.KMeansInit.Random}
@@ -79,7 +79,7 @@ class IVFIndex:
         self._dim = check_limit(dim, "dim", MAX_DIM)
         self._nlist = check_limit(nlist, "nlist", MAX_NLIST)
         self._metric = check_choice(metric, "metric", METRICS)
-        self._dtype = check_choice(dtype, "dtype", DTYPES)
+        self._dtype = check_choice(dtype, "dtype", DTYPES + tuple(self._subclass_of_dtype))
         self._init = check_choice(init, "init", INITS)
         self._max_iter = check_limit(max_iter, "max_iter", MAX_ITER)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:

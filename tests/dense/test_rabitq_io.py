@@ -34,6 +34,7 @@ def index(request, data):
     ({"epsilon": float("inf")}, "epsilon must be"),
     ({"rescore": 0}, "rescore must be"),
     ({"rescore": "some"}, "rescore must be"),
+    ({"rescore": 1 << 63}, "rescore must be"),
 ])
 def test_constructor_arguments_are_checked(kwargs, match):
     with pytest.raises(ValueError, match=match):

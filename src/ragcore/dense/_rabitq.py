@@ -16,6 +16,7 @@ MAX_BITS = 8
 MAX_RABITQ_DIM = 2048  # the rotation is a dense padded_dim x dim matrix
 DEFAULT_EPSILON = 1.9  # the RaBitQ paper's choice: the bound's width in standard deviations
 RESCORE_MODES = ("bound", "all")
+MAX_RESCORE = 1 << 62  # an integer rescore: candidates per result (more than n keeps all)
 _ORTHONORMAL_TOLERANCE = 1e-3
 
 
@@ -58,10 +59,11 @@ def native_rescore(rescore):
     if isinstance(rescore, str) and rescore in RESCORE_MODES:
         mode = _core.RabitqRescore.Bound if rescore == "bound" else _core.RabitqRescore.All
         return mode, 1
-    if isinstance(rescore, bool) or not isinstance(rescore, (int, np.integer)) or rescore < 1:
+    if isinstance(rescore, bool) or not isinstance(rescore, (int, np.integer)) or \
+            not 1 <= rescore <= MAX_RESCORE:
         raise ValueError(f"rescore must be 'bound' (re-score the candidates the error bound "
-                         f"cannot rule out), 'all', or an integer >= 1 (re-score the best "
-                         f"rescore * k estimates), got {rescore!r}")
+                         f"cannot rule out), 'all', or an integer from 1 to 2**62 (re-score "
+                         f"the best rescore * k estimates), got {rescore!r}")
     return _core.RabitqRescore.Count, int(rescore)
 
 

@@ -5,7 +5,8 @@
 // random orthogonal matrix P (dp x d, dp = d rounded up to a multiple of 8) and
 // quantised to `bits` bits per dimension: the code x (0 .. 2^bits - 1 per
 // dimension) stands for the grid vector y = x - (2^bits - 1) / 2, the one whose
-// direction is closest to P r (the best rescaling, found exactly). Three float
+// direction is closest to P r (the best rescaling up to the one that lifts the
+// largest coordinate to the top level, found exactly in that range). Three float
 // factors per vector make the estimate of <o, q> one look-up sum over the code:
 //   est(o, q) = <c_l, q> + f_add + f_scale * <y, P q>
 // with f_scale = |r|^2 / <y, P r> and f_add = <r, c_l> - f_scale * <y, P c_l>,

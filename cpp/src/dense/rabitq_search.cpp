@@ -26,6 +26,7 @@ namespace ragcore {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kFloatMax = std::numeric_limits<float>::max();
 constexpr size_t kScanBlock = 256;  // rows estimated per kernel call
 constexpr size_t kPrefetchAhead = 4;  // exact rows requested ahead of their re-scoring
 
@@ -64,7 +65,9 @@ class KBest {
 struct QueryWork {
   std::vector<float> rotated;  // dp
   std::vector<float> tables;   // what the scan kernel reads (see rabitq_scan.h)
-  std::vector<float> dots;     // kScanBlock
+  std::vector<float> dots;     // kScanBlock: <x_j, P q> of a block
+  std::vector<float> est;      // kScanBlock: the block's estimates
+  std::vector<float> width;    // kScanBlock: their error bounds times epsilon
   std::vector<Candidate> candidates;
 };
 
@@ -114,8 +117,9 @@ class RabitqSearch {
       const size_t rows = std::min(kScanBlock, j1 - jb);
       scan_.scan(a_.rows + jb * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
                  w.dots.data());
-      for (size_t r = 0; r < rows; ++r)
-        estimate(jb + r, w.dots[r], t, qn, est[jb + r - j0], err[jb + r - j0]);
+      estimate_block(jb, rows, t, qn, 1.0f, w);
+      std::copy(w.est.begin(), w.est.begin() + rows, est + (jb - j0));
+      std::copy(w.width.begin(), w.width.begin() + rows, err + (jb - j0));
     }
   }
 
@@ -160,6 +164,8 @@ class RabitqSearch {
   void prepare(const float* q, QueryWork& w) const {
     w.rotated.resize(a_.dp);
     w.dots.resize(kScanBlock);
+    w.est.resize(kScanBlock);
+    w.width.resize(kScanBlock);
     kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.rotation, a_.d, a_.dp, a_.d, w.rotated.data());
     scan_.tables(w.rotated.data(), a_.dp, a_.bits, w.tables);
   }
@@ -178,17 +184,17 @@ class RabitqSearch {
     return {cq, static_cast<float>(std::sqrt(std::max(qc2, 0.0))), centre};
   }
 
-  // The metric's estimate and its error bound (one standard deviation) for row j.
-  void estimate(size_t j, float dot, const ListTerms& t, float qn, float& est, float& err) const {
-    const float* f = factors(j);
-    const float ip = t.cq + f[0] + f[1] * (dot + t.centre);
-    const float e = t.qc_norm * f[2];
-    if (a_.metric == Metric::L2) {
-      est = 2.0f * ip - a_.sq_norms[j] - qn;
-      err = 2.0f * e;
-    } else {
-      est = ip;
-      err = e;
+  // The metric's estimates (w.est) and error bounds times eps (w.width) of rows
+  // [j0, j0 + rows) from their dot products w.dots: one branch-free pass per block.
+  void estimate_block(size_t j0, size_t rows, const ListTerms& t, float qn, float eps,
+                      QueryWork& w) const {
+    const bool l2 = a_.metric == Metric::L2;
+    const float width = (l2 ? 2.0f : 1.0f) * eps * t.qc_norm;
+    for (size_t r = 0; r < rows; ++r) {
+      const float* f = factors(j0 + r);
+      const float ip = t.cq + f[0] + f[1] * (w.dots[r] + t.centre);
+      w.est[r] = l2 ? 2.0f * ip - a_.sq_norms[j0 + r] - qn : ip;
+      w.width[r] = width * f[2];
     }
   }
 
@@ -231,6 +237,7 @@ class RabitqSearch {
         if (!all)
           scan_.scan(a_.rows + jb * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
                      w.dots.data());
+        if (!all) estimate_block(jb, rows, t, qn, eps, w);
         for (size_t rr = 0; rr < rows; ++rr) {
           const size_t j = jb + rr;
           if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
@@ -241,11 +248,10 @@ class RabitqSearch {
             ++rescored;
             continue;
           }
-          float est, err;
-          estimate(j, w.dots[rr], t, qn, est, err);
-          float upper = est + eps * err, lower = est - eps * err;
+          float est = w.est[rr], upper = est + w.width[rr], lower = est - w.width[rr];
           // Factors of a crafted file can overflow: such a row is re-scored, never ranked by NaN.
-          if (!std::isfinite(upper) || !std::isfinite(lower)) est = upper = kInf, lower = -kInf;
+          if (!(std::fabs(upper) <= kFloatMax && std::fabs(lower) <= kFloatMax))
+            est = upper = kInf, lower = -kInf;
           if (a_.rescore == RabitqRescore::Count) {
             ranked.push(est, static_cast<int64_t>(j));
             continue;

@@ -278,8 +278,9 @@ class IVFIndex:
         IndexFileError naming the field that is wrong."""
         params, arrays = read_index(path, _FILE_KIND)
         f = FileFields(path, params, arrays)
-        subclass = cls._subclass_of_dtype.get(params.get("dtype"))
-        if isinstance(params.get("dtype"), str) and subclass is not None:
+        stored = params.get("dtype")
+        subclass = cls._subclass_of_dtype.get(stored) if isinstance(stored, str) else None
+        if subclass is not None:
             return subclass.from_file(f)
         dim = f.int_param("dim", 1, MAX_DIM)
         nlist = f.int_param("nlist", 1, MAX_NLIST)

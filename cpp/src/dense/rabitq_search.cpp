@@ -11,11 +11,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "ragcore/dense/flat.h"
+#include "ragcore/simd/simd.h"
 #include "ragcore/dense/kmeans.h"
 #include "ragcore/dense/rabitq.h"
 #include "ragcore/dense/rabitq_scan.h"
@@ -69,6 +70,8 @@ struct QueryWork {
   std::vector<float> est;      // kScanBlock: the block's estimates
   std::vector<float> width;    // kScanBlock: their error bounds times epsilon
   std::vector<Candidate> candidates;
+  std::vector<float> centre_dots;  // nlist: <q, c_l>
+  std::vector<uint32_t> probes;    // nlist: list numbers, nearest first (the first probes_ sorted)
 };
 
 class RabitqSearch {
@@ -84,7 +87,6 @@ class RabitqSearch {
 
   void run() {
     if (a_.nq == 0) return;
-    choose_lists();
     const int threads = a_.nq == 1 ? 1 : std::min<int>(resolve_threads(a_.n_threads), static_cast<int>(a_.nq));
     std::vector<QueryWork> work(threads);
     std::atomic<uint64_t> scanned{0}, rescored{0};
@@ -111,7 +113,8 @@ class RabitqSearch {
     QueryWork w;
     prepare(q, w);
     const float qn = query_sq_norm(q);
-    const ListTerms t = list_terms(q, qn, l, centring(w));
+    nearest_lists(q, w);
+    const ListTerms t = list_terms(qn, l, centring(w), w);
     const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
     for (size_t jb = j0; jb < j1; jb += kScanBlock) {
       const size_t rows = std::min(kScanBlock, j1 - jb);
@@ -140,24 +143,23 @@ class RabitqSearch {
     return qn;
   }
 
-  void choose_lists() {
-    probe_.resize(a_.nq * probes_);
-    std::vector<float> dist(a_.nq * probes_);
-    FlatSearchArgs c;
-    c.corpus = a_.centroids;
-    c.n = a_.nlist;
-    c.d = a_.d;
-    c.corpus_stride = a_.d;
-    c.sq_norms = a_.centroid_sq_norms;
-    c.metric = Metric::L2;
-    c.queries = a_.queries;
-    c.nq = a_.nq;
-    c.query_stride = a_.query_stride;
-    c.k = probes_;
-    c.out_scores = dist.data();
-    c.out_ids = probe_.data();
-    c.n_threads = a_.nq * a_.nlist * a_.d < 8000000 ? 1 : a_.n_threads;
-    flat_search(c);
+  // w.centre_dots: <q, c_l> for every list; w.probes: the lists nearest first by squared
+  // L2 to the centroid (as vectors were assigned), ties by list number: the first
+  // probes_ of them. One dot_rows pass, per query, in the query's own thread.
+  void nearest_lists(const float* q, QueryWork& w) const {
+    w.centre_dots.resize(a_.nlist);
+    kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.centroids, a_.d, a_.nlist, a_.d,
+                                                   w.centre_dots.data());
+    w.probes.resize(a_.nlist);
+    std::iota(w.probes.begin(), w.probes.end(), 0u);
+    const float* dots = w.centre_dots.data();
+    const float* norms = a_.centroid_sq_norms;
+    // -|q - c|^2 + |q|^2: the query's norm does not change the order.
+    auto nearer = [&](uint32_t x, uint32_t y) {
+      const float sx = 2.0f * dots[x] - norms[x], sy = 2.0f * dots[y] - norms[y];
+      return sx > sy || (sx == sy && x < y);
+    };
+    std::partial_sort(w.probes.begin(), w.probes.begin() + probes_, w.probes.end(), nearer);
   }
 
   // Rotated query (P q) and the scan kernel's tables of it.
@@ -177,9 +179,8 @@ class RabitqSearch {
     return -half_ * sum;
   }
 
-  ListTerms list_terms(const float* q, float qn, size_t l, float centre) const {
-    float cq;
-    kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.centroids + l * a_.d, a_.d, 1, a_.d, &cq);
+  ListTerms list_terms(float qn, size_t l, float centre, const QueryWork& w) const {
+    const float cq = w.centre_dots[l];
     const double qc2 = static_cast<double>(qn) - 2.0 * cq + a_.centroid_sq_norms[l];
     return {cq, static_cast<float>(std::sqrt(std::max(qc2, 0.0))), centre};
   }
@@ -225,13 +226,13 @@ class RabitqSearch {
     KBest exact(a_.k);
     w.candidates.clear();
     size_t seen = 0;
+    nearest_lists(q, w);
     for (size_t r = 0; r < probes_; ++r) {
       if (r >= a_.nprobe && seen >= a_.k) break;
-      const int64_t l = probe_[i * probes_ + r];
-      if (l < 0 || static_cast<size_t>(l) >= a_.nlist) continue;
+      const size_t l = w.probes[r];
       const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
       if (j0 == j1) continue;
-      const ListTerms t = list_terms(q, qn, static_cast<size_t>(l), centre);
+      const ListTerms t = list_terms(qn, l, centre, w);
       for (size_t jb = j0; jb < j1; jb += kScanBlock) {
         const size_t rows = std::min(kScanBlock, j1 - jb);
         if (!all)
@@ -293,7 +294,6 @@ class RabitqSearch {
   const size_t row_bytes_;
   const float half_;
   const size_t probes_;
-  std::vector<int64_t> probe_;
 };
 
 void check_args(const RabitqSearchArgs& a) {

@@ -87,7 +87,9 @@ class RabitqSearch {
 
   void run() {
     if (a_.nq == 0) return;
-    const int threads = a_.nq == 1 ? 1 : std::min<int>(resolve_threads(a_.n_threads), static_cast<int>(a_.nq));
+    const int threads = a_.nq == 1 ? 1
+                                   : static_cast<int>(std::min<size_t>(
+                                         static_cast<size_t>(resolve_threads(a_.n_threads)), a_.nq));
     std::vector<QueryWork> work(threads);
     std::atomic<uint64_t> scanned{0}, rescored{0};
     auto one = [&](size_t i, int w) {

@@ -24,6 +24,7 @@ void register_bm25(py::module_& m);  // sparse_bindings.cpp
 void register_query_encoder(py::module_& m);  // query_bindings.cpp
 void register_hnsw(py::module_& m);  // hnsw_bindings.cpp
 void register_codes(py::module_& m);  // codes_bindings.cpp
+void register_rabitq(py::module_& m);  // rabitq_bindings.cpp
 
 namespace {
 
@@ -168,6 +169,7 @@ PYBIND11_MODULE(_core, m) {
   register_ivf(m);
   register_hnsw(m);
   register_codes(m);
+  register_rabitq(m);
 
   m.def("simd_level_available",
         [](SimdLevel level) { return simd_level_available(checked_simd_level(level)); },

@@ -236,3 +236,13 @@ def test_other_model_files_need_pytorch_for_the_check(cache, no_torch, monkeypat
     with pytest.raises(ImportError):
         derived.ensure(models.FUSED_NAME)
     assert list((cache / "derived").iterdir()) == []  # nothing kept
+
+
+def test_without_onnx_the_default_is_the_bundled_int8_file(cache, monkeypatch):
+    from ragcore.encoders import default_encoder
+
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    encoder = default_encoder(providers="cpu")
+    assert encoder.model.path == models.resolve(models.INT8_NAME).onnx_path
+    assert not models.derived_path(models.FUSED_NAME).exists()
+    assert list((cache / "derived").iterdir()) == []  # no temporary folder left

@@ -127,13 +127,17 @@ def _layer(nodes, const, w, p: str, tag: str, x: str, heads: int, eps: float) ->
         "MatMul", [f"{tag}_context", const(f"{tag}_attention_out_weight",
                                            w[f"{p}attention.output.dense.weight"].T)],
         [f"{tag}_attention_out"], name=f"{tag}/attention/output/dense/MatMul"))
-    nodes.append(helper.make_node(
-        "SkipLayerNormalization",
-        [f"{tag}_attention_out", x,
-         const(f"{tag}_attention_ln_weight", w[f"{p}attention.output.LayerNorm.weight"]),
-         const(f"{tag}_attention_ln_bias", w[f"{p}attention.output.LayerNorm.bias"]),
-         const(f"{tag}_attention_out_bias", w[f"{p}attention.output.dense.bias"])],
-        [f"{tag}_attention_normed"], domain=_MS, epsilon=eps, name=f"{tag}_SkipLayerNorm_1"))
+
+    def skip_norm(product: str, residual: str, block: str, out: str) -> None:
+        """LayerNorm(product + bias + residual), block's dense bias and LayerNorm."""
+        nodes.append(helper.make_node(
+            "SkipLayerNormalization",
+            [product, residual, const(f"{out}_ln_weight", w[f"{p}{block}.LayerNorm.weight"]),
+             const(f"{out}_ln_bias", w[f"{p}{block}.LayerNorm.bias"]),
+             const(f"{out}_dense_bias", w[f"{p}{block}.dense.bias"])],
+            [out], domain=_MS, epsilon=eps, name=f"{out}_SkipLayerNorm"))
+
+    skip_norm(f"{tag}_attention_out", x, "attention.output", f"{tag}_attention_normed")
     nodes.append(helper.make_node(
         "MatMul", [f"{tag}_attention_normed", const(f"{tag}_ffn_in_weight",
                                                     w[f"{p}intermediate.dense.weight"].T)],
@@ -144,13 +148,7 @@ def _layer(nodes, const, w, p: str, tag: str, x: str, heads: int, eps: float) ->
     nodes.append(helper.make_node(
         "MatMul", [f"{tag}_gelu", const(f"{tag}_ffn_out_weight", w[f"{p}output.dense.weight"].T)],
         [f"{tag}_ffn_out"], name=f"{tag}/output/dense/MatMul"))
-    nodes.append(helper.make_node(
-        "SkipLayerNormalization",
-        [f"{tag}_ffn_out", f"{tag}_attention_normed",
-         const(f"{tag}_output_ln_weight", w[f"{p}output.LayerNorm.weight"]),
-         const(f"{tag}_output_ln_bias", w[f"{p}output.LayerNorm.bias"]),
-         const(f"{tag}_ffn_out_bias", w[f"{p}output.dense.bias"])],
-        [f"{tag}_output"], domain=_MS, epsilon=eps, name=f"{tag}_SkipLayerNorm_2"))
+    skip_norm(f"{tag}_ffn_out", f"{tag}_attention_normed", "output", f"{tag}_output")
     return f"{tag}_output"
 
 

@@ -106,7 +106,8 @@ def reference_vectors() -> tuple[np.ndarray, str]:
     computed now (needs torch and transformers)."""
     stored = np.load(CHECK_VECTORS)
     if (str(stored["source_sha256"]) == source_digest()
-            and str(stored["texts_sha256"]) == _texts_digest()):
+            and str(stored["texts_sha256"]) == _texts_digest()
+            and stored["vectors"].shape[:1] == (len(CHECK_TEXTS),)):
         return stored["vectors"].astype(np.float32), f"stored ({CHECK_VECTORS.name})"
     from .export import pytorch_embeddings
 

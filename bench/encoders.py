@@ -1,28 +1,44 @@
-"""Encoder throughput: ragcore's ONNX BiEncoder (the fused fp32 graph and its int8
-quantisation derived from the bundled model, and the two files measured before
-them: the dynamo fp32 export and the bundled int8 file) against
-sentence-transformers, and the ONNX CrossEncoder against transformers, in one run;
-plus the demo's index build and query encoding.
+"""Encoder throughput: ragcore's ONNX BiEncoder (the fused fp32 graph written from
+the bundled safetensors weights, its int8 quantisation, and the bundled int8 file
+that a user without the derived files had before) against sentence-transformers,
+and the ONNX CrossEncoder against transformers, in one run; plus the demo's index
+build and query encoding.
 
     .venv/bin/python bench/encoders.py [--texts 256] [--json F] [--markdown F]
-        [--batches 1 32] [--threads 1 2] [--no-cross] [--fp16] [--demo-chunks 768]
+        [--batches 1 32] [--threads 1 2] [--no-cross] [--fp16] [--before]
+        [--demo-chunks 768]
 
 Texts: paragraphs of the running Python's standard library docstrings (local,
-varied lengths, some over 256 tokens). Each cell encodes every text with the
-given batch size, batches by count only (token_budget=None), as the files before
-token budgets ran; ``budget``: what BiEncoder(batch_size=32) does by default, at
-most 32 texts and 256 padded tokens per call (sentence-transformers has no such
-option and runs at batch 32 there); texts per second from the median of interleaved repeats (all
-systems of a cell take turns, so a slow phase of this shared VM hits them
-alike). Threads: onnxruntime's intra-op threads for ragcore, torch's for the
-peers. Embeddings are compared in the same run (min cosine to
-sentence-transformers; int8 to fp32 with nearest-neighbour agreement).
+varied lengths, some over 256 tokens), in a seeded random order. What each row
+measures (every system encodes the same texts to the same vectors):
+
+- ``b`` (``--batches``): the texts handed over b per call, in their order, as a
+  user with batches of b does: ``BiEncoder.encode(texts[i:i + b])`` with its
+  default batching (sorted by length, sub-batches of at most 256 padded tokens
+  inside the call; batch_size=b) against ``SentenceTransformer.encode(texts[i:i + b],
+  batch_size=b)`` (sorted by length, one padded forward pass of b texts).
+- ``b by count``: every text in one call, batch_size=b and token_budget=None:
+  model calls of b texts each, padded to their longest, in both engines (the
+  row the issue's table measured at 32).
+- ``budget``: every text in one call with BiEncoder's default batching (at most
+  32 texts and 256 padded tokens per model call) against sentence-transformers
+  at batch_size=32.
+
+Texts per second from the median of interleaved repeats (all systems of a cell
+take turns, so a slow phase of this shared VM hits them alike); at 1 thread also
+from the median CPU time of the calling thread (onnxruntime and torch then
+compute in it), which other processes' load disturbs far less. Threads:
+onnxruntime's intra-op threads for ragcore, torch's for the peers. Embeddings
+are compared in the same run (min cosine to sentence-transformers; int8 to fp32
+with nearest-neighbour agreement). --before adds the dynamo fp32 export.
 
 Demo build: the demo's chunks (stdlib_docs(3000), Chunker(200, 40)), a seeded
 sample of --demo-chunks of them, encoded 256 at a time as the demo's embedding
-cache does, by the demo's encoder before this change (the bundled int8 file,
-64 texts per call) and by default_encoder() now, at onnxruntime's default
-threads; query encode p50 over 100 demo questions one at a time.
+cache does, by the demo's encoder before the fused graph (the bundled int8 file,
+64 texts per call by count), by default_encoder() now and by
+default_encoder(precision="auto"), at onnxruntime's default threads; query
+encode p50 over 100 demo questions one at a time. The build is timed by wall
+clock and by the process's CPU time (onnxruntime's pool threads included).
 The cross-encoder is a tiny random BERT (no pre-trained cross-encoder ships in
 an installable package): the comparison is of runtimes.
 """
@@ -68,17 +84,19 @@ def stdlib_paragraphs(count: int) -> list[str]:
     return [out[i] for i in rng.choice(len(out), size=min(count, len(out)), replace=False)]
 
 
-def ragcore_encoders(threads: int, fp16: bool = False) -> tuple[dict, dict]:
+def ragcore_encoders(threads: int, fp16: bool = False, before: bool = False) -> tuple[dict, dict]:
     """{engine: BiEncoder} and {engine: why it is missing}; fp16: the fp16 export
-    too (onnxruntime runs most fp16 ops in fp32 behind Casts on a CPU)."""
+    too (onnxruntime runs most fp16 ops in fp32 behind Casts on a CPU); before:
+    the dynamo fp32 export too."""
     import ragcore
     from ragcore.encoders import derived, export, models
 
     engines, missing = {}, {}
     paths = {"fp32_fused": lambda: derived.ensure(models.FUSED_NAME),
              "int8_fused": lambda: derived.ensure(models.FUSED_INT8_NAME),
-             "fp32_before": export.export,
              "int8_bundled": lambda: models.INT8_NAME}
+    if before:
+        paths["fp32_before"] = export.export
     if fp16:
         paths["fp16"] = lambda: export.export(precision="fp16")
     for name, path in paths.items():
@@ -96,12 +114,56 @@ def nearest(vectors: np.ndarray) -> np.ndarray:
     return sims.argmax(axis=1)
 
 
+def cpu_timed(fn, log: list, clock=time.thread_time):
+    """fn, recording each call's CPU time (by default the calling thread's) in log."""
+    def timed():
+        t0 = clock()
+        result = fn()
+        log.append(clock() - t0)
+        return result
+    return timed
+
+
+def in_calls(encode, texts, size: int):
+    """Encodes texts handed over `size` per call, in order."""
+    return np.concatenate([encode(texts[s:s + size]) for s in range(0, len(texts), size)])
+
+
+def set_batching(engines: dict, batch_size: int, token_budget) -> None:
+    for enc in engines.values():
+        enc.batch_size, enc.token_budget = batch_size, token_budget
+
+
+def cell_fns(kind: str, size: int, texts, engines: dict, st_model) -> dict:
+    """The functions a row times: see the module docstring for each kind."""
+    fns = {}
+    if kind == "calls":
+        set_batching(engines, size, BUDGET)
+        for name, enc in engines.items():
+            fns[name] = lambda e=enc: in_calls(lambda t: e.encode(t, warn=False), texts, size)
+        fns["sentence_transformers"] = lambda: in_calls(
+            lambda t: st_model.encode(t, batch_size=size), texts, size)
+    elif kind == "by count":
+        set_batching(engines, size, None)
+        for name, enc in engines.items():
+            fns[name] = lambda e=enc: e.encode(texts, warn=False)
+        fns["sentence_transformers"] = lambda: st_model.encode(texts, batch_size=size)
+    else:  # budget
+        set_batching(engines, 32, BUDGET)
+        for name, enc in engines.items():
+            fns[name] = lambda e=enc: e.encode(texts, warn=False)
+        fns["sentence_transformers"] = lambda: st_model.encode(texts, batch_size=32)
+    return fns
+
+
 def bi_encoder_rows(texts, args, st_model) -> tuple[list, dict]:
     reference = st_model.encode(texts, normalize_embeddings=True, batch_size=32)
     agreement, rows = {}, []
+    cells = [("calls", b) for b in args.batches] + [("by count", b) for b in args.batches if b > 1]
+    cells.append(("budget", 32))
     for threads in args.threads:
         torch.set_num_threads(threads)
-        engines, missing = ragcore_encoders(threads, args.fp16)
+        engines, missing = ragcore_encoders(threads, args.fp16, args.before)
         agreement["missing"] = missing
         vectors = {name: enc.encode(texts, warn=False) for name, enc in engines.items()}
         for name, v in vectors.items():
@@ -111,19 +173,23 @@ def bi_encoder_rows(texts, args, st_model) -> tuple[list, dict]:
             cos = (a * b).sum(axis=1)
             agreement["int8_to_fp32"] = {"min": float(cos.min()), "mean": float(cos.mean()),
                                          "same_nearest": float((nearest(a) == nearest(b)).mean())}
-        for batch in [*args.batches, "budget"]:
-            for enc in engines.values():
-                enc.batch_size = 32 if batch == "budget" else batch
-                enc.token_budget = BUDGET if batch == "budget" else None
-            st_batch = 32 if batch == "budget" else batch
-            fns = {name: (lambda e=enc: e.encode(texts, warn=False)) for name, enc in engines.items()}
-            fns["sentence_transformers"] = lambda b=st_batch: st_model.encode(texts, batch_size=b)
+        for kind, size in cells:
+            cpu = {}
+            fns = {name: cpu_timed(fn, cpu.setdefault(name, []))
+                   for name, fn in cell_fns(kind, size, texts, engines, st_model).items()}
             meter = LoadMeter()
             timings, _ = time_calls(fns, rounds=3, min_repeats=2, target_s=1.0, slow_budget_s=6.0)
             tps = {k: len(texts) / t.median for k, t in timings.items()}
-            rows.append({"threads": threads, "batch": batch, "texts_per_s": tps,
-                         "vs_st": {k: v / tps["sentence_transformers"] for k, v in tps.items()},
-                         "load": meter.report()})
+            row = {"threads": threads, "batch": size if kind == "calls" else
+                   (f"{size} by count" if kind == "by count" else "budget"),
+                   "texts_per_s": tps,
+                   "vs_st": {k: v / tps["sentence_transformers"] for k, v in tps.items()},
+                   "load": meter.report()}
+            if threads == 1:  # the work runs in the calling thread: its CPU time is the cost
+                cps = {k: len(texts) / float(np.median(v[1:] or v)) for k, v in cpu.items()}
+                row["cpu_texts_per_s"] = cps
+                row["cpu_vs_st"] = {k: v / cps["sentence_transformers"] for k, v in cps.items()}
+            rows.append(row)
             print(rows[-1], flush=True)
     return rows, agreement
 
@@ -135,8 +201,9 @@ def demo_rows(args) -> dict:
     from ragcore.encoders import default_encoder, models
     from ragcore.rag.chunking import Chunker
 
-    now = default_encoder()
-    before = ragcore.BiEncoder(models.INT8_NAME, batch_size=64, token_budget=None)
+    engines = {"before": ragcore.BiEncoder(models.INT8_NAME, batch_size=64, token_budget=None),
+               "now": default_encoder(), "auto": default_encoder(precision="auto")}
+    now = engines["now"]
     data = stdlib_docs(max_docs=3000, seed=0)
     chunks = Chunker(now, chunk_size=200, overlap=40).chunk_documents(
         (d.doc_id, d.text, d.metadata) for d in data.documents)
@@ -149,20 +216,27 @@ def demo_rows(args) -> dict:
         return [enc.encode(sample[s:s + DEMO_STEP], warn=False) for s in range(0, len(sample), DEMO_STEP)]
 
     meter = LoadMeter()
-    timings, _ = time_calls({"before": lambda: build(before), "now": lambda: build(now)},
+    cpu = {name: [] for name in engines}  # process CPU time: onnxruntime's pool threads too
+    timings, _ = time_calls({name: cpu_timed(lambda e=enc: build(e), cpu[name], time.process_time)
+                             for name, enc in engines.items()},
                             rounds=3, min_repeats=2, target_s=1.0, slow_budget_s=20.0)
     questions = data.questions[:100]
-    latency = {"before": [], "now": []}
+    latency = {name: [] for name in engines}
     for q in questions:  # interleaved, one question at a time
-        for name, enc in (("before", before), ("now", now)):
+        for name, enc in engines.items():
             t0 = time.perf_counter()
             enc.encode([q], warn=False)
             latency[name].append((time.perf_counter() - t0) * 1e3)
     cps = {k: len(sample) / t.median for k, t in timings.items()}
+    cpu_cps = {k: len(sample) / float(np.median(v[1:] or v)) for k, v in cpu.items()}
     return {"chunks_total": len(texts), "chunks_timed": len(sample), "chunks_per_s": cps,
-            "build_speedup": cps["now"] / cps["before"],
+            "chunks_per_cpu_s": cpu_cps,
+            "cpu_build_speedup": {k: cpu_cps[k] / cpu_cps["before"] for k in cpu_cps},
+            "build_speedup": {k: cps[k] / cps["before"] for k in cps},
             "query_p50_ms": {k: float(np.percentile(v, 50)) for k, v in latency.items()},
-            "now_model": str(now.model.path), "load": meter.report()}
+            "models": {k: f"{Path(e.model.path).parent.name} (batch_size {e.batch_size})"
+                       for k, e in engines.items()},
+            "load": meter.report()}
 
 
 def cross_encoder_rows(texts, args) -> list:
@@ -214,13 +288,16 @@ ENGINES = (("fp32_fused", "fp32 fused"), ("int8_fused", "int8 fused"),
 
 def markdown(report) -> str:
     present = [(k, label) for k, label in ENGINES if k in report["bi"][0]["texts_per_s"]]
+    cpu = "cpu_texts_per_s" in report["bi"][0]
     headers = ["threads", "batch", *[f"{label} texts/s" for _, label in present],
                "sentence-transformers texts/s", *[f"{label} / ST" for _, label in present],
+               *([f"{label} / ST (CPU time)" for _, label in present] if cpu else []),
                "other load (cores)"]
     bi = markdown_table(headers, [
         [r["threads"], r["batch"], *[fmt_num(r["texts_per_s"][k]) for k, _ in present],
          fmt_num(r["texts_per_s"]["sentence_transformers"]),
          *[f"{r['vs_st'][k]:.2f}x" for k, _ in present],
+         *([f"{r['cpu_vs_st'][k]:.2f}x" if "cpu_vs_st" in r else "" for k, _ in present] if cpu else []),
          f"{r['load']['other_processes_cores'] + r['load']['steal_cores']:.2f}"] for r in report["bi"]])
     agree = report["agreement_min_cosine_to_st"]
     text = (f"{report['n_texts']} stdlib docstring paragraphs. Minimum cosine to sentence-transformers: "
@@ -234,13 +311,16 @@ def markdown(report) -> str:
     text += f"\n\n{bi}\n"
     demo = report.get("demo")
     if demo:
+        rows = [[name, demo["models"][name], f"{demo['chunks_per_s'][name]:.1f}",
+                 f"{demo['build_speedup'][name]:.2f}x", f"{demo['chunks_per_cpu_s'][name]:.1f}",
+                 f"{demo['cpu_build_speedup'][name]:.2f}x", f"{demo['query_p50_ms'][name]:.2f}"]
+                for name in demo["chunks_per_s"]]
         text += (f"\nDemo index build ({demo['chunks_timed']} of its {demo['chunks_total']} chunks, "
-                 f"default threads): before (bundled int8, 64 per call) "
-                 f"{demo['chunks_per_s']['before']:.0f} chunks/s, now (default_encoder(): "
-                 f"{Path(demo['now_model']).parent.name}) {demo['chunks_per_s']['now']:.0f} chunks/s "
-                 f"({demo['build_speedup']:.2f}x); query encode p50 {demo['query_p50_ms']['before']:.2f} ms "
-                 f"before, {demo['query_p50_ms']['now']:.2f} ms now; other load "
-                 f"{demo['load']['other_processes_cores'] + demo['load']['steal_cores']:.2f} cores.\n")
+                 f"256 per encode call, default threads) and query encode p50 (100 questions, one "
+                 f"per call); other load {demo['load']['other_processes_cores'] + demo['load']['steal_cores']:.2f} cores:\n\n"
+                 + markdown_table(["encoder", "model (batch_size)", "chunks/s", "vs before",
+                                   "chunks per CPU-s (process)", "vs before (CPU)",
+                                   "query encode p50 ms"], rows) + "\n")
     if report["cross"]:
         ce = markdown_table(
             ["threads", "batch", "ONNX pairs/s", "transformers pairs/s", "ONNX / transformers",
@@ -265,6 +345,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=list(THREADS))
     parser.add_argument("--no-cross", action="store_true", help="bi-encoders only")
     parser.add_argument("--fp16", action="store_true", help="the fp16 export too")
+    parser.add_argument("--before", action="store_true", help="the dynamo fp32 export too")
     parser.add_argument("--demo-chunks", type=int, default=768,
                         help="demo chunks timed for the index build (0: skip the demo part)")
     args = parser.parse_args()

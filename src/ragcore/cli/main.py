@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     export.add_argument("--precision", choices=("fp32", "fp16"), default="fp32",
                         help="fp32 (default) or fp16 (the fp32 export converted, for GPUs)")
     models_sub.add_parser("derive", help="make (once) and check the fused fp32 and int8 models "
-                          "derived from the bundled all-MiniLM-L6-v2 (needs torch)")
+                          "derived from the bundled all-MiniLM-L6-v2 (no torch needed)")
     models_sub.add_parser("list", help="the bundled model names and where their files are")
     bench = sub.add_parser("bench", help="benchmarks")
     bench_sub = bench.add_subparsers(dest="suite", required=True)

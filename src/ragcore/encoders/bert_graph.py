@@ -1,0 +1,165 @@
+"""A BERT encoder written straight into onnxruntime's fused operators, from the
+model's safetensors weights: no torch, no exporter and no optimizer pass.
+
+The graph is the one onnxruntime's BERT optimizer makes of a TorchScript export
+(EmbedLayerNormalization; per layer Attention, MatMul, SkipLayerNormalization,
+MatMul, BiasGelu, MatMul, SkipLayerNormalization), so a user without torch runs
+the same kernels. Output: last_hidden_state [batch, tokens, hidden]. The mask
+goes in as attention_mask and becomes per-text key lengths
+(EmbedLayerNormalization's mask_index), so padding must be on the right, as
+ragcore's tokenizer pads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .safetensors_file import read_safetensors
+
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+OUTPUT = "last_hidden_state"
+_MS = "com.microsoft"
+
+
+def bert_config(model_dir: Path) -> dict:
+    """The fields of config.json the graph needs, checked to be a BERT this file can write."""
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    wanted = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
+    for key, value in wanted.items():
+        if config.get(key, value) != value:
+            raise ValueError(f"{model_dir}/config.json: {key} is {config.get(key)!r}; the fused "
+                             f"graph is written for {key}={value!r}")
+    if config["hidden_size"] % config["num_attention_heads"]:
+        raise ValueError(f"{model_dir}/config.json: hidden_size {config['hidden_size']} is not a "
+                         f"multiple of num_attention_heads {config['num_attention_heads']}")
+    return {k: config[k] for k in ("hidden_size", "num_attention_heads", "num_hidden_layers",
+                                   "intermediate_size", "layer_norm_eps", "vocab_size",
+                                   "max_position_embeddings", "type_vocab_size")}
+
+
+def load_weights(model_dir: Path, config: dict) -> dict[str, np.ndarray]:
+    """The safetensors weights as float32, with the names' "bert." prefix (if any)
+    dropped and every tensor the graph uses present with the shape config implies."""
+    raw = read_safetensors(Path(model_dir) / "model.safetensors")
+    weights = {k.removeprefix("bert."): v for k, v in raw.items()}
+    h, f = config["hidden_size"], config["intermediate_size"]
+    shapes = {"embeddings.word_embeddings.weight": (config["vocab_size"], h),
+              "embeddings.position_embeddings.weight": (config["max_position_embeddings"], h),
+              "embeddings.token_type_embeddings.weight": (config["type_vocab_size"], h),
+              "embeddings.LayerNorm.weight": (h,), "embeddings.LayerNorm.bias": (h,)}
+    for i in range(config["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+        for part in ("attention.self.query", "attention.self.key", "attention.self.value",
+                     "attention.output.dense"):
+            shapes[f"{p}{part}.weight"], shapes[f"{p}{part}.bias"] = (h, h), (h,)
+        shapes[f"{p}intermediate.dense.weight"], shapes[f"{p}intermediate.dense.bias"] = (f, h), (f,)
+        shapes[f"{p}output.dense.weight"], shapes[f"{p}output.dense.bias"] = (h, f), (h,)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            shapes[f"{p}{norm}.weight"], shapes[f"{p}{norm}.bias"] = (h,), (h,)
+    out = {}
+    for name, shape in shapes.items():
+        if name not in weights:
+            raise ValueError(f"{model_dir}/model.safetensors has no tensor {name!r}")
+        if tuple(weights[name].shape) != shape:
+            raise ValueError(f"{model_dir}/model.safetensors: {name!r} has shape "
+                             f"{tuple(weights[name].shape)}, expected {shape}")
+        out[name] = np.asarray(weights[name], dtype=np.float32)
+    return out
+
+
+def fused_bert(weights: dict, config: dict):
+    """The fused ONNX model (an onnx.ModelProto) of a BERT's weights."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits, nodes = [], []
+
+    def const(name, array):
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(array, dtype=np.float32), name))
+        return name
+
+    for name in INPUTS:
+        nodes.append(helper.make_node("Cast", [name], [f"{name}_int32"], to=TensorProto.INT32))
+    emb = "embeddings."
+    eps = float(config["layer_norm_eps"])
+    nodes.append(helper.make_node(
+        "EmbedLayerNormalization",
+        ["input_ids_int32", "token_type_ids_int32",
+         const("word_embeddings", weights[emb + "word_embeddings.weight"]),
+         const("position_embeddings", weights[emb + "position_embeddings.weight"]),
+         const("token_type_embeddings", weights[emb + "token_type_embeddings.weight"]),
+         const("embeddings_ln_weight", weights[emb + "LayerNorm.weight"]),
+         const("embeddings_ln_bias", weights[emb + "LayerNorm.bias"]),
+         "attention_mask_int32"],
+        ["embedded", "mask_index"], domain=_MS, epsilon=eps, name="EmbedLayerNormalization"))
+    x = "embedded"
+    for i in range(config["num_hidden_layers"]):
+        x = _layer(nodes, const, weights, f"encoder.layer.{i}.", f"layer{i}", x,
+                   config["num_attention_heads"], eps)
+    nodes[-1].output[0] = OUTPUT
+    graph = helper.make_graph(
+        nodes, "bert_fused",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"]) for n in INPUTS],
+        [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT,
+                                       ["batch", "sequence", config["hidden_size"]])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid(_MS, 1)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def _layer(nodes, const, w, p: str, tag: str, x: str, heads: int, eps: float) -> str:
+    """One encoder layer (torch Linear weights are [out, in]; MatMul takes [in, out])."""
+    from onnx import helper
+
+    qkv = [w[f"{p}attention.self.{part}.weight"].T for part in ("query", "key", "value")]
+    qkv_bias = [w[f"{p}attention.self.{part}.bias"] for part in ("query", "key", "value")]
+    nodes.append(helper.make_node(
+        "Attention", [x, const(f"{tag}_qkv_weight", np.concatenate(qkv, axis=1)),
+                      const(f"{tag}_qkv_bias", np.concatenate(qkv_bias)), "mask_index"],
+        [f"{tag}_context"], domain=_MS, num_heads=heads, name=f"{tag}_Attention"))
+    nodes.append(helper.make_node(
+        "MatMul", [f"{tag}_context", const(f"{tag}_attention_out_weight",
+                                           w[f"{p}attention.output.dense.weight"].T)],
+        [f"{tag}_attention_out"], name=f"{tag}/attention/output/dense/MatMul"))
+
+    def skip_norm(product: str, residual: str, block: str, out: str) -> None:
+        """LayerNorm(product + bias + residual), block's dense bias and LayerNorm."""
+        nodes.append(helper.make_node(
+            "SkipLayerNormalization",
+            [product, residual, const(f"{out}_ln_weight", w[f"{p}{block}.LayerNorm.weight"]),
+             const(f"{out}_ln_bias", w[f"{p}{block}.LayerNorm.bias"]),
+             const(f"{out}_dense_bias", w[f"{p}{block}.dense.bias"])],
+            [out], domain=_MS, epsilon=eps, name=f"{out}_SkipLayerNorm"))
+
+    skip_norm(f"{tag}_attention_out", x, "attention.output", f"{tag}_attention_normed")
+    nodes.append(helper.make_node(
+        "MatMul", [f"{tag}_attention_normed", const(f"{tag}_ffn_in_weight",
+                                                    w[f"{p}intermediate.dense.weight"].T)],
+        [f"{tag}_ffn_in"], name=f"{tag}/intermediate/dense/MatMul"))
+    nodes.append(helper.make_node(
+        "BiasGelu", [f"{tag}_ffn_in", const(f"{tag}_ffn_in_bias", w[f"{p}intermediate.dense.bias"])],
+        [f"{tag}_gelu"], domain=_MS, name=f"{tag}_BiasGelu"))
+    nodes.append(helper.make_node(
+        "MatMul", [f"{tag}_gelu", const(f"{tag}_ffn_out_weight", w[f"{p}output.dense.weight"].T)],
+        [f"{tag}_ffn_out"], name=f"{tag}/output/dense/MatMul"))
+    skip_norm(f"{tag}_ffn_out", f"{tag}_attention_normed", "output", f"{tag}_output")
+    return f"{tag}_output"
+
+
+def write_fused_bert(model_dir: Path, out: Path) -> dict:
+    """Writes the fused graph of the BERT in model_dir (config.json, model.safetensors)
+    to out; returns its operator counts for the manifest."""
+    import onnx
+
+    config = bert_config(model_dir)
+    model = fused_bert(load_weights(model_dir, config), config)
+    onnx.save(model, str(out))
+    ops = [n.op_type for n in model.graph.node]
+    return {"precision": "fp32", "fused_operators": {op: ops.count(op) for op in sorted(set(ops))
+                                                     if op not in ("Cast", "MatMul")}}

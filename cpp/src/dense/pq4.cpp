@@ -18,7 +18,6 @@ namespace {
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("PQ4: " + what); }
 
 constexpr size_t kMaxM = 256;  // 16-bit sums of m bytes cannot overflow
-constexpr size_t kHistogramBins = 1024;
 
 }  // namespace
 
@@ -60,6 +59,40 @@ void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, ui
   pq4_scan_scalar(packed, n, m, luts, losses);
 }
 
+void pq4_select_scalar(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
+                       uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
+                       Pq4Candidates& out) {
+  const size_t pairs = pq4_pairs(m);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* block = packed + (i / kPq4Block) * pairs * kPq4Block + i % kPq4Block;
+    uint32_t loss = 0;
+    for (size_t p = 0; p < pairs; ++p) {
+      const uint8_t byte = block[p * kPq4Block];
+      loss += luts[(2 * p) * 16 + (byte & 15)] + luts[(2 * p + 1) * 16 + (byte >> 4)];
+    }
+    if (loss > out.bound()) continue;
+    const uint32_t row = first_row + static_cast<uint32_t>(i);
+    if (allow.active() && !allow.allows(row, ids[row])) continue;
+    out.offer(loss, row);
+  }
+}
+
+void pq4_scan_select(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
+                     uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
+                     Pq4Candidates& out, SimdLevel level) {
+  if (m == 0 || m > kMaxM) fail("m must be between 1 and 256");
+  if (!simd_level_available(level)) fail("SIMD level not available here");
+  if (n > std::numeric_limits<uint32_t>::max() - first_row) fail("rows must fit in 32 bits");
+  if (allow.active() && !ids) fail("a filter needs the ids");
+#ifdef RAGCORE_X86
+  // The AVX-512 path also needs BMI2 (pdep), which every AVX-512 CPU has; checked anyway.
+  if (level == SimdLevel::Avx512 && __builtin_cpu_supports("bmi2"))
+    return pq4_select_avx512(packed, n, m, luts, first_row, allow, ids, out);
+  if (level != SimdLevel::Scalar) return pq4_select_avx2(packed, n, m, luts, first_row, allow, ids, out);
+#endif
+  pq4_select_scalar(packed, n, m, luts, first_row, allow, ids, out);
+}
+
 float pq4_quantize_tables(const float* t, size_t m, uint8_t* luts) {
   std::vector<float> loss(m * 16);
   float top = 0.0f;
@@ -77,66 +110,60 @@ float pq4_quantize_tables(const float* t, size_t m, uint8_t* luts) {
   return scale;
 }
 
+void pq4_query_luts(const float* q, const float* centroids, size_t m, size_t d, Metric metric,
+                    uint8_t* luts) {
+  const size_t dsub = d / m;
+  std::vector<float> t(m * 16);
+  for (size_t j = 0; j < m; ++j) {
+    const float* qs = q + j * dsub;
+    for (size_t c = 0; c < 16; ++c) {
+      const float* cent = centroids + (j * 16 + c) * dsub;
+      float dot = 0.0f, cn = 0.0f;
+      for (size_t p = 0; p < dsub; ++p) {
+        dot += qs[p] * cent[p];
+        cn += cent[p] * cent[p];
+      }
+      t[j * 16 + c] = metric == Metric::L2 ? 2.0f * dot - cn : dot;
+    }
+  }
+  pq4_quantize_tables(t.data(), m, luts);
+}
+
+void pq4_rescore(const std::vector<uint64_t>& candidates, const float* q, const float* exact,
+                 const float* sq_norms, const int64_t* ids, size_t d, Metric metric,
+                 size_t k, const DenseKernels& kern, float* out_scores, int64_t* out_ids) {
+  float qn = 0.0f;
+  if (metric == Metric::L2)
+    for (size_t p = 0; p < d; ++p) qn += q[p] * q[p];
+  TopKQueue top(k);
+  for (const uint64_t key : candidates) {
+    const size_t row = static_cast<uint32_t>(key);
+    float dot;
+    kern.dot_rows[static_cast<int>(Storage::F32)](q, exact + row * d, d, 1, d, &dot);
+    top.push(metric == Metric::L2 ? 2.0f * dot - sq_norms[row] - qn : dot, ids[row]);
+  }
+  top.finish(out_scores, out_ids);
+}
+
 void pq4_search(const Pq4SearchArgs& a) {
   if (a.m == 0 || a.m > kMaxM) fail("m must be between 1 and 256");
   if (a.d == 0 || a.d % a.m) fail("d must be a multiple of m");
   if (a.k == 0 || a.rescore == 0) fail("k and rescore must be >= 1");
   if (a.n && (!a.packed || !a.exact || !a.ids || !a.centroids)) fail("missing arrays");
   if (a.metric == Metric::L2 && a.n && !a.sq_norms) fail("L2 needs sq_norms");
+  if (a.n > std::numeric_limits<uint32_t>::max()) fail("at most 2**32 - 1 vectors");
   const SimdLevel level = a.simd_level < 0 ? best_simd_level() : static_cast<SimdLevel>(a.simd_level);
   const DenseKernels& kern = dense_kernels(level);
-  const size_t dsub = a.d / a.m, want = std::min(a.n, a.rescore * a.k);
+  const size_t want = pq4_candidates_wanted(a.n, a.k, a.rescore);
   const int threads = a.nq * a.n < 20000 ? 1 : resolve_threads(a.n_threads);
   parallel_for(a.nq, threads, [&](size_t qi, int) {
     const float* q = a.queries + qi * a.d;
-    float qn = 0.0f;
-    if (a.metric == Metric::L2)
-      for (size_t p = 0; p < a.d; ++p) qn += q[p] * q[p];
-    // Tables: per sub-quantiser, the score of each centroid for the query's part.
-    std::vector<float> t(a.m * 16);
-    for (size_t j = 0; j < a.m; ++j) {
-      const float* qs = q + j * dsub;
-      for (size_t c = 0; c < 16; ++c) {
-        const float* cent = a.centroids + (j * 16 + c) * dsub;
-        float dot = 0.0f, cn = 0.0f;
-        for (size_t p = 0; p < dsub; ++p) {
-          dot += qs[p] * cent[p];
-          cn += cent[p] * cent[p];
-        }
-        t[j * 16 + c] = a.metric == Metric::L2 ? 2.0f * dot - cn : dot;
-      }
-    }
     std::vector<uint8_t> luts(pq4_pairs(a.m) * 2 * 16);
-    pq4_quantize_tables(t.data(), a.m, luts.data());
-    std::vector<uint16_t> losses(pq4_blocks(a.n) * kPq4Block);
-    pq4_scan(a.packed, a.n, a.m, luts.data(), losses.data(), level);
-    // The `want` smallest losses (ties: lower row). A histogram of the losses finds
-    // the bucket that holds the want-th, so only the rows up to it are sorted.
-    const size_t shift = [&] {
-      size_t sh = 0;
-      while ((255 * a.m) >> sh >= kHistogramBins) ++sh;
-      return sh;
-    }();
-    std::vector<uint32_t> hist(kHistogramBins, 0);
-    for (size_t i = 0; i < a.n; ++i) ++hist[losses[i] >> shift];
-    size_t last_bin = 0;
-    for (size_t seen = 0; last_bin < kHistogramBins; ++last_bin) {
-      seen += hist[last_bin];
-      if (seen >= want) break;
-    }
-    std::vector<uint64_t> keyed;
-    keyed.reserve(want * 2);
-    for (size_t i = 0; i < a.n; ++i)
-      if ((losses[i] >> shift) <= last_bin) keyed.push_back((static_cast<uint64_t>(losses[i]) << 32) | i);
-    if (want < keyed.size()) std::nth_element(keyed.begin(), keyed.begin() + want, keyed.end());
-    TopKQueue top(a.k);
-    for (size_t c = 0; c < want; ++c) {
-      const size_t row = static_cast<uint32_t>(keyed[c]);
-      float dot;
-      kern.dot_rows[static_cast<int>(Storage::F32)](q, a.exact + row * a.d, a.d, 1, a.d, &dot);
-      top.push(a.metric == Metric::L2 ? 2.0f * dot - a.sq_norms[row] - qn : dot, a.ids[row]);
-    }
-    top.finish(a.out_scores + qi * a.k, a.out_ids + qi * a.k);
+    pq4_query_luts(q, a.centroids, a.m, a.d, a.metric, luts.data());
+    Pq4Candidates candidates(want);
+    pq4_scan_select(a.packed, a.n, a.m, luts.data(), 0, a.allow, a.ids, candidates, level);
+    pq4_rescore(candidates.sorted(), q, a.exact, a.sq_norms, a.ids, a.d, a.metric, a.k, kern,
+                a.out_scores + qi * a.k, a.out_ids + qi * a.k);
   });
 }
 

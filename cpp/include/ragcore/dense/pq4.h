@@ -9,11 +9,14 @@
 // sub-quantiser the best entry of the query's table scores 0.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ragcore/dense/types.h"
 #include "ragcore/simd/simd.h"
+#include "ragcore/util/filter.h"
 
 namespace ragcore {
 
@@ -32,6 +35,71 @@ void pq4_pack(const uint8_t* codes, size_t n, size_t m, uint8_t* packed);
 void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, uint16_t* losses,
               SimdLevel level);
 
+// The `want` smallest (loss, row) pairs offered so far, ties to the lower row: a
+// max-heap of keys loss << 32 | row whose top is the worst kept, so its loss is the
+// scan's running threshold. The SIMD scans compare a whole block of 16-bit losses
+// against bound() and offer only the lanes at or below it (FAISS's fast-scan
+// result handlers do the same), so most blocks cost no scalar work at all.
+class Pq4Candidates {
+ public:
+  explicit Pq4Candidates(size_t want) : want_(want) { heap_.reserve(std::min<size_t>(want, 1 << 16)); }
+
+  // A loss above this cannot enter; an equal one enters only with a lower row.
+  uint32_t bound() const { return bound_; }
+  size_t size() const { return heap_.size(); }
+
+  void offer(uint32_t loss, uint32_t row) {
+    const uint64_t key = (static_cast<uint64_t>(loss) << 32) | row;
+    if (heap_.size() < want_) {
+      heap_.push_back(key);
+      std::push_heap(heap_.begin(), heap_.end());
+    } else if (want_ != 0 && key < heap_.front()) {
+      std::pop_heap(heap_.begin(), heap_.end());
+      heap_.back() = key;
+      std::push_heap(heap_.begin(), heap_.end());
+    } else {
+      return;
+    }
+    if (heap_.size() == want_) bound_ = static_cast<uint32_t>(heap_.front() >> 32);
+  }
+
+  // The kept keys, best (smallest loss, then lowest row) first.
+  const std::vector<uint64_t>& sorted() {
+    std::sort(heap_.begin(), heap_.end());
+    return heap_;
+  }
+
+ private:
+  size_t want_;
+  uint32_t bound_ = 0xFFFFFFFFu;
+  std::vector<uint64_t> heap_;
+};
+
+// Offers rows first_row + i (i < n) of packed codes to out, with their losses under
+// byte tables luts (as pq4_scan); a row enters only if allow allows it (ids: the
+// external id of every row, indexed by row; may be null when allow is inactive).
+// Every SIMD level keeps exactly the candidates the scalar path keeps.
+void pq4_scan_select(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
+                     uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
+                     Pq4Candidates& out, SimdLevel level);
+
+// One query's byte tables (pairs * 32 bytes) from its float tables against the
+// codebooks (m x 16 x d / m): inner products, or 2<q_j, c> - |c|^2 for L2.
+void pq4_query_luts(const float* q, const float* centroids, size_t m, size_t d, Metric metric,
+                    uint8_t* luts);
+
+// The exact top-k of candidate rows (keys of Pq4Candidates, row in the low 32 bits):
+// scored against float32 rows exact (n x d), written best first, padded (-inf, -1).
+void pq4_rescore(const std::vector<uint64_t>& candidates, const float* q, const float* exact,
+                 const float* sq_norms, const int64_t* ids, size_t d, Metric metric,
+                 size_t k, const DenseKernels& kern, float* out_scores, int64_t* out_ids);
+
+// min(n, rescore * k) without wrapping.
+inline size_t pq4_candidates_wanted(size_t n, size_t k, size_t rescore) {
+  if (k != 0 && rescore > n / k) return n;
+  return std::min(n, rescore * k);
+}
+
 struct Pq4SearchArgs {
   const uint8_t* packed = nullptr;    // pq4_packed_bytes(n, m)
   size_t n = 0;
@@ -46,6 +114,7 @@ struct Pq4SearchArgs {
   size_t nq = 0;
   size_t k = 0;
   size_t rescore = 4;                 // rescore * k candidates re-scored exactly
+  AllowFilter allow;                  // rows a result may come from (default: all)
   float* out_scores = nullptr;        // nq x k (exact scores), padded (-inf, -1)
   int64_t* out_ids = nullptr;
   int n_threads = 0;

@@ -74,8 +74,9 @@ void ivf_pq4_search(const IvfPq4SearchArgs& a) {
     pq4_query_luts(q, a.codebooks, a.m, a.d, a.metric, luts.data());
     Pq4Candidates candidates(want);
     for (size_t r = 0; r < probes; ++r) {
-      // Past nprobe (filtered search only): until k allowed rows have been seen. Until
-      // the heap is full every allowed row enters it, so its size counts them.
+      // Past nprobe (filtered search only): until k allowed rows have been seen. The
+      // candidates keep every allowed row offered until there are 2 * want >= k of
+      // them, and want after that, so fewer than k kept means fewer than k seen.
       if (r >= a.nprobe && candidates.size() >= a.k) break;
       const int64_t l = probe[qi * probes + r];
       if (l < 0 || static_cast<size_t>(l) >= a.nlist) continue;  // padding of the coarse step

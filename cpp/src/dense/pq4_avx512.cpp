@@ -38,7 +38,6 @@ void pq4_select_avx512(const uint8_t* packed, size_t n, size_t m, const uint8_t*
   __m512i tables[2 * kMaxGroups];
   group_tables(luts, groups, tables);
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  const __m512i low8 = _mm512_set1_epi16(0x00FF);
   const __m256i low4h = _mm256_set1_epi8(0x0F);
   const __m256i low8h = _mm256_set1_epi16(0x00FF);
   __m256i tail_lo = _mm256_setzero_si256(), tail_hi = _mm256_setzero_si256();
@@ -50,18 +49,22 @@ void pq4_select_avx512(const uint8_t* packed, size_t n, size_t m, const uint8_t*
   }
   for (size_t b = 0; b < pq4_blocks(n); ++b) {
     const uint8_t* block = packed + b * pairs * kPq4Block;
-    __m512i even2 = _mm512_setzero_si512(), odd2 = _mm512_setzero_si512();
+    __m512i raw2 = _mm512_setzero_si512(), odd2 = _mm512_setzero_si512();
     for (size_t g = 0; g < groups; ++g) {
       const __m512i codes = _mm512_loadu_si512(block + 2 * g * kPq4Block);
       const __m512i lo = _mm512_and_si512(codes, low4);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(codes, 4), low4);
       const __m512i a = _mm512_shuffle_epi8(tables[2 * g], lo);
       const __m512i c = _mm512_shuffle_epi8(tables[2 * g + 1], hi);
-      even2 = _mm512_add_epi16(even2, _mm512_add_epi16(_mm512_and_si512(a, low8), _mm512_and_si512(c, low8)));
+      // raw: 16-bit sums of whole lanes (even byte + 256 * odd byte, modulo 2**16);
+      // odd: the odd bytes alone. The even sums are raw - 256 * odd at the end
+      // (exact: they are below 2**16), two operations fewer per step than masking.
+      raw2 = _mm512_add_epi16(raw2, _mm512_add_epi16(a, c));
       odd2 = _mm512_add_epi16(odd2, _mm512_add_epi16(_mm512_srli_epi16(a, 8), _mm512_srli_epi16(c, 8)));
     }
-    __m256i even = _mm256_add_epi16(_mm512_castsi512_si256(even2), _mm512_extracti64x4_epi64(even2, 1));
     __m256i odd = _mm256_add_epi16(_mm512_castsi512_si256(odd2), _mm512_extracti64x4_epi64(odd2, 1));
+    const __m256i raw = _mm256_add_epi16(_mm512_castsi512_si256(raw2), _mm512_extracti64x4_epi64(raw2, 1));
+    __m256i even = _mm256_sub_epi16(raw, _mm256_slli_epi16(odd, 8));
     if (pairs % 2) {
       const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + (pairs - 1) * kPq4Block));
       const __m256i a = _mm256_shuffle_epi8(tail_lo, _mm256_and_si256(codes, low4h));

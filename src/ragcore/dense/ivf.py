@@ -134,6 +134,14 @@ class IVFIndex:
                  None if self._pq4 is None else self._pq4.packed]
         return int(sum(p.nbytes for p in parts if p is not None))
 
+    def bytes_per_vector(self) -> dict:
+        """Bytes scanned per vector (its stored row or code) and kept (row, exact
+        float32 row for sq8 and pq4, id, and the squared norm for "l2")."""
+        scanned = (self._m + 1) // 2 if self._dtype == "pq4" else self._dim * self._lists.rows.itemsize
+        exact = 4 * self._dim if self._lists.exact is not None else 0
+        return {"scanned": scanned, "kept": scanned + exact + 8 + (4 if self._metric == "l2" else 0),
+                "float32": 4 * self._dim}
+
     def __len__(self) -> int:
         return len(self._lists)
 
@@ -153,6 +161,9 @@ class IVFIndex:
         if len(x) < self._nlist:
             raise ValueError(f"sample has {len(x)} vectors; training nlist={self._nlist} lists "
                              f"needs at least {self._nlist}")
+        books = None  # pq4: codebooks first, so that a too small sample changes nothing
+        if self._dtype == "pq4":
+            books = _pq4_codes.train_codebooks(x, self._m, self._seed, n_threads)
         centroids, objective, iterations, reseeded = _core.kmeans(
             np.ascontiguousarray(x), self._nlist, max_iter=self._max_iter, seed=self._seed,
             init=_NATIVE_INIT[self._init], n_threads=n_threads)
@@ -163,8 +174,8 @@ class IVFIndex:
             self._set_centroids(centroids)
             if self._dtype == "sq8":
                 self._code_min, self._code_scale = train_sq8(x)
-            if self._dtype == "pq4":
-                self._pq4_books = _pq4_codes.train_codebooks(x, self._m, self._seed, n_threads)
+            if books is not None:
+                self._pq4_books = books
             self._training = {"objective": list(objective), "iterations": iterations,
                               "reseeded": reseeded, "sample_size": len(x)}
 

@@ -25,6 +25,21 @@ const T* c_array(const py::array& a, size_t size, const std::string& name) {
   return static_cast<const T*>(a.data());
 }
 
+// Result arrays nq x k, then search(a) without the GIL; returns (scores, ids).
+template <class Args>
+py::tuple run_search(Args& a, size_t k, void (*search)(const Args&)) {
+  if (k == 0) fail("k", "must be >= 1");
+  py::array_t<float> scores({a.nq, k});
+  py::array_t<int64_t> out_ids({a.nq, k});
+  a.out_scores = scores.mutable_data();
+  a.out_ids = out_ids.mutable_data();
+  {
+    py::gil_scoped_release release;
+    search(a);
+  }
+  return py::make_tuple(scores, out_ids);
+}
+
 py::array_t<uint8_t> pack_py(const py::array& codes, size_t m) {
   if (codes.ndim() != 2 || static_cast<size_t>(codes.shape(1)) != m) fail("codes", "expected n x m");
   const size_t n = static_cast<size_t>(codes.shape(0));
@@ -86,16 +101,7 @@ py::tuple search_py(const py::array& packed, size_t m, const py::array& centroid
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
   a.allow = allow_filter(allow, allow_by_row);
-  if (k == 0) fail("k", "must be >= 1");
-  py::array_t<float> scores({a.nq, k});
-  py::array_t<int64_t> out_ids({a.nq, k});
-  a.out_scores = scores.mutable_data();
-  a.out_ids = out_ids.mutable_data();
-  {
-    py::gil_scoped_release release;
-    pq4_search(a);
-  }
-  return py::make_tuple(scores, out_ids);
+  return run_search(a, k, pq4_search);
 }
 
 // The candidates of one scan (what the re-scoring sees): (losses, rows), best first.
@@ -162,16 +168,7 @@ py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq
   a.rescore = rescore;
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
-  if (k == 0) fail("k", "must be >= 1");
-  py::array_t<float> scores({a.nq, k});
-  py::array_t<int64_t> out_ids({a.nq, k});
-  a.out_scores = scores.mutable_data();
-  a.out_ids = out_ids.mutable_data();
-  {
-    py::gil_scoped_release release;
-    ivf_pq4_search(a);
-  }
-  return py::make_tuple(scores, out_ids);
+  return run_search(a, k, ivf_pq4_search);
 }
 
 }  // namespace

@@ -68,10 +68,11 @@ void ivf_pq4_search(const IvfPq4SearchArgs& a) {
   const size_t want = pq4_candidates_wanted(a.n, a.k, a.rescore);
   const size_t pair_bytes = pq4_pairs(a.m) * kPq4Block;
   const int threads = a.nq > 1 ? std::min<int>(resolve_threads(a.n_threads), static_cast<int>(a.nq)) : 1;
+  const Pq4TableMaker tables(a.codebooks, a.m, a.d, a.metric);
   parallel_for(a.nq, threads, [&](size_t qi, int) {
     const float* q = a.queries + qi * a.d;
     std::vector<uint8_t> luts(pq4_pairs(a.m) * 2 * 16);
-    pq4_query_luts(q, a.codebooks, a.m, a.d, a.metric, luts.data());
+    tables.luts(q, luts.data());
     Pq4Candidates candidates(want);
     for (size_t r = 0; r < probes; ++r) {
       // Past nprobe (filtered search only): until k allowed rows have been seen. The

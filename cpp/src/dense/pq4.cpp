@@ -19,6 +19,17 @@ namespace {
 
 constexpr size_t kMaxM = 256;  // 16-bit sums of m bytes cannot overflow
 
+// The loss of vector i of packed codes, one table look-up per sub-quantiser.
+uint32_t scalar_loss(const uint8_t* packed, size_t i, size_t pairs, const uint8_t* luts) {
+  const uint8_t* block = packed + (i / kPq4Block) * pairs * kPq4Block + i % kPq4Block;
+  uint32_t sum = 0;
+  for (size_t p = 0; p < pairs; ++p) {
+    const uint8_t byte = block[p * kPq4Block];
+    sum += luts[(2 * p) * 16 + (byte & 15)] + luts[(2 * p + 1) * 16 + (byte >> 4)];
+  }
+  return sum;
+}
+
 }  // namespace
 
 void pq4_pack(const uint8_t* codes, size_t n, size_t m, uint8_t* packed) {
@@ -37,16 +48,8 @@ void pq4_pack(const uint8_t* codes, size_t n, size_t m, uint8_t* packed) {
 
 void pq4_scan_scalar(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
                      uint16_t* losses) {
-  const size_t pairs = pq4_pairs(m);
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* block = packed + (i / kPq4Block) * pairs * kPq4Block + i % kPq4Block;
-    uint32_t sum = 0;
-    for (size_t p = 0; p < pairs; ++p) {
-      const uint8_t byte = block[p * kPq4Block];
-      sum += luts[(2 * p) * 16 + (byte & 15)] + luts[(2 * p + 1) * 16 + (byte >> 4)];
-    }
-    losses[i] = static_cast<uint16_t>(sum);
-  }
+  for (size_t i = 0; i < n; ++i)
+    losses[i] = static_cast<uint16_t>(scalar_loss(packed, i, pq4_pairs(m), luts));
 }
 
 void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, uint16_t* losses,
@@ -62,14 +65,8 @@ void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, ui
 void pq4_select_scalar(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
                        uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
                        Pq4Candidates& out) {
-  const size_t pairs = pq4_pairs(m);
   for (size_t i = 0; i < n; ++i) {
-    const uint8_t* block = packed + (i / kPq4Block) * pairs * kPq4Block + i % kPq4Block;
-    uint32_t loss = 0;
-    for (size_t p = 0; p < pairs; ++p) {
-      const uint8_t byte = block[p * kPq4Block];
-      loss += luts[(2 * p) * 16 + (byte & 15)] + luts[(2 * p + 1) * 16 + (byte >> 4)];
-    }
+    const uint32_t loss = scalar_loss(packed, i, pq4_pairs(m), luts);
     if (loss > out.bound()) continue;
     const uint32_t row = first_row + static_cast<uint32_t>(i);
     if (allow.active() && !allow.allows(row, ids[row])) continue;
@@ -110,23 +107,33 @@ float pq4_quantize_tables(const float* t, size_t m, uint8_t* luts) {
   return scale;
 }
 
-void pq4_query_luts(const float* q, const float* centroids, size_t m, size_t d, Metric metric,
-                    uint8_t* luts) {
-  const size_t dsub = d / m;
-  std::vector<float> t(m * 16);
-  for (size_t j = 0; j < m; ++j) {
-    const float* qs = q + j * dsub;
+Pq4TableMaker::Pq4TableMaker(const float* centroids, size_t m, size_t d, Metric metric)
+    : m_(m), dsub_(d / m), metric_(metric), by_dim_(d * 16), sq_norms_(metric == Metric::L2 ? m * 16 : 0) {
+  for (size_t j = 0; j < m; ++j)
     for (size_t c = 0; c < 16; ++c) {
-      const float* cent = centroids + (j * 16 + c) * dsub;
-      float dot = 0.0f, cn = 0.0f;
-      for (size_t p = 0; p < dsub; ++p) {
-        dot += qs[p] * cent[p];
+      const float* cent = centroids + (j * 16 + c) * dsub_;
+      float cn = 0.0f;
+      for (size_t p = 0; p < dsub_; ++p) {
+        by_dim_[(j * dsub_ + p) * 16 + c] = cent[p];
         cn += cent[p] * cent[p];
       }
-      t[j * 16 + c] = metric == Metric::L2 ? 2.0f * dot - cn : dot;
+      if (metric == Metric::L2) sq_norms_[j * 16 + c] = cn;
     }
+}
+
+void Pq4TableMaker::luts(const float* q, uint8_t* luts) const {
+  std::vector<float> t(m_ * 16, 0.0f);
+  for (size_t j = 0; j < m_; ++j) {
+    float* tj = t.data() + j * 16;
+    for (size_t p = 0; p < dsub_; ++p) {
+      const float qp = q[j * dsub_ + p];
+      const float* col = by_dim_.data() + (j * dsub_ + p) * 16;
+      for (size_t c = 0; c < 16; ++c) tj[c] += qp * col[c];
+    }
+    if (metric_ == Metric::L2)
+      for (size_t c = 0; c < 16; ++c) tj[c] = 2.0f * tj[c] - sq_norms_[j * 16 + c];
   }
-  pq4_quantize_tables(t.data(), m, luts);
+  pq4_quantize_tables(t.data(), m_, luts);
 }
 
 void pq4_rescore(const std::vector<uint64_t>& candidates, const float* q, const float* exact,
@@ -167,10 +174,11 @@ void pq4_search(const Pq4SearchArgs& a) {
   const DenseKernels& kern = dense_kernels(level);
   const size_t want = pq4_candidates_wanted(a.n, a.k, a.rescore);
   const int threads = a.nq * a.n < 20000 ? 1 : resolve_threads(a.n_threads);
+  const Pq4TableMaker tables(a.centroids, a.m, a.d, a.metric);
   parallel_for(a.nq, threads, [&](size_t qi, int) {
     const float* q = a.queries + qi * a.d;
     std::vector<uint8_t> luts(pq4_pairs(a.m) * 2 * 16);
-    pq4_query_luts(q, a.centroids, a.m, a.d, a.metric, luts.data());
+    tables.luts(q, luts.data());
     Pq4Candidates candidates(want);
     pq4_scan_select(a.packed, a.n, a.m, luts.data(), 0, a.allow, a.ids, candidates, level);
     pq4_rescore(candidates.sorted(), q, a.exact, a.sq_norms, a.ids, a.d, a.metric, a.k, kern,

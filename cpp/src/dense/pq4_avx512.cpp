@@ -49,8 +49,11 @@ void pq4_select_avx512(const uint8_t* packed, size_t n, size_t m, const uint8_t*
   }
   for (size_t b = 0; b < pq4_blocks(n); ++b) {
     const uint8_t* block = packed + b * pairs * kPq4Block;
-    __m512i raw2 = _mm512_setzero_si512(), odd2 = _mm512_setzero_si512();
-    for (size_t g = 0; g < groups; ++g) {
+    // Two independent sets of sums (groups g and g + 1), added at the end: more
+    // work in flight per step than one chain of sums allows.
+    __m512i raw2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    __m512i odd2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    auto step = [&](size_t g, int s) {
       const __m512i codes = _mm512_loadu_si512(block + 2 * g * kPq4Block);
       const __m512i lo = _mm512_and_si512(codes, low4);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(codes, 4), low4);
@@ -59,11 +62,19 @@ void pq4_select_avx512(const uint8_t* packed, size_t n, size_t m, const uint8_t*
       // raw: 16-bit sums of whole lanes (even byte + 256 * odd byte, modulo 2**16);
       // odd: the odd bytes alone. The even sums are raw - 256 * odd at the end
       // (exact: they are below 2**16), two operations fewer per step than masking.
-      raw2 = _mm512_add_epi16(raw2, _mm512_add_epi16(a, c));
-      odd2 = _mm512_add_epi16(odd2, _mm512_add_epi16(_mm512_srli_epi16(a, 8), _mm512_srli_epi16(c, 8)));
+      raw2[s] = _mm512_add_epi16(raw2[s], _mm512_add_epi16(a, c));
+      odd2[s] = _mm512_add_epi16(odd2[s], _mm512_add_epi16(_mm512_srli_epi16(a, 8), _mm512_srli_epi16(c, 8)));
+    };
+    size_t g = 0;
+    for (; g + 2 <= groups; g += 2) {
+      step(g, 0);
+      step(g + 1, 1);
     }
-    __m256i odd = _mm256_add_epi16(_mm512_castsi512_si256(odd2), _mm512_extracti64x4_epi64(odd2, 1));
-    const __m256i raw = _mm256_add_epi16(_mm512_castsi512_si256(raw2), _mm512_extracti64x4_epi64(raw2, 1));
+    if (g < groups) step(g, 0);
+    const __m512i raw_sum = _mm512_add_epi16(raw2[0], raw2[1]);
+    const __m512i odd_sum = _mm512_add_epi16(odd2[0], odd2[1]);
+    __m256i odd = _mm256_add_epi16(_mm512_castsi512_si256(odd_sum), _mm512_extracti64x4_epi64(odd_sum, 1));
+    const __m256i raw = _mm256_add_epi16(_mm512_castsi512_si256(raw_sum), _mm512_extracti64x4_epi64(raw_sum, 1));
     __m256i even = _mm256_sub_epi16(raw, _mm256_slli_epi16(odd, 8));
     if (pairs % 2) {
       const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + (pairs - 1) * kPq4Block));

@@ -8,7 +8,9 @@ import numpy as np
 
 from .. import _core
 from .._util.allow import allow_mask
-from .._util.arrays import as_float_matrix, check_choice, check_positive_int, check_threads
+from .._util.arrays import (
+    as_float_matrix, check_choice, check_positive_int, check_threads, one_float32_row,
+)
 from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids
@@ -84,7 +86,9 @@ class PQIndex:
         return int(sum(p.nbytes for p in parts if p is not None))
 
     def _prepared(self, vectors, name: str) -> np.ndarray:
-        x = as_float_matrix(vectors, name, self._dim)
+        x = one_float32_row(vectors, self._dim)  # the single-query path: no copy, few checks
+        if x is None:
+            x = as_float_matrix(vectors, name, self._dim)
         return np.ascontiguousarray(normalized(x, name) if self._metric == "cosine" else x)
 
     def _require_trained(self, what: str) -> None:

@@ -86,10 +86,24 @@ void pq4_scan_select(const uint8_t* packed, size_t n, size_t m, const uint8_t* l
                      uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
                      Pq4Candidates& out, SimdLevel level);
 
-// One query's byte tables (pairs * 32 bytes) from its float tables against the
-// codebooks (m x 16 x d / m): inner products, or 2<q_j, c> - |c|^2 for L2.
-void pq4_query_luts(const float* q, const float* centroids, size_t m, size_t d, Metric metric,
-                    uint8_t* luts);
+// Builds queries' byte tables from the codebooks (m x 16 x d / m): float tables of
+// inner products, or 2<q_j, c> - |c|^2 for L2, quantised by pq4_quantize_tables.
+// The codebooks are rearranged once per search so that, per dimension of a part, the
+// 16 centroids' values sit side by side: a query's tables are then d multiply-adds
+// of 16 lanes (vectorised), not 16 * d strided ones (which cost as much as a scan
+// of a few thousand codes).
+class Pq4TableMaker {
+ public:
+  Pq4TableMaker(const float* centroids, size_t m, size_t d, Metric metric);
+  // luts: pq4_pairs(m) * 32 bytes.
+  void luts(const float* q, uint8_t* luts) const;
+
+ private:
+  size_t m_, dsub_;
+  Metric metric_;
+  std::vector<float> by_dim_;    // m x dsub x 16
+  std::vector<float> sq_norms_;  // m x 16, L2 only
+};
 
 // The exact top-k of candidate rows (keys of Pq4Candidates, row in the low 32 bits):
 // scored against float32 rows exact (n x d), written best first, padded (-inf, -1).

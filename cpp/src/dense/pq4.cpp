@@ -91,7 +91,8 @@ void pq4_scan_select(const uint8_t* packed, size_t n, size_t m, const uint8_t* l
 }
 
 float pq4_quantize_tables(const float* t, size_t m, uint8_t* luts) {
-  std::vector<float> loss(m * 16);
+  if (m == 0 || m > kMaxM) fail("m must be between 1 and 256");
+  float loss[kMaxM * 16];
   float top = 0.0f;
   for (size_t j = 0; j < m; ++j) {
     const float best = *std::max_element(t + j * 16, t + j * 16 + 16);
@@ -107,33 +108,31 @@ float pq4_quantize_tables(const float* t, size_t m, uint8_t* luts) {
   return scale;
 }
 
-Pq4TableMaker::Pq4TableMaker(const float* centroids, size_t m, size_t d, Metric metric)
-    : m_(m), dsub_(d / m), metric_(metric), by_dim_(d * 16), sq_norms_(metric == Metric::L2 ? m * 16 : 0) {
+Pq4TableMaker::Pq4TableMaker(const float* by_dim, size_t m, size_t d, Metric metric)
+    : by_dim_(by_dim), m_(m), dsub_(d / m), metric_(metric),
+      sq_norms_(metric == Metric::L2 ? m * 16 : 0, 0.0f) {
+  if (metric != Metric::L2) return;
   for (size_t j = 0; j < m; ++j)
-    for (size_t c = 0; c < 16; ++c) {
-      const float* cent = centroids + (j * 16 + c) * dsub_;
-      float cn = 0.0f;
-      for (size_t p = 0; p < dsub_; ++p) {
-        by_dim_[(j * dsub_ + p) * 16 + c] = cent[p];
-        cn += cent[p] * cent[p];
-      }
-      if (metric == Metric::L2) sq_norms_[j * 16 + c] = cn;
+    for (size_t p = 0; p < dsub_; ++p) {
+      const float* col = by_dim + (j * dsub_ + p) * 16;
+      for (size_t c = 0; c < 16; ++c) sq_norms_[j * 16 + c] += col[c] * col[c];
     }
 }
 
 void Pq4TableMaker::luts(const float* q, uint8_t* luts) const {
-  std::vector<float> t(m_ * 16, 0.0f);
+  float t[kMaxM * 16];
   for (size_t j = 0; j < m_; ++j) {
-    float* tj = t.data() + j * 16;
+    float* tj = t + j * 16;
+    for (size_t c = 0; c < 16; ++c) tj[c] = 0.0f;
     for (size_t p = 0; p < dsub_; ++p) {
       const float qp = q[j * dsub_ + p];
-      const float* col = by_dim_.data() + (j * dsub_ + p) * 16;
+      const float* col = by_dim_ + (j * dsub_ + p) * 16;
       for (size_t c = 0; c < 16; ++c) tj[c] += qp * col[c];
     }
     if (metric_ == Metric::L2)
       for (size_t c = 0; c < 16; ++c) tj[c] = 2.0f * tj[c] - sq_norms_[j * 16 + c];
   }
-  pq4_quantize_tables(t.data(), m_, luts);
+  pq4_quantize_tables(t, m_, luts);
 }
 
 void pq4_rescore(const std::vector<uint64_t>& candidates, const float* q, const float* exact,

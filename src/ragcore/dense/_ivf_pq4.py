@@ -34,11 +34,12 @@ def empty_lists(nlist: int, dim: int, m: int, l2: bool) -> Lists:
                  lists.sq_norms, lists.exact)
 
 
-def search(layout: Pq4Layout, centroids, centroid_sq_norms, codebooks, metric, q, k: int,
+def search(layout: Pq4Layout, centroids, centroid_sq_norms, m: int, by_dim, metric, q, k: int,
            nprobe: int, rescore: int, mask, by_row: bool, n_threads: int):
+    """by_dim: the codebooks by dimension (_pq4_codes.by_dimension)."""
     lists = layout.lists
     return _core.ivf_pq4_search(
         centroids, centroid_sq_norms, lists.offsets, layout.block_offsets, layout.packed,
-        codebooks.shape[0], codebooks, lists.exact, lists.sq_norms, lists.ids, metric,
+        m, by_dim, lists.exact, lists.sq_norms, lists.ids, metric,
         np.ascontiguousarray(q), k, nprobe=nprobe, rescore=rescore, allow=mask,
         allow_by_row=by_row, n_threads=n_threads)

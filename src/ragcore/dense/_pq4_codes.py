@@ -40,6 +40,12 @@ def train_codebooks(x: np.ndarray, m: int, seed: int, n_threads: int) -> np.ndar
     return books
 
 
+def by_dimension(books: np.ndarray) -> np.ndarray:
+    """The codebooks as the native table builder reads them: [m, dim / m, 16], per
+    dimension of a part the 16 centroids' values side by side (made once, not per search)."""
+    return np.ascontiguousarray(books.transpose(0, 2, 1))
+
+
 def encode(x: np.ndarray, books: np.ndarray, n_threads: int) -> np.ndarray:
     """uint8 [n, m]: per sub-quantiser, the nearest centroid (squared L2)."""
     m, _, dsub = books.shape

@@ -77,7 +77,7 @@ class IVFIndex:
         self._centroid_sq_norms: np.ndarray | None = None
         self._code_min = self._code_scale = None  # sq8 only
         self._training: dict = {}
-        self._m = self._pq4_books = self._pq4 = None  # pq4 only
+        self._m = self._pq4_books = self._pq4_by_dim = self._pq4 = None  # pq4 only
         if dtype == "pq4":
             if m is None:
                 raise ValueError("dtype='pq4' needs m= (sub-quantisers, a divisor of dim)")
@@ -175,7 +175,7 @@ class IVFIndex:
             if self._dtype == "sq8":
                 self._code_min, self._code_scale = train_sq8(x)
             if books is not None:
-                self._pq4_books = books
+                self._pq4_books, self._pq4_by_dim = books, _pq4_codes.by_dimension(books)
             self._training = {"objective": list(objective), "iterations": iterations,
                               "reseeded": reseeded, "sample_size": len(x)}
 
@@ -265,7 +265,7 @@ class IVFIndex:
         mask, by_row = (None, False) if allow is None else allow_mask(allow, lists.ids)
         if layout is not None:
             scores, ids = _ivf_pq4.search(
-                layout, self._centroids, self._centroid_sq_norms, self._pq4_books,
+                layout, self._centroids, self._centroid_sq_norms, self._m, self._pq4_by_dim,
                 NATIVE_METRIC[self._metric], q, k, nprobe, rescore, mask, by_row, n_threads)
             self._local.stages = {}
             return Hits(scores, ids)
@@ -349,6 +349,7 @@ class IVFIndex:
                 self._code_min, self._code_scale = _checked_codes(f, dim)
             if self._dtype == "pq4":
                 self._pq4_books = _pq4_codes.checked_codebooks(f, dim, self._m)
+                self._pq4_by_dim = _pq4_codes.by_dimension(self._pq4_books)
         elif n:
             f.fail("centroids", "missing, but the index holds vectors")
         if exact is not None:

@@ -48,7 +48,7 @@ class PQIndex:
             raise ValueError(f"seed must be an integer in [0, {_MAX_SEED}], got {seed!r}")
         self._seed = int(seed)
         self._lock = threading.Lock()
-        self._centroids = None  # [m, 16, dim / m]
+        self._centroids = self._by_dim = None  # [m, 16, dim / m] and [m, dim / m, 16]
         self._set_rows(np.empty((0, self._m), dtype=np.uint8), np.empty((0, self._dim), np.float32),
                        np.empty(0, dtype=np.int64))
         self._next_id = 0
@@ -114,7 +114,7 @@ class PQIndex:
         with self._lock:
             if len(self._ids):
                 raise RuntimeError("train: the index already holds vectors; train a new PQIndex")
-            self._centroids = books
+            self._centroids, self._by_dim = books, codes_.by_dimension(books)
 
     def encode(self, vectors, n_threads: int = 0) -> np.ndarray:
         """uint8 [n, m] codes: per sub-quantiser, the nearest centroid (squared L2)."""
@@ -161,7 +161,7 @@ class PQIndex:
             packed, exact, ids, sq_norms = self._packed, self._exact, self._ids, self._sq_norms
         mask, by_row = (None, False) if allow is None else allow_mask(allow, ids)
         scores, out_ids = _core.pq4_search(
-            packed, self._m, self._centroids, exact, sq_norms, ids, NATIVE_METRIC[self._metric],
+            packed, self._m, self._by_dim, exact, sq_norms, ids, NATIVE_METRIC[self._metric],
             q, k, rescore=rescore, n_threads=n_threads, allow=mask, allow_by_row=by_row)
         return Hits(scores, out_ids)
 
@@ -210,6 +210,7 @@ class PQIndex:
             sq_norms = values_sq
         if "codebooks" in arrays:
             index._centroids = codes_.checked_codebooks(f, dim, m)
+            index._by_dim = codes_.by_dimension(index._centroids)
         elif n:
             f.fail("codebooks", "missing, but the index holds vectors")
         index._set_rows(codes, exact, ids, sq_norms)

@@ -28,7 +28,7 @@ struct IvfPq4SearchArgs {
   const uint8_t* packed = nullptr;         // n_blocks * pq4_pairs(m) * 32 bytes
   size_t n_blocks = 0;
   size_t m = 0;                            // sub-quantisers, 1..256, divides d
-  const float* codebooks = nullptr;        // m x 16 x (d / m)
+  const float* codebooks = nullptr;        // m x (d / m) x 16: by dimension (Pq4TableMaker)
   const float* exact = nullptr;            // n x d float32
   const float* sq_norms = nullptr;         // n, L2 only
   const int64_t* ids = nullptr;            // n

@@ -86,22 +86,21 @@ void pq4_scan_select(const uint8_t* packed, size_t n, size_t m, const uint8_t* l
                      uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
                      Pq4Candidates& out, SimdLevel level);
 
-// Builds queries' byte tables from the codebooks (m x 16 x d / m): float tables of
-// inner products, or 2<q_j, c> - |c|^2 for L2, quantised by pq4_quantize_tables.
-// The codebooks are rearranged once per search so that, per dimension of a part, the
-// 16 centroids' values sit side by side: a query's tables are then d multiply-adds
-// of 16 lanes (vectorised), not 16 * d strided ones (which cost as much as a scan
-// of a few thousand codes).
+// Builds queries' byte tables from the codebooks, given by dimension: by_dim is
+// m x (d / m) x 16, per sub-quantiser and dimension of its part the 16 centroids'
+// values side by side (the codebooks m x 16 x (d / m), transposed once by the
+// caller), so a query's float tables are d multiply-adds of 16 lanes (vectorised):
+// inner products, or 2<q_j, c> - |c|^2 for L2; quantised by pq4_quantize_tables.
 class Pq4TableMaker {
  public:
-  Pq4TableMaker(const float* centroids, size_t m, size_t d, Metric metric);
+  Pq4TableMaker(const float* by_dim, size_t m, size_t d, Metric metric);
   // luts: pq4_pairs(m) * 32 bytes.
   void luts(const float* q, uint8_t* luts) const;
 
  private:
+  const float* by_dim_;
   size_t m_, dsub_;
   Metric metric_;
-  std::vector<float> by_dim_;    // m x dsub x 16
   std::vector<float> sq_norms_;  // m x 16, L2 only
 };
 
@@ -122,7 +121,7 @@ struct Pq4SearchArgs {
   size_t n = 0;
   size_t m = 0;                       // sub-quantisers, 1..256
   size_t d = 0;                       // divisible by m
-  const float* centroids = nullptr;   // m x 16 x (d / m)
+  const float* centroids = nullptr;   // m x (d / m) x 16: the codebooks by dimension (Pq4TableMaker)
   const float* exact = nullptr;       // n x d float32, for the exact re-scoring
   const float* sq_norms = nullptr;    // n, L2 only
   const int64_t* ids = nullptr;       // n

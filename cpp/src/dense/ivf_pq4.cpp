@@ -1,9 +1,11 @@
 #include "ragcore/dense/ivf_pq4.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ragcore/dense/flat.h"
@@ -29,6 +31,25 @@ void check_layout(const IvfPq4SearchArgs& a) {
     fail("offsets must end at n rows and n_blocks blocks");
 }
 
+// Up to this many queries the coarse step scores the centroids directly: for a batch
+// of one, FlatIndex's search (thread choice, top-k queues, result padding) costs more
+// than the dot products themselves (bench/pq4.py, batch 1).
+constexpr size_t kFewQueries = 4;
+
+// The `probes` lists nearest to q (squared L2, ties to the lower list), nearest first.
+void nearest_lists(const IvfPq4SearchArgs& a, const DenseKernels& kern, const float* q,
+                   size_t probes, int64_t* out) {
+  std::vector<float> dots(a.nlist);
+  kern.dot_rows[static_cast<int>(Storage::F32)](q, a.centroids, a.d, a.nlist, a.d, dots.data());
+  std::vector<std::pair<float, int64_t>> dist(a.nlist);
+  for (size_t l = 0; l < a.nlist; ++l) {
+    const float v = a.centroid_sq_norms[l] - 2.0f * dots[l];  // + |q|^2, the same for all
+    dist[l] = {std::isnan(v) ? std::numeric_limits<float>::infinity() : v, static_cast<int64_t>(l)};
+  }
+  std::partial_sort(dist.begin(), dist.begin() + probes, dist.end());
+  for (size_t r = 0; r < probes; ++r) out[r] = dist[r].second;
+}
+
 }  // namespace
 
 void ivf_pq4_search(const IvfPq4SearchArgs& a) {
@@ -47,23 +68,28 @@ void ivf_pq4_search(const IvfPq4SearchArgs& a) {
   // a filtered search orders all of them, to go on past nprobe when it must.
   const size_t probes = a.allow.active() ? a.nlist : a.nprobe;
   std::vector<int64_t> probe(a.nq * probes);
-  std::vector<float> dist(a.nq * probes);
-  FlatSearchArgs c;
-  c.corpus = a.centroids;
-  c.n = a.nlist;
-  c.d = a.d;
-  c.corpus_stride = a.d;
-  c.sq_norms = a.centroid_sq_norms;
-  c.metric = Metric::L2;
-  c.queries = a.queries;
-  c.nq = a.nq;
-  c.query_stride = a.d;
-  c.k = probes;
-  c.out_scores = dist.data();
-  c.out_ids = probe.data();
-  c.n_threads = a.nq > 1 ? a.n_threads : 1;
-  c.simd_level = a.simd_level;
-  if (a.nq) flat_search(c);
+  if (a.nq <= kFewQueries) {
+    for (size_t i = 0; i < a.nq; ++i)
+      nearest_lists(a, kern, a.queries + i * a.d, probes, probe.data() + i * probes);
+  } else {
+    std::vector<float> dist(a.nq * probes);
+    FlatSearchArgs c;
+    c.corpus = a.centroids;
+    c.n = a.nlist;
+    c.d = a.d;
+    c.corpus_stride = a.d;
+    c.sq_norms = a.centroid_sq_norms;
+    c.metric = Metric::L2;
+    c.queries = a.queries;
+    c.nq = a.nq;
+    c.query_stride = a.d;
+    c.k = probes;
+    c.out_scores = dist.data();
+    c.out_ids = probe.data();
+    c.n_threads = a.n_threads;
+    c.simd_level = a.simd_level;
+    flat_search(c);
+  }
 
   const size_t want = pq4_candidates_wanted(a.n, a.k, a.rescore);
   const size_t pair_bytes = pq4_pairs(a.m) * kPq4Block;

@@ -107,8 +107,10 @@ def main() -> None:
               "|---|---|---:|---:|---:|---:|")
     rows = []
     for m in (int(v) for v in args.m.split(",")):
-        print(f"\nm = {m}: {(m + 1) // 2} bytes scanned per vector (float32: {4 * d}); kept: codes "
-              f"+ float32 vectors + id = {(m + 1) // 2 + 4 * d + 8}")
+        print(f"\nm = {m}: {(m + 1) // 2} bytes scanned per vector (float32: {4 * d}); kept by "
+              f"ragcore: packed codes + codes one per byte + float32 vector + id = "
+              f"{(m + 1) // 2 + m + 4 * d + 8}; by faiss: packed codes + float32 vector (its "
+              f"IndexRefineFlat copy) + id = {(m + 1) // 2 + 4 * d + 8}")
         faiss.omp_set_num_threads(threads)
         if not args.skip_flat_pq:
             t = time.perf_counter()

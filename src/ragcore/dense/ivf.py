@@ -135,11 +135,14 @@ class IVFIndex:
         return int(sum(p.nbytes for p in parts if p is not None))
 
     def bytes_per_vector(self) -> dict:
-        """Bytes scanned per vector (its stored row or code) and kept (row, exact
-        float32 row for sq8 and pq4, id, and the squared norm for "l2")."""
-        scanned = (self._m + 1) // 2 if self._dtype == "pq4" else self._dim * self._lists.rows.itemsize
-        exact = 4 * self._dim if self._lists.exact is not None else 0
-        return {"scanned": scanned, "kept": scanned + exact + 8 + (4 if self._metric == "l2" else 0),
+        """Bytes scanned per vector (its stored row, or its packed 4-bit codes) and kept
+        (that, the exact float32 row for sq8 and pq4, pq4's codes one per byte, which add
+        and remove re-pack, the id, and the squared norm for "l2")."""
+        row = self._lists.rows.shape[1] * self._lists.rows.itemsize
+        scanned = (self._m + 1) // 2 if self._dtype == "pq4" else row
+        extra = (4 * self._dim if self._lists.exact is not None else 0) + \
+            (row if self._dtype == "pq4" else 0)
+        return {"scanned": scanned, "kept": scanned + extra + 8 + (4 if self._metric == "l2" else 0),
                 "float32": 4 * self._dim}
 
     def __len__(self) -> int:

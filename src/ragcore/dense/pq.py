@@ -76,9 +76,11 @@ class PQIndex:
         return f"PQIndex(dim={self._dim}, m={self._m}, metric={self._metric!r}, n={len(self)})"
 
     def bytes_per_vector(self) -> dict:
-        """Bytes scanned per vector (the 4-bit codes) and kept (codes + exact float32 + id)."""
+        """Bytes scanned per vector (the packed 4-bit codes) and kept: the packed codes, the
+        codes one per byte (re-packed by add and remove), the exact float32 vector, the id
+        and, for "l2", the squared norm."""
         scanned = (self._m + 1) // 2
-        return {"scanned": scanned, "kept": scanned + 4 * self._dim + 8 +
+        return {"scanned": scanned, "kept": scanned + self._m + 4 * self._dim + 8 +
                 (4 if self._metric == "l2" else 0), "float32": 4 * self._dim}
 
     def memory_bytes(self) -> int:

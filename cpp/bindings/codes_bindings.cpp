@@ -10,6 +10,7 @@
 #include "array_checks.h"
 #include "ragcore/dense/ivf_pq4.h"
 #include "ragcore/dense/pq4.h"
+#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -29,6 +30,7 @@ const T* c_array(const py::array& a, size_t size, const std::string& name) {
 template <class Args>
 py::tuple run_search(Args& a, size_t k, void (*search)(const Args&)) {
   if (k == 0) fail("k", "must be >= 1");
+  check_result_size(a.nq, k, a.n);
   py::array_t<float> scores({a.nq, k});
   py::array_t<int64_t> out_ids({a.nq, k});
   a.out_scores = scores.mutable_data();
@@ -115,7 +117,7 @@ py::tuple select_py(const py::array& packed, size_t n, size_t m, const py::array
   const int64_t* id = vector_data<int64_t>(ids, n, "ids");
   if (f.active() && !id) fail("ids", "needed with allow");
   const SimdLevel lv = checked_simd_level(level);
-  Pq4Candidates candidates(want);
+  Pq4Candidates candidates(std::min(want, n));  // no more candidates than rows
   {
     py::gil_scoped_release release;
     pq4_scan_select(p, n, m, l, 0, f, id, candidates, lv);

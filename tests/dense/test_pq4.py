@@ -172,3 +172,16 @@ def test_filtered_search_equals_the_filtered_reference_pipeline(metric):
     full = index.search(q, 10, rescore=2000, allow=ids[allowed])
     ref_scores = reference.dense_scores(x[allowed], q, metric)
     assert_hits_close(full, ref_scores, ids[allowed], 10, atol=1e-4)
+
+
+def test_huge_want_and_k_are_bounded_not_overflowed():
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 16, (50, 4)).astype(np.uint8)
+    luts = rng.integers(0, 256, (4, 16)).astype(np.uint8)
+    packed = _core.pq4_pack(codes, 4)
+    for want in (2**62, 2**64 - 1):  # 2 * want would wrap: the buffer must not shrink early
+        losses, rows = _core.pq4_select(packed, 50, 4, luts, want, _core.SimdLevel.Scalar)
+        np.testing.assert_array_equal(rows, ref_ann.pq_candidates(ref_ann.pq_losses(codes, luts), 50))
+    index = _trained(clustered(100, 8, seed=4), 2)
+    with pytest.raises(ValueError, match="overflow the result size|1 GiB"):
+        index.search(np.ones(8, np.float32), 2**40)

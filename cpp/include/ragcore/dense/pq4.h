@@ -44,7 +44,7 @@ void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, ui
 class Pq4Candidates {
  public:
   explicit Pq4Candidates(size_t want)
-      : want_(want), cap_(std::max<size_t>(2 * want, want + 64)) {
+      : want_(want), cap_(want > (SIZE_MAX - 64) / 2 ? SIZE_MAX : std::max<size_t>(2 * want, want + 64)) {
     keys_.reserve(std::min<size_t>(cap_, 1 << 16));
   }
 

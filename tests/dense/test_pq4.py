@@ -149,11 +149,6 @@ def test_threshold_scan_keeps_the_reference_candidates_at_every_simd_level(n, m,
         np.testing.assert_array_equal(got_losses, losses[want_rows])
 
 
-def test_the_avx512_path_is_tested_where_the_cpu_has_it():
-    if _core.simd_level_available(_core.SimdLevel.Avx512):
-        assert _core.SimdLevel.Avx512 in LEVELS
-
-
 @pytest.mark.parametrize("metric", ["ip", "l2"])
 def test_filtered_search_equals_the_filtered_reference_pipeline(metric):
     x = clustered(2000, 32, seed=7)

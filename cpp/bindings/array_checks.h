@@ -42,6 +42,21 @@ inline const T* vector_data(const std::optional<py::array>& a, size_t n, const s
   return static_cast<const T*>(a->data());
 }
 
+// The one-query paths' check, in nanoseconds: the query's d float32 values when it is one
+// C-contiguous float32 row (1-D, or 1 x d) of finite values whose squared norm is at most
+// max_sq_norm; nullptr otherwise (the Python checks then say what is wrong).
+inline const float* one_clean_row(const py::handle& query, size_t d, double max_sq_norm) {
+  if (!py::isinstance<py::array_t<float>>(query)) return nullptr;
+  const auto q = py::reinterpret_borrow<py::array>(query);
+  const bool one_row = (q.ndim() == 1 && static_cast<size_t>(q.shape(0)) == d) ||
+                       (q.ndim() == 2 && q.shape(0) == 1 && static_cast<size_t>(q.shape(1)) == d);
+  if (!one_row || !(q.flags() & py::array::c_style)) return nullptr;
+  const float* v = static_cast<const float*>(q.data());
+  double sq = 0.0;
+  for (size_t p = 0; p < d; ++p) sq += static_cast<double>(v[p]) * v[p];
+  return sq <= max_sq_norm ? v : nullptr;  // false for NaN, infinity or too large
+}
+
 // The allow mask (uint8 or bool, one byte per key) or an inactive filter.
 inline ragcore::AllowFilter allow_filter(const std::optional<py::array>& allow, bool by_row) {
   ragcore::AllowFilter f;

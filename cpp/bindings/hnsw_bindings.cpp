@@ -34,7 +34,7 @@ py::array_t<T> to_numpy(const std::vector<T>& v) {
 }
 
 HnswIndex* make_graph(size_t d, Metric metric, Storage storage, size_t M, size_t ef_construction,
-                      uint64_t seed, const std::optional<SimdLevel>& simd_level) {
+                      uint64_t seed, const std::optional<SimdLevel>& simd_level, bool int8_walk) {
   HnswParams p;
   p.d = d;
   p.metric = metric;
@@ -43,6 +43,7 @@ HnswIndex* make_graph(size_t d, Metric metric, Storage storage, size_t M, size_t
   p.ef_construction = ef_construction;
   p.seed = seed;
   p.simd_level = simd_level_code(simd_level);
+  p.int8_walk = int8_walk;
   return new HnswIndex(p);
 }
 
@@ -103,6 +104,34 @@ py::tuple search_py(const HnswIndex& g, const py::array& queries, size_t k, size
   return py::make_tuple(scores, out_ids, stats.exact, stats.allowed);
 }
 
+// HNSWIndex.search's one-query path (no filter): positional arguments and the query
+// checked here in nanoseconds. None when the query is not one contiguous float32 row
+// of d finite values with a norm in range: the Python checks then say what is wrong.
+py::object search_row_py(const HnswIndex& g, const py::handle& query, size_t k, size_t ef,
+                         double max_sq_norm, int n_threads) {
+  const size_t d = g.params().d;
+  const float* v = one_clean_row(query, d, max_sq_norm);
+  if (!v) return py::none();
+  if (k == 0) fail("k", "must be >= 1");
+  if (ef == 0) fail("ef", "must be >= 1");
+  HnswSearchArgs a;
+  a.queries = v;
+  a.nq = 1;
+  a.query_stride = d;
+  a.k = k;
+  a.ef = ef;
+  a.n_threads = n_threads;
+  py::array_t<float> scores({size_t{1}, k});
+  py::array_t<int64_t> out_ids({size_t{1}, k});
+  a.out_scores = scores.mutable_data();
+  a.out_ids = out_ids.mutable_data();
+  {
+    py::gil_scoped_release release;
+    g.search(a);
+  }
+  return py::make_tuple(scores, out_ids);
+}
+
 py::dict snapshot_py(const HnswIndex& g) {
   HnswIndex::Snapshot s;
   {
@@ -150,11 +179,39 @@ void restore_py(HnswIndex& g, const py::array& vectors, const std::optional<py::
 
 }  // namespace
 
+// Test hooks of the int8 kernels (int8_dot.h), checked against the numpy reference.
+py::tuple quantize_int8_py(const py::array_t<float, py::array::c_style | py::array::forcecast>& x) {
+  if (x.ndim() != 2) fail("x", "expected a 2-D float32 array");
+  const size_t n = static_cast<size_t>(x.shape(0)), d = static_cast<size_t>(x.shape(1));
+  py::array_t<int8_t> codes({n, d});
+  py::array_t<float> scales(n);
+  for (size_t i = 0; i < n; ++i)
+    scales.mutable_data()[i] = quantize_int8(x.data() + i * d, d, codes.mutable_data() + i * d);
+  return py::make_tuple(codes, scales);
+}
+
+py::array_t<int32_t> int8_dots_py(const py::array_t<int8_t, py::array::c_style>& q,
+                                  const py::array_t<int8_t, py::array::c_style>& rows, bool scalar) {
+  if (q.ndim() != 1 || rows.ndim() != 2 || rows.shape(1) != q.shape(0))
+    fail("rows", "expected a 2-D int8 array with len(q) columns");
+  const size_t n = static_cast<size_t>(rows.shape(0)), d = static_cast<size_t>(q.shape(0));
+  std::vector<const int8_t*> ptrs(n);
+  for (size_t j = 0; j < n; ++j) ptrs[j] = rows.data() + j * d;
+  py::array_t<int32_t> out(n);
+  int8_kernel(scalar).dot_gather(q.data(), ptrs.data(), n, d, out.mutable_data());
+  return out;
+}
+
 void register_hnsw(py::module_& m) {
+  m.def("quantize_int8", &quantize_int8_py, py::arg("x"),
+        "(codes int8 [n, d], scales float32 [n]): HNSWIndex's int8 codes of each row.");
+  m.def("int8_dots", &int8_dots_py, py::arg("q"), py::arg("rows"), py::arg("scalar") = false,
+        "int32 dot products of int8 codes by the run-time-chosen (or the scalar) kernel.");
+  m.def("int8_kernel_name", [] { return std::string(int8_kernel(false).name); });
   py::class_<HnswIndex>(m, "HnswGraph", "HNSW graph over stored rows (ragcore.HNSWIndex's core).")
       .def(py::init(&make_graph), py::arg("d"), py::kw_only(), py::arg("metric"),
            py::arg("storage"), py::arg("M"), py::arg("ef_construction"), py::arg("seed") = 0,
-           py::arg("simd_level") = py::none())
+           py::arg("simd_level") = py::none(), py::arg("int8_walk") = false)
       .def("add", &add_py, py::arg("rows"), py::arg("ids"), py::kw_only(),
            py::arg("sq_norms") = py::none(), py::arg("n_threads") = 0)
       .def("remove", &remove_py, py::arg("ids"), py::kw_only(), py::arg("n_threads") = 0)
@@ -162,6 +219,8 @@ void register_hnsw(py::module_& m) {
            py::arg("allow") = py::none(), py::arg("allow_ids") = py::none(),
            py::arg("exact_below") = 0, py::arg("n_threads") = 0,
            "Returns (scores, ids, whether the allowed set was scored exactly, allowed count).")
+      .def("search_row", &search_row_py,
+           "(scores, ids) of one clean query row, or None: search()'s one-query path.")
       .def("size", &HnswIndex::size)
       .def("slots", &HnswIndex::slots)
       .def("memory_bytes", &HnswIndex::memory_bytes)

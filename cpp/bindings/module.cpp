@@ -24,6 +24,7 @@ void register_bm25(py::module_& m);  // sparse_bindings.cpp
 void register_query_encoder(py::module_& m);  // query_bindings.cpp
 void register_hnsw(py::module_& m);  // hnsw_bindings.cpp
 void register_codes(py::module_& m);  // codes_bindings.cpp
+void register_rabitq(py::module_& m);  // rabitq_bindings.cpp
 
 namespace {
 
@@ -115,16 +116,9 @@ py::object flat_search_row(const py::array& corpus, size_t n, const py::handle& 
                            Storage storage, Metric metric, const py::array& ids,
                            const std::optional<py::array>& sq_norms, double max_sq_norm,
                            int n_threads) {
-  if (!py::isinstance<py::array_t<float>>(query)) return py::none();
-  const auto q = py::reinterpret_borrow<py::array>(query);
   const size_t d = corpus.ndim() == 2 ? static_cast<size_t>(corpus.shape(1)) : 0;
-  const bool one_row = (q.ndim() == 1 && static_cast<size_t>(q.shape(0)) == d) ||
-                       (q.ndim() == 2 && q.shape(0) == 1 && static_cast<size_t>(q.shape(1)) == d);
-  if (!one_row || !(q.flags() & py::array::c_style)) return py::none();
-  const float* v = static_cast<const float*>(q.data());
-  double sq = 0.0;
-  for (size_t p = 0; p < d; ++p) sq += static_cast<double>(v[p]) * v[p];
-  if (!(sq <= max_sq_norm)) return py::none();  // NaN, infinity or too large
+  const float* v = one_clean_row(query, d, max_sq_norm);
+  if (!v) return py::none();
   if (corpus.ndim() != 2 || n > static_cast<size_t>(corpus.shape(0)) ||
       n > static_cast<size_t>(ids.shape(0)) || (sq_norms && n > static_cast<size_t>(sq_norms->shape(0))))
     fail("n", "exceeds the stored rows");
@@ -175,6 +169,7 @@ PYBIND11_MODULE(_core, m) {
   register_ivf(m);
   register_hnsw(m);
   register_codes(m);
+  register_rabitq(m);
 
   m.def("simd_level_available",
         [](SimdLevel level) { return simd_level_available(checked_simd_level(level)); },

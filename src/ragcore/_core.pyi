@@ -46,6 +46,11 @@ class KMeansInit(_NativeEnum):
     KMeansPlusPlus: ClassVar[KMeansInit]  # 0
     Random: ClassVar[KMeansInit]  # 1
 
+class RabitqRescore(_NativeEnum):
+    Bound: ClassVar[RabitqRescore]  # 0
+    Count: ClassVar[RabitqRescore]  # 1
+    All: ClassVar[RabitqRescore]  # 2
+
 class Variant(_NativeEnum):
     Lucene: ClassVar[Variant]  # 0
     LuceneLegacy: ClassVar[Variant]  # 1
@@ -235,6 +240,33 @@ def ivf_search(
     """Approximate top-k over inverted lists; storage SQ8 = uint8 codes (needs
     code_min, code_scale and exact_rows). Returns (scores, ids, seconds per
     stage: coarse, scan, rescore)."""
+
+def rabitq_encode(rot_residuals: npt.NDArray[np.float32], rot_centroids: npt.NDArray[np.float32],
+                  labels: npt.NDArray[np.int64], *, bits: int,
+                  n_threads: int = 0) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]:
+    """RaBitQ rows (bit planes + float32 f_add, f_scale, f_err) of rotated residuals
+    [n, dp], dp a multiple of 8; returns (rows, cos(code, residual))."""
+def rabitq_ivf_search(
+    rows: npt.NDArray[np.uint8], queries: npt.NDArray[np.float32], k: int, *,
+    centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.NDArray[np.float32],
+    rotation: npt.NDArray[np.float32], bits: int, list_offsets: npt.NDArray[np.int64],
+    ids: npt.NDArray[np.int64], exact_rows: npt.NDArray[np.float32],
+    sq_norms: npt.NDArray[np.float32] | None, metric: Metric, nprobe: int,
+    rescore: RabitqRescore = ..., rescore_count: int = 4, epsilon: float = 1.9,
+    allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
+    allow_by_row: bool = False, n_threads: int = 0, simd_level: SimdLevel | None = None,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, int]]:
+    """IVF top-k over RaBitQ codes, re-scored exactly; returns (scores, ids,
+    {"scanned", "rescored"} row counts)."""
+def rabitq_estimates(
+    rows: npt.NDArray[np.uint8], query: npt.NDArray[np.float32], list: int, *,
+    centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.NDArray[np.float32],
+    rotation: npt.NDArray[np.float32], bits: int, list_offsets: npt.NDArray[np.int64],
+    ids: npt.NDArray[np.int64], exact_rows: npt.NDArray[np.float32],
+    sq_norms: npt.NDArray[np.float32] | None, metric: Metric,
+    simd_level: SimdLevel | None = None,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """Estimated scores and one-standard-deviation error bounds of one list's rows."""
 
 class HnswGraph:
     """HNSW graph over stored rows (ragcore.HNSWIndex's core)."""

@@ -17,7 +17,6 @@ from _hnsw_data import clustered, recall
     ({"M": 2.5}, TypeError, "M must be an integer"),
     ({"ef_construction": 0}, ValueError, "ef_construction must be >= 1"),
     ({"ef": 0}, ValueError, "ef must be >= 1"),
-    ({"dtype": "int8"}, ValueError, "'int8' is not built for HNSWIndex"),
     ({"dtype": "sq8"}, ValueError, "unknown dtype"),
     ({"metric": "dot"}, ValueError, "unknown metric"),
     ({"seed": -1}, ValueError, "seed"),

@@ -100,3 +100,28 @@ def test_flat_native_row_path_equals_the_full_path(metric, x):
     index.add(np.random.default_rng(1).standard_normal((20, DIM)).astype(np.float32))
     # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
     assert _outcome(index, x, 0) == _outcome(index, x, np.int64(0))
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+@settings(max_examples=200, deadline=None)
+@given(x=query_inputs())
+def test_hnsw_native_row_path_equals_the_full_path(metric, x):
+    index = ragcore.HNSWIndex(DIM, metric=metric, M=4)
+    index.add(np.random.default_rng(1).standard_normal((40, DIM)).astype(np.float32))
+    # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
+    assert _outcome(index, x, 0) == _outcome(index, x, np.int64(0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_hnsw_one_query_equals_its_row_of_a_batch(dtype):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((300, DIM)).astype(np.float32)
+    queries = rng.standard_normal((7, DIM)).astype(np.float32)
+    index = ragcore.HNSWIndex(DIM, "l2", M=4, dtype=dtype)
+    index.add(x)
+    batch = index.search(queries, 5, ef=12, n_threads=2)
+    for i, q in enumerate(queries):
+        for single in (q, q[None, :]):
+            got = index.search(single, 5, ef=12)
+            np.testing.assert_array_equal(got.ids, batch.ids[i : i + 1])
+            np.testing.assert_array_equal(got.scores, batch.scores[i : i + 1])

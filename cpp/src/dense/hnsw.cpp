@@ -19,9 +19,6 @@ namespace {
 constexpr size_t kAddChunk = 4096;
 constexpr int kMaxLevel = 48;
 constexpr size_t kMaxM = 512;  // bounds the walk's neighbour buffer
-// Bytes of each neighbour's row requested ahead of scoring; the hardware
-// prefetcher streams the rest once the first lines arrive.
-constexpr size_t kPrefetchBytes = 4096;
 
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("HNSW: " + what); }
 
@@ -34,9 +31,11 @@ uint64_t splitmix64(uint64_t& state) {
 
 }  // namespace
 
-// One tag per slot; a node is visited when its tag equals the current epoch, so
-// a walk starts in O(1) rather than clearing a table the size of the index.
-class HnswIndex::Visited {
+// One thread's walk state, reused from walk to walk so a search allocates nothing:
+// the visited tags (one per slot; a node is visited when its tag equals the current
+// epoch, so a walk starts in O(1) rather than clearing a table the size of the
+// index), the two heaps and the buffers of one node's neighbours.
+class HnswIndex::WalkState {
  public:
   void start(size_t slots) {
     if (tags_.size() < slots) tags_.resize(slots, 0);
@@ -44,12 +43,26 @@ class HnswIndex::Visited {
       std::fill(tags_.begin(), tags_.end(), 0);
       epoch_ = 1;
     }
+    frontier.clear();
+    best.clear();
   }
   bool check_and_mark(uint32_t s) {
     if (tags_[s] == epoch_) return true;
     tags_[s] = epoch_;
     return false;
   }
+
+  std::vector<Scored> frontier, best, found;  // heaps (see walk), then a walk's results
+  std::vector<Candidate> hits;
+  uint32_t nbs[2 * kMaxM];
+  const void* rows[2 * kMaxM];
+  float scores[2 * kMaxM];
+  // An int8 search: the query's codes and scale; score_slots then scores codes.
+  bool coarse = false;
+  std::vector<int8_t> qcodes;
+  float qscale = 0.0f;
+  const int8_t* code_rows[2 * kMaxM];
+  int32_t dots[2 * kMaxM];
 
  private:
   std::vector<uint32_t> tags_;
@@ -62,6 +75,7 @@ HnswIndex::HnswIndex(const HnswParams& p)
     : p_(p),
       kern_(dense_kernels(p.simd_level < 0 ? best_simd_level()
                                            : static_cast<SimdLevel>(p.simd_level))),
+      int8_kern_(int8_kernel(p.simd_level == static_cast<int>(SimdLevel::Scalar))),
       row_bytes_(p.d * storage_bytes(p.storage)),
       rng_state_(p.seed) {
   if (p.d == 0) fail("d must be >= 1");
@@ -70,6 +84,7 @@ HnswIndex::HnswIndex(const HnswParams& p)
   if (static_cast<int>(p.storage) < 0 || static_cast<int>(p.storage) >= kNumStorage)
     fail("storage must be F32, F16 or BF16");
   if (p.metric != Metric::InnerProduct && p.metric != Metric::L2) fail("unknown metric");
+  if (p.int8_walk && p.storage != Storage::F32) fail("int8 codes need F32 storage");
 }
 
 uint32_t* HnswIndex::links(uint32_t s, int level) {
@@ -113,6 +128,7 @@ size_t HnswIndex::memory_bytes() const {
   std::shared_lock<std::shared_mutex> lock(rw_);
   size_t bytes = ids_.size() * (row_bytes_ + sizeof(int64_t) + sizeof(int32_t)) +
                  links0_.size() * sizeof(uint32_t) + sq_norms_.size() * sizeof(float) +
+                 codes_.size() + code_scale_.size() * sizeof(float) +
                  upper_.size() * sizeof(std::vector<uint32_t>) +
                  slot_of_.size() * (sizeof(int64_t) + sizeof(uint32_t) + 2 * sizeof(void*));
   for (const auto& u : upper_) bytes += u.capacity() * sizeof(uint32_t);
@@ -125,6 +141,10 @@ void HnswIndex::reserve_slots(size_t slots) {
   owned_.resize(slots * row_bytes_);
   vectors_ = owned_.data();
   if (p_.metric == Metric::L2) sq_norms_.resize(slots, 0.0f);
+  if (p_.int8_walk) {
+    codes_.resize(slots * p_.d, 0);
+    code_scale_.resize(slots, 0.0f);
+  }
   ids_.resize(slots, kPaddingId);
   levels_.resize(slots, -1);
   links0_.resize(slots * (1 + 2 * p_.M), 0);
@@ -183,6 +203,7 @@ void HnswIndex::add(const void* rows, size_t n, size_t stride, const int64_t* id
       const uint8_t* src = static_cast<const uint8_t*>(rows) + (c0 + i) * stride * elem;
       std::memcpy(owned_.data() + static_cast<size_t>(s) * row_bytes_, src, row_bytes_);
       if (p_.metric == Metric::L2) sq_norms_[s] = sq_norms[c0 + i];
+      if (p_.int8_walk) encode_slot(s);
       ids_[s] = ids[c0 + i];
       slot_of_[ids[c0 + i]] = s;
       // u in (0, 1]: 53 random bits, never 0, so the log is finite.
@@ -192,7 +213,7 @@ void HnswIndex::add(const void* rows, size_t n, size_t stride, const int64_t* id
       links(s, 0)[0] = 0;
       upper_[s].assign(static_cast<size_t>(levels[i]) * (1 + p_.M), 0);
     }
-    std::vector<Visited> visited(threads);
+    std::vector<WalkState> visited(threads);
     std::vector<std::vector<float>> qbufs(threads);
     parallel_for(slots.size(), threads, [&](size_t i, int w) {
       insert(slots[i], levels[i], qbufs[w], visited[w]);
@@ -201,7 +222,7 @@ void HnswIndex::add(const void* rows, size_t n, size_t stride, const int64_t* id
   }
 }
 
-void HnswIndex::insert(uint32_t slot, int level, std::vector<float>& qbuf, Visited& vis) {
+void HnswIndex::insert(uint32_t slot, int level, std::vector<float>& qbuf, WalkState& vis) {
   std::vector<float> own;
   const float* q = as_f32(slot, own);
   const float qn = p_.metric == Metric::L2 ? sq_norms_[slot] : 0.0f;
@@ -217,7 +238,7 @@ void HnswIndex::insert(uint32_t slot, int level, std::vector<float>& qbuf, Visit
   // walk starts from an entry point that has none yet (as hnswlib does).
   if (level <= top) top_lock.unlock();
   Scored cur{score(q, qn, static_cast<uint32_t>(ep)), static_cast<uint32_t>(ep)};
-  for (int l = top; l > level; --l) cur = greedy<true>(q, qn, cur, l);
+  for (int l = top; l > level; --l) cur = greedy<true>(q, qn, cur, l, vis);
   std::vector<Scored> found;
   for (int l = std::min(level, top); l >= 0; --l) {
     walk<true>(q, qn, cur, l, p_.ef_construction, vis, nullptr, found);
@@ -299,20 +320,22 @@ void HnswIndex::link_back(uint32_t from, uint32_t to, float sc, int level, std::
 // ---- the walk ------------------------------------------------------------------
 
 template <bool kLocked>
-HnswIndex::Scored HnswIndex::greedy(const float* q, float qnorm, Scored cur, int level) const {
-  std::vector<uint32_t> nbs;
+HnswIndex::Scored HnswIndex::greedy(const float* q, float qnorm, Scored cur, int level,
+                                    WalkState& ws) const {
   for (bool moved = true; moved;) {
     moved = false;
+    size_t count;
     {
       std::unique_lock<std::mutex> g;
       if (kLocked) g = std::unique_lock<std::mutex>(node_locks_[cur.slot]);
       const uint32_t* list = links(cur.slot, level);
-      nbs.assign(list + 1, list + 1 + list[0]);
+      count = std::min<size_t>(list[0], degree(level));
+      std::memcpy(ws.nbs, list + 1, count * sizeof(uint32_t));
     }
-    for (uint32_t nb : nbs) {
-      const float s = score(q, qnorm, nb);
-      if (s > cur.score) {
-        cur = Scored{s, nb};
+    score_slots(q, qnorm, ws.nbs, count, ws);
+    for (size_t j = 0; j < count; ++j) {
+      if (ws.scores[j] > cur.score) {
+        cur = Scored{ws.scores[j], ws.nbs[j]};
         moved = true;
       }
     }
@@ -320,20 +343,68 @@ HnswIndex::Scored HnswIndex::greedy(const float* q, float qnorm, Scored cur, int
   return cur;
 }
 
+void HnswIndex::score_slots(const float* q, float qnorm, const uint32_t* slots, size_t n,
+                            WalkState& ws) const {
+  if (ws.coarse) {  // <q, x> ~ dot(codes) * (scale_q / 127) * (scale_x / 127)
+    for (size_t j = 0; j < n; ++j) ws.code_rows[j] = codes_.data() + static_cast<size_t>(slots[j]) * p_.d;
+    int8_kern_.dot_gather(ws.qcodes.data(), ws.code_rows, n, p_.d, ws.dots);
+    const float qs = ws.qscale * (1.0f / (127.0f * 127.0f));
+    for (size_t j = 0; j < n; ++j) {
+      const float dot = static_cast<float>(ws.dots[j]) * (qs * code_scale_[slots[j]]);
+      ws.scores[j] = p_.metric == Metric::L2 ? 2.0f * dot - sq_norms_[slots[j]] - qnorm : dot;
+    }
+    return;
+  }
+  for (size_t j = 0; j < n; ++j) ws.rows[j] = row(slots[j]);
+  kern_.dot_gather[static_cast<int>(p_.storage)](q, ws.rows, n, p_.d, ws.scores);
+  if (p_.metric == Metric::L2)  // score()'s expression, so the same bits
+    for (size_t j = 0; j < n; ++j) ws.scores[j] = 2.0f * ws.scores[j] - sq_norms_[slots[j]] - qnorm;
+}
+
+float HnswIndex::score_one(const float* q, float qnorm, uint32_t s, WalkState& ws) const {
+  score_slots(q, qnorm, &s, 1, ws);
+  return ws.scores[0];
+}
+
+void HnswIndex::rescore(const float* q, float qnorm, std::vector<Scored>& found, WalkState& ws) const {
+  ws.coarse = false;
+  for (size_t j0 = 0; j0 < found.size(); j0 += 2 * kMaxM) {
+    const size_t n = std::min(found.size() - j0, 2 * kMaxM);
+    for (size_t j = 0; j < n; ++j) ws.nbs[j] = found[j0 + j].slot;
+    score_slots(q, qnorm, ws.nbs, n, ws);
+    for (size_t j = 0; j < n; ++j) found[j0 + j].score = ws.scores[j];
+  }
+}
+
+void HnswIndex::encode_slot(uint32_t s) {
+  code_scale_[s] = quantize_int8(reinterpret_cast<const float*>(row(s)), p_.d,
+                                 codes_.data() + static_cast<size_t>(s) * p_.d);
+}
+
 // The ef best nodes reachable from entry on one level (best first in out);
 // with a filter only allowed nodes enter the results, while every node may be
 // walked through (the filter is applied inside the walk, not afterwards).
+// frontier is a heap whose front is the best candidate to expand, best one whose
+// front is the worst result kept (std::priority_queue's operations, on reused memory).
 template <bool kLocked>
-void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_t ef, Visited& vis,
+void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_t ef, WalkState& ws,
                      const AllowFilter* allow, std::vector<Scored>& out) const {
-  std::priority_queue<Scored, std::vector<Scored>, WorseFirst> frontier;
-  std::priority_queue<Scored, std::vector<Scored>, BetterFirst> best;
+  std::vector<Scored>& frontier = ws.frontier;
+  std::vector<Scored>& best = ws.best;
   auto allowed = [&](uint32_t s) { return !allow || allow->allows(s, ids_[s]); };
-  vis.start(ids_.size());
+  auto push_frontier = [&](Scored e) {
+    frontier.push_back(e);
+    std::push_heap(frontier.begin(), frontier.end(), WorseFirst());
+  };
+  auto push_best = [&](Scored e) {
+    best.push_back(e);
+    std::push_heap(best.begin(), best.end(), BetterFirst());
+  };
+  ws.start(ids_.size());
   auto seed = [&](Scored e) {
-    if (vis.check_and_mark(e.slot)) return;
-    frontier.push(e);
-    if (allowed(e.slot)) best.push(e);
+    if (ws.check_and_mark(e.slot)) return;
+    push_frontier(e);
+    if (allowed(e.slot)) push_best(e);
   };
   seed(entry);
   // Every node is reachable from the entry point on level 0 (connect_unreached),
@@ -341,14 +412,14 @@ void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_
   // not always from where the descent ends; seeding both makes a walk with ef >= n
   // exhaustive. The entry point is expanded only while it ranks among the best ef.
   if (!kLocked && level == 0 && entry_ >= 0 && static_cast<uint32_t>(entry_) != entry.slot)
-    seed(Scored{score(q, qnorm, static_cast<uint32_t>(entry_)), static_cast<uint32_t>(entry_)});
-  uint32_t nbs[2 * kMaxM];
+    seed(Scored{score_one(q, qnorm, static_cast<uint32_t>(entry_), ws), static_cast<uint32_t>(entry_)});
   const size_t cap = degree(level);
-  const size_t prefetch_bytes = std::min<size_t>(row_bytes_, kPrefetchBytes);
+  uint32_t* nbs = ws.nbs;
   while (!frontier.empty()) {
-    const Scored c = frontier.top();
-    if (best.size() >= ef && BetterFirst()(best.top(), c)) break;
-    frontier.pop();
+    const Scored c = frontier.front();
+    if (best.size() >= ef && BetterFirst()(best.front(), c)) break;
+    std::pop_heap(frontier.begin(), frontier.end(), WorseFirst());
+    frontier.pop_back();
     size_t count;
     {
       std::unique_lock<std::mutex> g;
@@ -358,38 +429,36 @@ void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_
       std::memcpy(nbs, list + 1, count * sizeof(uint32_t));
     }
     // First the unvisited neighbours, with their rows' first lines requested, then
-    // their scores: the loads overlap instead of each waiting for memory in turn.
+    // their scores in one gathered kernel call (four rows at a time, the next four
+    // fetched meanwhile): the loads overlap instead of each waiting for memory in turn.
     size_t fresh = 0;
     for (size_t j = 0; j < count; ++j) {
-      if (vis.check_and_mark(nbs[j])) continue;
-      __builtin_prefetch(row(nbs[j]));
+      if (ws.check_and_mark(nbs[j])) continue;
+      __builtin_prefetch(ws.coarse ? static_cast<const void*>(codes_.data() + static_cast<size_t>(nbs[j]) * p_.d)
+                                   : row(nbs[j]));
       nbs[fresh++] = nbs[j];
     }
-    for (size_t j = 0; j < 2 && j < fresh; ++j) {
-      const uint8_t* r = row(nbs[j]);
-      for (size_t line = 64; line < prefetch_bytes; line += 64) __builtin_prefetch(r + line);
-    }
+    score_slots(q, qnorm, nbs, fresh, ws);
     for (size_t j = 0; j < fresh; ++j) {
-      const uint32_t nb = nbs[j];
-      if (j + 2 < fresh) {  // the row after next in full while this one is scored
-        const uint8_t* r = row(nbs[j + 2]);
-        for (size_t line = 64; line < prefetch_bytes; line += 64) __builtin_prefetch(r + line);
-      }
-      const Scored s{score(q, qnorm, nb), nb};
-      if (best.size() < ef || BetterFirst()(s, best.top())) {
-        frontier.push(s);
-        if (allowed(nb)) {
-          best.push(s);
-          if (best.size() > ef) best.pop();
+      const Scored s{ws.scores[j], nbs[j]};
+      if (best.size() < ef || BetterFirst()(s, best.front())) {
+        push_frontier(s);
+        // Its links are read when it is expanded, likely soon: request them now
+        // (hnswlib stores them beside the vector for the same reason).
+        __builtin_prefetch(links(nbs[j], level));
+        if (allowed(nbs[j])) {
+          push_best(s);
+          if (best.size() > ef) {
+            std::pop_heap(best.begin(), best.end(), BetterFirst());
+            best.pop_back();
+          }
         }
       }
     }
   }
-  out.resize(best.size());
-  for (size_t j = best.size(); j-- > 0;) {
-    out[j] = best.top();
-    best.pop();
-  }
+  // Best first: sort_heap orders by BetterFirst, a strict order (ties by slot).
+  std::sort_heap(best.begin(), best.end(), BetterFirst());
+  out.assign(best.begin(), best.end());
 }
 
 // ---- search --------------------------------------------------------------
@@ -451,25 +520,33 @@ void HnswIndex::search_exact(const HnswSearchArgs& a, const std::vector<uint32_t
 
 void HnswIndex::search_graph(const HnswSearchArgs& a) const {
   const int threads = std::min<int>(resolve_threads(a.n_threads), static_cast<int>(a.nq));
-  // Worker 0 is the calling thread: its table survives between calls, so a
-  // batch-1 search does not allocate one the size of the index.
-  static thread_local Visited caller_visited;
-  std::vector<Visited> others(threads > 1 ? threads - 1 : 0);
+  // Worker 0 is the calling thread: its state survives between calls, so a
+  // batch-1 search allocates nothing once the first has run.
+  static thread_local WalkState caller_state;
+  std::vector<WalkState> others(threads > 1 ? threads - 1 : 0);
   const size_t ef = std::max(a.ef, a.k);
   const AllowFilter* allow = a.allow.active() ? &a.allow : nullptr;
   parallel_for(a.nq, threads, [&](size_t i, int w) {
-    Visited& vis = w == 0 ? caller_visited : others[w - 1];
+    WalkState& ws = w == 0 ? caller_state : others[w - 1];
     const float* q = a.queries + i * a.query_stride;
     float qn = 0.0f;
     if (p_.metric == Metric::L2)
       for (size_t p = 0; p < p_.d; ++p) qn += q[p] * q[p];
+    if (p_.int8_walk) {
+      ws.qcodes.resize(p_.d);
+      ws.qscale = quantize_int8(q, p_.d, ws.qcodes.data());
+      ws.coarse = true;
+    }
     const uint32_t ep = static_cast<uint32_t>(entry_);
-    Scored cur{score(q, qn, ep), ep};
-    for (int l = max_level_; l > 0; --l) cur = greedy<false>(q, qn, cur, l);
-    std::vector<Scored> found;
-    walk<false>(q, qn, cur, 0, ef, vis, allow, found);
-    std::vector<Candidate> hits(found.size());
+    Scored cur{score_one(q, qn, ep, ws), ep};
+    for (int l = max_level_; l > 0; --l) cur = greedy<false>(q, qn, cur, l, ws);
+    std::vector<Scored>& found = ws.found;
+    walk<false>(q, qn, cur, 0, ef, ws, allow, found);
+    if (ws.coarse) rescore(q, qn, found, ws);
+    std::vector<Candidate>& hits = ws.hits;
+    hits.resize(found.size());
     for (size_t j = 0; j < found.size(); ++j) hits[j] = Candidate{found[j].score, ids_[found[j].slot]};
+    // found is best first by slot on ties; results are by id on ties.
     std::sort(hits.begin(), hits.end(), ranks_before);
     float* out_s = a.out_scores + i * a.k;
     int64_t* out_i = a.out_ids + i * a.k;
@@ -495,7 +572,7 @@ size_t HnswIndex::remove(const int64_t* ids, size_t n, int n_threads) {
   if (gone.empty()) return 0;
   const int threads = resolve_threads(n_threads);
   std::vector<std::vector<float>> bufs(threads);
-  std::vector<Visited> visited(threads);
+  std::vector<WalkState> visited(threads);
   std::vector<uint8_t> kept(ids_.size(), 0);
   for (size_t s = 0; s < ids_.size(); ++s) kept[s] = levels_[s] >= 0 && !removed[s];
   AllowFilter live;
@@ -550,7 +627,7 @@ size_t HnswIndex::remove(const int64_t* ids, size_t n, int n_threads) {
 // a walk for it finds among the kept nodes, as if it were inserted again.
 std::vector<HnswIndex::Scored> HnswIndex::relinked(uint32_t s, int level,
                                                    const std::vector<uint8_t>& removed,
-                                                   const AllowFilter& live, Visited& vis,
+                                                   const AllowFilter& live, WalkState& vis,
                                                    std::vector<float>& buf) const {
   const uint32_t* list = links(s, level);
   std::vector<float> sbuf;
@@ -571,7 +648,7 @@ std::vector<HnswIndex::Scored> HnswIndex::relinked(uint32_t s, int level,
   }
   const uint32_t ep = static_cast<uint32_t>(entry_);
   Scored cur{score(sv, sn, ep), ep};
-  for (int l = max_level_; l > level; --l) cur = greedy<false>(sv, sn, cur, l);
+  for (int l = max_level_; l > level; --l) cur = greedy<false>(sv, sn, cur, l, vis);
   std::vector<Scored> found;
   walk<false>(sv, sn, cur, level, p_.ef_construction, vis, &live, found);
   for (const Scored& f : found) pool.push_back(f.slot);
@@ -640,7 +717,7 @@ bool HnswIndex::connect_unreached_once() {
     }
   };
   reach_from(static_cast<uint32_t>(entry_));
-  Visited vis;
+  WalkState vis;
   std::vector<float> qbuf, buf;
   std::vector<Scored> found;
   bool changed = false;
@@ -650,7 +727,7 @@ bool HnswIndex::connect_unreached_once() {
     const float qn = p_.metric == Metric::L2 ? sq_norms_[s] : 0.0f;
     const uint32_t ep = static_cast<uint32_t>(entry_);
     Scored cur{score(q, qn, ep), ep};
-    for (int l = max_level_; l > 0; --l) cur = greedy<false>(q, qn, cur, l);
+    for (int l = max_level_; l > 0; --l) cur = greedy<false>(q, qn, cur, l, vis);
     walk<false>(q, qn, cur, 0, p_.ef_construction, vis, nullptr, found);
     found.push_back(Scored{score(q, qn, ep), ep});  // the entry point is always reached
     bool linked = false;
@@ -802,6 +879,12 @@ void HnswIndex::restore(const HnswArrays& a, bool borrow_vectors) {
     if (levels_[s] < 0) free_slots_.push_back(static_cast<uint32_t>(s));
   }
   slot_of_.swap(slot_of);
+  if (p_.int8_walk) {
+    codes_.assign(n * p_.d, 0);
+    code_scale_.assign(n, 0.0f);
+    for (size_t s = 0; s < n; ++s)
+      if (levels_[s] >= 0) encode_slot(static_cast<uint32_t>(s));
+  }
   entry_ = a.entry;
   max_level_ = top;
   rng_state_ = a.rng_state;

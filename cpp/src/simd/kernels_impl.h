@@ -38,55 +38,77 @@ typename V::Reg load_row_tail(const void* x, size_t offset, size_t count) {
 // Rows ahead of the current four that dot_rows prefetches (a hint: it never faults).
 constexpr size_t kPrefetchRows = 12;
 
-// Four rows at a time share each query load; every row runs one accumulator
-// chain over the full chunks, then its zero-padded tail, then the same
-// horizontal sum, so a row's score does not depend on where it sits.
-template <class V, Storage S>
-void dot_rows(const float* q, const void* x, size_t ldx, size_t n_rows, size_t d, float* out) {
+// Four rows x0..x3 sharing each query load: every row runs one accumulator chain over
+// the full chunks, then its zero-padded tail, then the same horizontal sum, so a row's
+// score does not depend on where it sits or which kernel reduced it. prefetch(p) is
+// called at each chunk offset p (elements), to request lines of rows still to come.
+template <class V, Storage S, class Prefetch>
+inline void dot4(const float* q, typename V::Reg qt, const void* x0, const void* x1,
+                 const void* x2, const void* x3, size_t full, size_t tail, float* out,
+                 Prefetch prefetch) {
   using Reg = typename V::Reg;
   constexpr size_t W = V::kWidth;
-  const size_t full = d - d % W;
-  const size_t tail = d - full;
-  alignas(64) float q_tail[W] = {};
-  std::memcpy(q_tail, q + full, tail * sizeof(float));
-  const Reg qt = V::load(q_tail);
+  Reg a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+  for (size_t p = 0; p < full; p += W) {
+    prefetch(p);
+    const Reg qv = V::load(q + p);
+    a0 = V::fma(qv, load_row<V, S>(x0, p), a0);
+    a1 = V::fma(qv, load_row<V, S>(x1, p), a1);
+    a2 = V::fma(qv, load_row<V, S>(x2, p), a2);
+    a3 = V::fma(qv, load_row<V, S>(x3, p), a3);
+  }
+  if (tail) {
+    a0 = V::fma(qt, load_row_tail<V, S>(x0, full, tail), a0);
+    a1 = V::fma(qt, load_row_tail<V, S>(x1, full, tail), a1);
+    a2 = V::fma(qt, load_row_tail<V, S>(x2, full, tail), a2);
+    a3 = V::fma(qt, load_row_tail<V, S>(x3, full, tail), a3);
+  }
+  out[0] = V::sum(a0);
+  out[1] = V::sum(a1);
+  out[2] = V::sum(a2);
+  out[3] = V::sum(a3);
+}
 
+// The query's last d % kWidth values, zero-padded to a register.
+template <class V>
+inline typename V::Reg query_tail(const float* q, size_t full, size_t tail) {
+  alignas(64) float q_tail[V::kWidth] = {};
+  std::memcpy(q_tail, q + full, tail * sizeof(float));
+  return V::load(q_tail);
+}
+
+// One row by dot4's chain.
+template <class V, Storage S>
+inline float dot1(const float* q, typename V::Reg qt, const void* x, size_t full, size_t tail) {
+  typename V::Reg a0 = V::zero();
+  for (size_t p = 0; p < full; p += V::kWidth) a0 = V::fma(V::load(q + p), load_row<V, S>(x, p), a0);
+  if (tail) a0 = V::fma(qt, load_row_tail<V, S>(x, full, tail), a0);
+  return V::sum(a0);
+}
+
+template <class V, Storage S>
+void dot_rows(const float* q, const void* x, size_t ldx, size_t n_rows, size_t d, float* out) {
+  constexpr size_t kBytes = storage_bytes(S);
+  const size_t full = d - d % V::kWidth;
+  const size_t tail = d - full;
+  const typename V::Reg qt = query_tail<V>(q, full, tail);
+  const char* base = static_cast<const char*>(x);
+  const size_t row_bytes = ldx * kBytes;
   size_t j = 0;
   for (; j + 4 <= n_rows; j += 4) {
-    const size_t r0 = j * ldx, r1 = r0 + ldx, r2 = r1 + ldx, r3 = r2 + ldx;
-    Reg a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
-    for (size_t p = 0; p < full; p += W) {
-      // Hardware prefetchers keep too few lines in flight for four interleaved
-      // row streams of narrow (fp16/bf16) rows; fetch the rows kPrefetchRows ahead.
-      const char* ahead = static_cast<const char*>(x) + (r0 + kPrefetchRows * ldx + p) * storage_bytes(S);
-      __builtin_prefetch(ahead);
-      __builtin_prefetch(ahead + ldx * storage_bytes(S));
-      __builtin_prefetch(ahead + 2 * ldx * storage_bytes(S));
-      __builtin_prefetch(ahead + 3 * ldx * storage_bytes(S));
-      const Reg qv = V::load(q + p);
-      a0 = V::fma(qv, load_row<V, S>(x, r0 + p), a0);
-      a1 = V::fma(qv, load_row<V, S>(x, r1 + p), a1);
-      a2 = V::fma(qv, load_row<V, S>(x, r2 + p), a2);
-      a3 = V::fma(qv, load_row<V, S>(x, r3 + p), a3);
-    }
-    if (tail) {
-      a0 = V::fma(qt, load_row_tail<V, S>(x, r0 + full, tail), a0);
-      a1 = V::fma(qt, load_row_tail<V, S>(x, r1 + full, tail), a1);
-      a2 = V::fma(qt, load_row_tail<V, S>(x, r2 + full, tail), a2);
-      a3 = V::fma(qt, load_row_tail<V, S>(x, r3 + full, tail), a3);
-    }
-    out[j] = V::sum(a0);
-    out[j + 1] = V::sum(a1);
-    out[j + 2] = V::sum(a2);
-    out[j + 3] = V::sum(a3);
+    const char* r0 = base + j * row_bytes;
+    // Hardware prefetchers keep too few lines in flight for four interleaved
+    // row streams of narrow (fp16/bf16) rows; fetch the rows kPrefetchRows ahead.
+    dot4<V, S>(q, qt, r0, r0 + row_bytes, r0 + 2 * row_bytes, r0 + 3 * row_bytes, full, tail,
+               out + j, [&](size_t p) {
+                 const char* ahead = r0 + kPrefetchRows * row_bytes + p * kBytes;
+                 __builtin_prefetch(ahead);
+                 __builtin_prefetch(ahead + row_bytes);
+                 __builtin_prefetch(ahead + 2 * row_bytes);
+                 __builtin_prefetch(ahead + 3 * row_bytes);
+               });
   }
-  for (; j < n_rows; ++j) {
-    const size_t r0 = j * ldx;
-    Reg a0 = V::zero();
-    for (size_t p = 0; p < full; p += W) a0 = V::fma(V::load(q + p), load_row<V, S>(x, r0 + p), a0);
-    if (tail) a0 = V::fma(qt, load_row_tail<V, S>(x, r0 + full, tail), a0);
-    out[j] = V::sum(a0);
-  }
+  for (; j < n_rows; ++j) out[j] = dot1<V, S>(q, qt, base + j * row_bytes, full, tail);
 }
 
 template <class V, Storage S>
@@ -200,6 +222,26 @@ size_t at_least(const float* s, const float* thr, size_t n, uint32_t* idx) {
   return count;
 }
 
+// dot_rows over rows given by address. The next group's lines at the same offset are
+// requested while this group is reduced, so they arrive in time for it.
+template <class V, Storage S>
+void dot_gather(const float* q, const void* const* rows, size_t n, size_t d, float* out) {
+  constexpr size_t kBytes = storage_bytes(S);
+  const size_t full = d - d % V::kWidth;
+  const size_t tail = d - full;
+  const typename V::Reg qt = query_tail<V>(q, full, tail);
+  size_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const size_t ahead = std::min<size_t>(4, n - j - 4);  // rows of the next group
+    dot4<V, S>(q, qt, rows[j], rows[j + 1], rows[j + 2], rows[j + 3], full, tail, out + j,
+               [&](size_t p) {
+                 for (size_t r = 0; r < ahead; ++r)
+                   __builtin_prefetch(static_cast<const char*>(rows[j + 4 + r]) + p * kBytes);
+               });
+  }
+  for (; j < n; ++j) out[j] = dot1<V, S>(q, qt, rows[j], full, tail);
+}
+
 template <class V>
 DenseKernels make_kernels(SimdLevel level, const char* name) {
   return DenseKernels{
@@ -210,6 +252,7 @@ DenseKernels make_kernels(SimdLevel level, const char* name) {
       {to_f32<V, Storage::F32>, to_f32<V, Storage::F16>, to_f32<V, Storage::BF16>},
       dot_rows_batch<V>,
       at_least<V>,
+      {dot_gather<V, Storage::F32>, dot_gather<V, Storage::F16>, dot_gather<V, Storage::BF16>},
   };
 }
 

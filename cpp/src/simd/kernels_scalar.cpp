@@ -80,6 +80,11 @@ size_t at_least(const float* s, const float* thr, size_t n, uint32_t* idx) {
   return count;
 }
 
+template <Storage S>
+void dot_gather(const float* q, const void* const* rows, size_t n, size_t d, float* out) {
+  for (size_t j = 0; j < n; ++j) dot_rows<S>(q, rows[j], d, 1, d, out + j);
+}
+
 }  // namespace
 
 extern const DenseKernels kScalarKernels = {
@@ -90,6 +95,7 @@ extern const DenseKernels kScalarKernels = {
     {to_f32<Storage::F32>, to_f32<Storage::F16>, to_f32<Storage::BF16>},
     dot_rows_batch,
     at_least,
+    {dot_gather<Storage::F32>, dot_gather<Storage::F16>, dot_gather<Storage::BF16>},
 };
 
 }  // namespace ragcore

@@ -12,8 +12,13 @@
 namespace ragcore {
 
 int hardware_threads() {
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  // Asked once: glibc reads /sys for it, about 3 us a call, which a one-query search
+  // (tens of microseconds, two calls) would otherwise pay every time.
+  static const int hw = [] {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : static_cast<int>(n);
+  }();
+  return hw;
 }
 
 int resolve_threads(int n_threads) {

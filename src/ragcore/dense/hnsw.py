@@ -8,8 +8,8 @@ import numpy as np
 
 from .. import _core
 from .._util.allow import allow_mask
-from .._util.arrays import (as_float_matrix, check_choice, check_positive_int, check_threads,
-                            raw_ids)
+from .._util.arrays import (ONE_ROW_SQ_NORM_LIMIT, as_float_matrix, check_choice,
+                            check_positive_int, check_threads, raw_ids)
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
 from ..errors import IndexFileError
@@ -43,8 +43,15 @@ class HNSWIndex:
         M: neighbours per node on the upper levels (2M on the bottom level), 2..512.
             More: higher recall at a given ef, more memory, slower build.
         ef_construction: candidates kept while linking a new node (>= 1).
-        dtype: storage of the vectors: "float32", "float16" or "bfloat16". ("int8"
-            is not built for HNSWIndex: it is refused.)
+        dtype: storage of the vectors: "float32", "float16", "bfloat16" or "int8".
+            "int8" keeps the float32 vectors and, beside them, int8 codes (per vector:
+            x ~ codes * max|x| / 127, d + 4 bytes); a search walks the graph scoring
+            codes against the int8-quantised query (AVX-512 VNNI where present), then
+            re-scores the walk's max(ef, k) candidates with the float32 vectors, so the
+            returned scores are exact. The graph is built on the float32 vectors (the
+            same graph as "float32"). Memory: 1.25x float32's for the vectors; with
+            load(mmap=True) the float32 vectors are mapped from the file (read once to
+            derive the codes, then only the candidates' rows), the codes held in memory.
         seed: draws the node levels; with n_threads=1 in add() the graph depends
             only on the seed and the vectors added, in order.
         ef: the default search breadth (see search).
@@ -65,10 +72,10 @@ class HNSWIndex:
             raise ValueError(f"M must be between 2 and {_MAX_M}, got {M}")
         self._M = M
         self._ef_construction = check_positive_int(ef_construction, "ef_construction")
-        if dtype == "int8":
-            raise ValueError("dtype 'int8' is not built for HNSWIndex; use 'float32', "
-                             "'float16' or 'bfloat16'")
-        self._dtype = check_choice(dtype, "dtype", STORAGE_DTYPES)
+        self._dtype = check_choice(dtype, "dtype", STORAGE_DTYPES + ("int8",))
+        # int8: the float32 vectors are stored (and saved) as for "float32"; the walk
+        # scores int8 codes derived from them and re-scores its candidates exactly.
+        self._stored = "float32" if self._dtype == "int8" else self._dtype
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
             raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
         self._seed = int(seed)
@@ -81,8 +88,9 @@ class HNSWIndex:
 
     def _new_graph(self):
         return _core.HnswGraph(self._dim, metric=NATIVE_METRIC[self._metric],
-                               storage=NATIVE_STORAGE[self._dtype], M=self._M,
-                               ef_construction=self._ef_construction, seed=self._seed)
+                               storage=NATIVE_STORAGE[self._stored], M=self._M,
+                               ef_construction=self._ef_construction, seed=self._seed,
+                               int8_walk=self._dtype == "int8")
 
     # ---- properties -----------------------------------------------------
 
@@ -129,10 +137,10 @@ class HNSWIndex:
         x = as_float_matrix(vectors, "vectors", self._dim)
         if self._metric == "cosine":
             x = normalized(x, "vectors")
-        stored = np.ascontiguousarray(to_storage(x, self._dtype, "vectors"))
+        stored = np.ascontiguousarray(to_storage(x, self._stored, "vectors"))
         sq_norms = None
         if self._metric == "l2":  # of the stored values, as FlatIndex computes them
-            values = to_float32(stored, self._dtype)
+            values = to_float32(stored, self._stored)
             sq_norms = np.einsum("ij,ij->i", values, values, dtype=np.float32)
         with self._lock:
             new_ids = check_new_ids(ids, len(x), self._sorted_ids, self._next_id)
@@ -166,8 +174,16 @@ class HNSWIndex:
             so a restrictive filter returns the exact filtered top-k.
         n_threads: 0 uses all cores (queries are spread over them).
         """
+        if ef is None:
+            ef = self._ef
+        if (allow is None and type(k) is int and k > 0 and type(ef) is int and ef > 0
+                and type(n_threads) is int and 0 <= n_threads < 1 << 16
+                and self._metric != "cosine"):
+            found = self._graph.search_row(queries, k, ef, ONE_ROW_SQ_NORM_LIMIT, n_threads)
+            if found is not None:  # one clean row, checked natively
+                return Hits(*found)
         k = check_positive_int(k, "k")
-        ef = self._ef if ef is None else check_positive_int(ef, "ef")
+        ef = check_positive_int(ef, "ef")
         n_threads = check_threads(n_threads)
         q = as_float_matrix(queries, "queries", self._dim)
         if self._metric == "cosine":
@@ -196,7 +212,7 @@ class HNSWIndex:
                       "ef_construction": self._ef_construction, "dtype": self._dtype,
                       "seed": self._seed, "ef": self._ef, "next_id": self._next_id,
                       "entry": int(snap["entry"]), "rng_state": int(snap["rng_state"])}
-        arrays = {"vectors": snap["vectors"].view(NUMPY_DTYPE[self._dtype]), "ids": snap["ids"],
+        arrays = {"vectors": snap["vectors"].view(NUMPY_DTYPE[self._stored]), "ids": snap["ids"],
                   "levels": snap["levels"], "links0": snap["links0"], "upper": snap["upper"],
                   "upper_offsets": snap["upper_offsets"]}
         if self._metric == "l2":
@@ -217,9 +233,9 @@ class HNSWIndex:
                         params["dtype"], params["seed"], ef=params["ef"])
             ids = arrays["ids"]
             vectors = arrays["vectors"]
-            if vectors.dtype != NUMPY_DTYPE[index.dtype] or vectors.shape != (len(ids), index.dim):
+            if vectors.dtype != NUMPY_DTYPE[index._stored] or vectors.shape != (len(ids), index.dim):
                 raise ValueError("vectors do not match the parameters")
-            if not np.isfinite(to_float32(vectors[arrays["levels"] >= 0], index.dtype)).all():
+            if not np.isfinite(to_float32(vectors[arrays["levels"] >= 0], index._stored)).all():
                 raise ValueError("vectors contain NaN or infinity")
             sq_norms = arrays["sq_norms"] if index.metric == "l2" else None
             index._graph.restore(

@@ -58,14 +58,32 @@ class IVFIndex:
     normalisation for "cosine"); a query scans the lists of its nprobe nearest
     centroids. With nprobe = nlist the answer is FlatIndex's (float storage).
     ``search`` may run concurrently with ``add`` / ``remove``.
+
+    dtype="rabitq" (keywords bits=1..8, rescore=, epsilon=) builds a
+    ``RabitqIVFIndex`` (dense/ivf_rabitq.py): RaBitQ codes re-scored exactly.
     """
+
+    # Storages with their own subclass register here (class X(IVFIndex, dtype="...")), so
+    # IVFIndex(..., dtype=...) and IVFIndex.load build them without importing them.
+    _subclass_of_dtype: dict = {}
+
+    def __init_subclass__(cls, dtype: str = "", **kwargs):
+        super().__init_subclass__(**kwargs)
+        if dtype:
+            IVFIndex._subclass_of_dtype[dtype] = cls
+
+    def __new__(cls, *args, **kwargs):
+        dtype = args[3] if len(args) > 3 else kwargs.get("dtype")
+        if cls is IVFIndex and isinstance(dtype, str):
+            cls = IVFIndex._subclass_of_dtype.get(dtype, cls)
+        return super().__new__(cls)
 
     def __init__(self, dim: int, nlist: int, metric: str = "ip", dtype: str = "float32", *,
                  m: int | None = None, init: str = "kmeans++", max_iter: int = 25, seed: int = 0):
         self._dim = check_limit(dim, "dim", MAX_DIM)
         self._nlist = check_limit(nlist, "nlist", MAX_NLIST)
         self._metric = check_choice(metric, "metric", METRICS)
-        self._dtype = check_choice(dtype, "dtype", DTYPES)
+        self._dtype = check_choice(dtype, "dtype", DTYPES + tuple(self._subclass_of_dtype))
         self._init = check_choice(init, "init", INITS)
         self._max_iter = check_limit(max_iter, "max_iter", MAX_ITER)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
@@ -311,6 +329,10 @@ class IVFIndex:
         re-scoring stay on disk until read); a later add or remove copies them."""
         params, arrays = read_index(path, _FILE_KIND, mmap=mmap)
         f = FileFields(path, params, arrays)
+        stored = params.get("dtype")
+        subclass = cls._subclass_of_dtype.get(stored) if isinstance(stored, str) else None
+        if subclass is not None:
+            return subclass.from_file(f)
         dim = f.int_param("dim", 1, MAX_DIM)
         nlist = f.int_param("nlist", 1, MAX_NLIST)
         metric = f.choice_param("metric", METRICS)

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ragcore/dense/types.h"
+#include "ragcore/simd/int8_dot.h"
 #include "ragcore/simd/simd.h"
 #include "ragcore/util/filter.h"
 
@@ -39,6 +40,10 @@ struct HnswParams {
   size_t ef_construction = 200;    // >= 1; candidates kept while linking a new node
   uint64_t seed = 0;               // draws the node levels
   int simd_level = -1;             // < 0: best available; else a SimdLevel
+  // Searches walk on int8 codes of the vectors (int8_dot.h; F32 storage only), then
+  // re-score the walk's candidates with the float32 vectors, so scores are exact.
+  // Building and re-linking score the float32 vectors (the graph is the F32 one).
+  bool int8_walk = false;
 };
 
 struct HnswSearchArgs {
@@ -132,13 +137,21 @@ class HnswIndex {
     float score;
     uint32_t slot;
   };
-  class Visited;
+  class WalkState;
 
   template <bool kLocked>
-  void walk(const float* q, float qnorm, Scored entry, int level, size_t ef, Visited& vis,
+  void walk(const float* q, float qnorm, Scored entry, int level, size_t ef, WalkState& vis,
             const AllowFilter* allow, std::vector<Scored>& out) const;
   template <bool kLocked>
-  Scored greedy(const float* q, float qnorm, Scored cur, int level) const;
+  Scored greedy(const float* q, float qnorm, Scored cur, int level, WalkState& ws) const;
+  // ws.scores[j] = score of slots[j] for j < n, by the gathered kernel (score()'s bits).
+  // With ws.coarse (an int8 search) the scores are the int8 codes' estimates.
+  void score_slots(const float* q, float qnorm, const uint32_t* slots, size_t n,
+                   WalkState& ws) const;
+  float score_one(const float* q, float qnorm, uint32_t s, WalkState& ws) const;
+  void encode_slot(uint32_t s);  // int8_walk: the codes of slot s's vector
+  // The exact scores of found (an int8 walk's candidates), in place.
+  void rescore(const float* q, float qnorm, std::vector<Scored>& found, WalkState& ws) const;
   void search_graph(const HnswSearchArgs& a) const;
   void search_exact(const HnswSearchArgs& a, const std::vector<uint32_t>& slots) const;
 
@@ -152,19 +165,20 @@ class HnswIndex {
 
   void reserve_slots(size_t slots);
   void own_vectors();
-  void insert(uint32_t slot, int level, std::vector<float>& qbuf, Visited& vis);
+  void insert(uint32_t slot, int level, std::vector<float>& qbuf, WalkState& vis);
   // kept: links that stay; candidates are added to them up to m.
   void select_neighbors(std::vector<Scored>& cands, size_t m, std::vector<float>& buf,
                         std::vector<Scored> kept = {}) const;
   void link_back(uint32_t from, uint32_t to, float score, int level, std::vector<float>& buf);
   std::vector<Scored> relinked(uint32_t s, int level, const std::vector<uint8_t>& removed,
-                               const AllowFilter& live, Visited& vis, std::vector<float>& buf) const;
+                               const AllowFilter& live, WalkState& vis, std::vector<float>& buf) const;
   void choose_entry();
   void connect_unreached();
   bool connect_unreached_once();
 
   HnswParams p_;
   const DenseKernels& kern_;
+  const Int8Kernel& int8_kern_;
   size_t row_bytes_;
   int max_level_ = -1;
   int64_t entry_ = -1;
@@ -173,6 +187,8 @@ class HnswIndex {
   std::vector<uint8_t> owned_;
   bool borrowed_ = false;
   std::vector<float> sq_norms_;
+  std::vector<int8_t> codes_;      // int8_walk: slots x d codes, derived from the vectors
+  std::vector<float> code_scale_;  // int8_walk: per slot, x ~ codes * scale / 127
   std::vector<int64_t> ids_;
   std::vector<int32_t> levels_;
   std::vector<uint32_t> links0_;

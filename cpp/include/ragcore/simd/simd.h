@@ -41,6 +41,12 @@ struct DenseKernels {
 
   // Writes to idx the positions i < n with s[i] >= thr[i]; returns their count.
   size_t (*at_least)(const float* s, const float* thr, size_t n, uint32_t* idx);
+
+  // out[j] = <q, rows[j]> for j < n, rows anywhere in memory (a graph walk's unvisited
+  // neighbours): four rows at a time, the next four prefetched meanwhile. Each row is
+  // reduced exactly as dot_rows reduces it, so its score has the same bits.
+  void (*dot_gather[kNumStorage])(const float* q, const void* const* rows, size_t n, size_t d,
+                                  float* out);
 };
 
 // Kernels of one level; throws std::invalid_argument if this CPU or build lacks it.

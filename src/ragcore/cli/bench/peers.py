@@ -113,6 +113,29 @@ class FaissIVFFlat(System):
         return int(faiss.serialize_index(self.index).nbytes)
 
 
+class FaissIVFRaBitQ(FaissIVFFlat):
+    """faiss IndexIVFRaBitQ (1-bit codes, faiss's defaults) re-ranked by IndexRefineFlat
+    (k_factor 8), so that its scores are exact as ragcore's rabitq are."""
+    family = "faiss IndexIVFRaBitQ+RefineFlat"
+
+    def build(self, x, sample):
+        import faiss
+
+        faiss.omp_set_num_threads(self.threads)
+        self.quantizer = faiss.IndexFlatL2(x.shape[1])
+        self.base = faiss.IndexIVFRaBitQ(self.quantizer, x.shape[1], self.nlist,
+                                         faiss.METRIC_INNER_PRODUCT)
+        self.base.cp.seed = self.seed
+        self.index = faiss.IndexRefineFlat(self.base)
+        self.index.k_factor = 8
+        self.index.train(sample)
+        self.index.add(x)
+
+    def search(self, queries, k):
+        self.base.nprobe = self.value
+        return self.index.search(queries, k)[1]
+
+
 class GraphSystem(System):
     """A graph index built with M and ef_construction (the same for every one)."""
 
@@ -126,10 +149,11 @@ class GraphSystem(System):
 
 class RagcoreHNSW(GraphSystem):
     family, knob = "ragcore HNSW", "ef"
+    dtype = "float32"
 
     def build(self, x, sample):
         self.index = HNSWIndex(x.shape[1], "ip", M=self.M, ef_construction=self.EF_CONSTRUCTION,
-                               seed=self.seed)
+                               seed=self.seed, dtype=self.dtype)
         self.index.add(x, n_threads=self.threads)
 
     def search(self, queries, k):
@@ -138,6 +162,11 @@ class RagcoreHNSW(GraphSystem):
 
     def memory_bytes(self):
         return self.index.memory_bytes()
+
+
+class RagcoreHNSWInt8(RagcoreHNSW):
+    """The walk on int8 codes, candidates re-scored with the float32 vectors."""
+    family, dtype = "ragcore HNSW int8", "int8"
 
 
 class FaissHNSW(GraphSystem):
@@ -202,10 +231,11 @@ class Usearch(GraphSystem):
         return int(self.index.memory_usage)
 
 
-SYSTEM_NAMES = ("ragcore-f32", "ragcore-sq8", "ragcore-hnsw", "faiss-ivf", "faiss-hnsw", "hnswlib",
-                "usearch")
-_GRAPHS = {"ragcore-hnsw": RagcoreHNSW, "faiss-hnsw": FaissHNSW, "hnswlib": Hnswlib,
-           "usearch": Usearch}
+SYSTEM_NAMES = ("ragcore-f32", "ragcore-sq8", "ragcore-rabitq", "ragcore-hnsw", "ragcore-hnsw-int8",
+                "faiss-ivf", "faiss-ivf-rabitq", "faiss-hnsw", "hnswlib", "usearch")
+_IVF_DTYPES = {"ragcore-f32": "float32", "ragcore-sq8": "sq8", "ragcore-rabitq": "rabitq"}
+_GRAPHS = {"ragcore-hnsw": RagcoreHNSW, "ragcore-hnsw-int8": RagcoreHNSWInt8,
+           "faiss-hnsw": FaissHNSW, "hnswlib": Hnswlib, "usearch": Usearch}
 
 
 def make_systems(names, nlists, nprobes, efs, threads: int, seed: int, M: int = GRAPH_M,
@@ -213,11 +243,11 @@ def make_systems(names, nlists, nprobes, efs, threads: int, seed: int, M: int = 
     """(systems to run, names skipped because their library is missing)."""
     systems, missing = [], []
     for name in names:
-        if name in ("ragcore-f32", "ragcore-sq8"):
-            dtype = "float32" if name == "ragcore-f32" else "sq8"
-            systems += [RagcoreIVF(nprobes, threads, seed, nlist, dtype) for nlist in nlists]
-        elif name == "faiss-ivf":
-            systems += [FaissIVFFlat(nprobes, threads, seed, nlist) for nlist in nlists]
+        if name in _IVF_DTYPES:
+            systems += [RagcoreIVF(nprobes, threads, seed, nlist, _IVF_DTYPES[name]) for nlist in nlists]
+        elif name in ("faiss-ivf", "faiss-ivf-rabitq"):
+            kind = FaissIVFFlat if name == "faiss-ivf" else FaissIVFRaBitQ
+            systems += [kind(nprobes, threads, seed, nlist) for nlist in nlists]
         else:
             systems.append(_GRAPHS[name](efs, threads, seed, M, ef_construction))
     kept = [s for s in systems if s.available()]

@@ -1,0 +1,111 @@
+"""HNSW graphs side by side, interleaved: ragcore HNSWIndex (float32 and int8), hnswlib,
+faiss IndexHNSWFlat and usearch, all built with the same M and ef_construction on the same
+data, then measured in turns (every repeat runs each system once at each ef), so a shared
+machine's load falls on all of them alike.
+
+Batch 1: CPU microseconds per query (process time, one thread), median of the repeats.
+Batch 256: wall-clock QPS with all threads, median of the repeats. Recall@10 against
+FlatIndex. Prints the sweep and, at recall >= 0.95 and 0.99, each system's best QPS and its
+ratio to ragcore's.
+
+    python bench/hnsw_interleaved.py [--data clustered|stdlib] [--n 50000] [--d 384]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from ragcore import FlatIndex
+from ragcore.cli.bench import data
+from ragcore.cli.bench.peers import make_systems
+from ragcore.cli.bench.stdlib_vectors import stdlib_embeddings
+
+SYSTEMS = ("ragcore-hnsw", "ragcore-hnsw-int8", "hnswlib", "faiss-hnsw", "usearch")
+
+
+def recall_at(ids, truth):
+    return float(np.mean([len(set(a) & set(b)) / truth.shape[1] for a, b in zip(ids, truth)]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="clustered", choices=("clustered", "stdlib"))
+    ap.add_argument("--n", type=int, default=50_000)
+    ap.add_argument("--d", type=int, default=384)
+    ap.add_argument("--queries", type=int, default=500)
+    ap.add_argument("--ef", default="16,24,32,48,64,96,128")
+    ap.add_argument("--M", type=int, default=16)
+    ap.add_argument("--ef-construction", type=int, default=200)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--b1-queries", type=int, default=200)
+    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    args = ap.parse_args()
+    threads = os.cpu_count() or 1
+    efs = [int(v) for v in args.ef.split(",")]
+    if args.data == "stdlib":
+        x, q = stdlib_embeddings(args.n, args.queries, 0)
+    else:
+        x, q = data.clustered(args.n, args.d, 0, args.queries)
+    exact = FlatIndex(x.shape[1])
+    exact.add(x)
+    truth = exact.search(q, 10).ids
+    del exact
+    systems, missing = make_systems(args.systems.split(","), [], [], efs, threads, 0, args.M,
+                                    args.ef_construction)
+    print(f"data {args.data} n={len(x)} d={x.shape[1]} queries={len(q)} threads={threads} "
+          f"M={args.M} efC={args.ef_construction} load={os.getloadavg()[0]:.1f} missing={missing}")
+    for s in systems:
+        t0 = time.perf_counter()
+        s.build(x, None)
+        s.build_s = time.perf_counter() - t0
+        print(f"built {s.family}: {s.build_s:.1f} s, {s.memory_bytes() / 2**20:.0f} MiB",
+              flush=True)
+    batch = np.ascontiguousarray(np.resize(q, (256, q.shape[1])))
+    rows = []
+    for ef in efs:
+        b1 = {s.family: [] for s in systems}
+        b256 = {s.family: [] for s in systems}
+        for s in systems:
+            s.set(ef)
+            s.search(q[:5], 10)  # warm
+        for _ in range(args.repeats):
+            for s in systems:
+                s.set(ef)
+                t0 = time.process_time()
+                for i in range(args.b1_queries):
+                    s.search(q[i : i + 1], 10)
+                b1[s.family].append((time.process_time() - t0) / args.b1_queries * 1e6)
+                t0 = time.perf_counter()
+                s.search(batch, 10)
+                b256[s.family].append(256 / (time.perf_counter() - t0))
+        for s in systems:
+            s.set(ef)
+            r = recall_at(s.search(q, 10), truth)
+            us = float(np.median(b1[s.family]))
+            rows.append((s.family, ef, r, us, float(np.median(b256[s.family]))))
+            print(f"ef={ef:4d} {s.family:22s} recall={r:.3f} b1 {us:7.1f} us/query "
+                  f"(QPS {1e6 / us:7.0f})  b256 QPS {rows[-1][4]:7.0f}", flush=True)
+    print(f"load after: {os.getloadavg()[0]:.1f}")
+    for target in (0.95, 0.99):
+        best = {}
+        for fam in {r[0] for r in rows}:
+            ok = [r for r in rows if r[0] == fam and r[2] >= target]
+            if ok:
+                best[fam] = (max(ok, key=lambda r: 1 / r[3]), max(ok, key=lambda r: r[4]))
+        ours = best.get("ragcore HNSW")
+        print(f"recall >= {target}:")
+        for fam, (p1, p256) in sorted(best.items()):
+            ratio = (f"ragcore/this b1 {(1 / ours[0][3]) / (1 / p1[3]):.2f}x, "
+                     f"b256 {ours[1][4] / p256[4]:.2f}x") if ours else ""
+            print(f"  {fam:22s} b1 QPS {1e6 / p1[3]:7.0f} (ef={p1[1]})  b256 QPS {p256[4]:7.0f} "
+                  f"(ef={p256[1]})  {ratio}")
+    for s in systems:
+        print(f"build {s.family}: {s.build_s:.1f} s, memory {s.memory_bytes() / 2**20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+// Bindings of the RaBitQ IVF storage: encoding, search and (for tests) the
+// estimates of one list. Conversion, checks and GIL release only.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "array_checks.h"
+#include "ragcore/dense/rabitq.h"
+#include "ragcore/util/result_bound.h"
+
+namespace py = pybind11;
+using namespace ragcore;
+using namespace ragcore_bindings;
+
+namespace {
+
+// A C-contiguous 2-D array of T with `cols` columns (0: any); its rows.
+template <class T>
+const T* matrix(const py::array& a, const std::string& name, size_t cols = 0) {
+  if (!py::isinstance<py::array_t<T>>(a) || a.ndim() != 2)
+    fail(name, "expected a 2-D array of the right dtype");
+  if (!(a.flags() & py::array::c_style)) fail(name, "must be C-contiguous");
+  if (cols && static_cast<size_t>(a.shape(1)) != cols)
+    fail(name, "expected " + std::to_string(cols) + " columns");
+  return static_cast<const T*>(a.data());
+}
+
+size_t rows_of(const py::array& a) { return static_cast<size_t>(a.shape(0)); }
+
+py::tuple encode_py(const py::array& rot_residuals, const py::array& rot_centroids,
+                    const py::array& labels, size_t bits, int n_threads) {
+  const float* res = matrix<float>(rot_residuals, "rot_residuals");
+  const size_t n = rows_of(rot_residuals), dp = static_cast<size_t>(rot_residuals.shape(1));
+  const float* cent = matrix<float>(rot_centroids, "rot_centroids", dp);
+  const int64_t* lab = vector_data<int64_t>(labels, n, "labels");
+  if (bits < 1 || bits > 8) fail("bits", "must be in [1, 8]");
+  if (dp == 0 || dp % 8) fail("rot_residuals", "columns must be a positive multiple of 8");
+  py::array_t<uint8_t> rows({n, rabitq_row_bytes(dp, bits)});
+  py::array_t<float> cosines(n);
+  uint8_t* out = rows.mutable_data();
+  float* cos = cosines.mutable_data();
+  const size_t nlist = rows_of(rot_centroids);
+  {
+    py::gil_scoped_release release;
+    rabitq_encode(res, cent, lab, n, nlist, dp, bits, n_threads, out, cos);
+  }
+  return py::make_tuple(rows, cosines);
+}
+
+// The index arrays as search arguments (checked for shape and dtype here, for
+// consistency by the kernel).
+RabitqSearchArgs index_args(const py::array& rows, const py::array& centroids,
+                            const py::array& centroid_sq_norms, const py::array& rotation,
+                            size_t bits, const py::array& list_offsets,
+                            std::vector<int64_t>& offsets_copy, const py::array& ids,
+                            const py::array& exact_rows, const std::optional<py::array>& sq_norms,
+                            Metric metric) {
+  if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
+  RabitqSearchArgs a;
+  a.centroids = matrix<float>(centroids, "centroids");
+  a.nlist = rows_of(centroids);
+  a.d = static_cast<size_t>(centroids.shape(1));
+  a.dp = rabitq_padded_dim(a.d);
+  a.bits = bits;
+  if (bits < 1 || bits > 8) fail("bits", "must be in [1, 8]");
+  a.centroid_sq_norms = vector_data<float>(centroid_sq_norms, a.nlist, "centroid_sq_norms");
+  a.rotation = matrix<float>(rotation, "rotation", a.d);
+  if (rows_of(rotation) != a.dp) fail("rotation", "expected dp rows");
+  // A copy: checked, then followed without the GIL while the caller's array could change.
+  const int64_t* offsets = vector_data<int64_t>(list_offsets, a.nlist + 1, "list_offsets");
+  offsets_copy.assign(offsets, offsets + a.nlist + 1);
+  a.list_offsets = offsets_copy.data();
+  a.rows = matrix<uint8_t>(rows, "rows", rabitq_row_bytes(a.dp, bits));
+  a.n = rows_of(rows);
+  a.ids = vector_data<int64_t>(ids, a.n, "ids");
+  a.exact_rows = matrix<float>(exact_rows, "exact_rows", a.d);
+  if (rows_of(exact_rows) != a.n) fail("exact_rows", "expected one row per code row");
+  a.sq_norms = vector_data<float>(sq_norms, a.n, "sq_norms");
+  a.metric = metric;
+  return a;
+}
+
+void set_queries(RabitqSearchArgs& a, const py::array& queries) {
+  a.query_stride = row_stride_elements(queries, "queries");
+  if (!py::isinstance<py::array_t<float>>(queries) || static_cast<size_t>(queries.shape(1)) != a.d)
+    fail("queries", "expected float32 with " + std::to_string(a.d) + " columns");
+  a.queries = static_cast<const float*>(queries.data());
+  a.nq = rows_of(queries);
+}
+
+py::tuple search_py(const py::array& rows, const py::array& queries, size_t k,
+                    const py::array& centroids, const py::array& centroid_sq_norms,
+                    const py::array& rotation, size_t bits, const py::array& list_offsets,
+                    const py::array& ids, const py::array& exact_rows,
+                    const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
+                    RabitqRescore rescore, size_t rescore_count, float epsilon,
+                    const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
+                    const std::optional<SimdLevel>& simd_level) {
+  if (rescore < RabitqRescore::Bound || rescore > RabitqRescore::All) fail("rescore", "unknown value");
+  std::vector<int64_t> offsets;
+  RabitqSearchArgs a = index_args(rows, centroids, centroid_sq_norms, rotation, bits, list_offsets,
+                                  offsets, ids, exact_rows, sq_norms, metric);
+  set_queries(a, queries);
+  a.k = k;
+  a.nprobe = nprobe;
+  a.rescore = rescore;
+  a.rescore_count = rescore_count;
+  a.epsilon = epsilon;
+  a.allow = allow_filter(allow, allow_by_row);
+  a.n_threads = n_threads;
+  a.simd_level = simd_level_code(simd_level);
+  check_result_size(a.nq, k, a.n);
+  py::array_t<float> scores({a.nq, k});
+  py::array_t<int64_t> out_ids({a.nq, k});
+  a.out_scores = scores.mutable_data();
+  a.out_ids = out_ids.mutable_data();
+  RabitqSearchStats stats;
+  a.stats = &stats;
+  {
+    py::gil_scoped_release release;
+    rabitq_ivf_search(a);
+  }
+  py::dict st;
+  st["scanned"] = stats.scanned;
+  st["rescored"] = stats.rescored;
+  return py::make_tuple(scores, out_ids, st);
+}
+
+py::tuple estimates_py(const py::array& rows, const py::array& query, size_t list,
+                       const py::array& centroids, const py::array& centroid_sq_norms,
+                       const py::array& rotation, size_t bits, const py::array& list_offsets,
+                       const py::array& ids, const py::array& exact_rows,
+                       const std::optional<py::array>& sq_norms, Metric metric,
+                       const std::optional<SimdLevel>& simd_level) {
+  std::vector<int64_t> offsets;
+  RabitqSearchArgs a = index_args(rows, centroids, centroid_sq_norms, rotation, bits, list_offsets,
+                                  offsets, ids, exact_rows, sq_norms, metric);
+  set_queries(a, query);
+  if (a.nq != 1) fail("query", "expected one row");
+  if (list >= a.nlist) fail("list", "outside [0, nlist)");
+  a.k = 1;
+  a.nprobe = 1;
+  a.simd_level = simd_level_code(simd_level);
+  const size_t count = static_cast<size_t>(offsets[list + 1] - offsets[list]);
+  py::array_t<float> est(count), err(count);
+  float* e = est.mutable_data();
+  float* b = err.mutable_data();
+  {
+    py::gil_scoped_release release;
+    rabitq_estimates(a, a.queries, list, e, b);
+  }
+  return py::make_tuple(est, err);
+}
+
+}  // namespace
+
+void register_rabitq(py::module_& m) {
+  py::enum_<RabitqRescore>(m, "RabitqRescore", "Which RaBitQ candidates are re-scored exactly.")
+      .value("Bound", RabitqRescore::Bound, "those whose upper bound reaches the k-th exact score")
+      .value("Count", RabitqRescore::Count, "the best rescore_count * k by estimate")
+      .value("All", RabitqRescore::All, "every scanned row");
+  m.def("rabitq_encode", &encode_py, py::arg("rot_residuals"), py::arg("rot_centroids"),
+        py::arg("labels"), py::kw_only(), py::arg("bits"), py::arg("n_threads") = 0,
+        "RaBitQ rows (bit planes + 3 float32 factors) of rotated residuals; returns (rows, cosines).");
+  m.def("rabitq_ivf_search", &search_py, py::arg("rows"), py::arg("queries"), py::arg("k"),
+        py::kw_only(), py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"),
+        py::arg("bits"), py::arg("list_offsets"), py::arg("ids"), py::arg("exact_rows"),
+        py::arg("sq_norms"), py::arg("metric"), py::arg("nprobe"),
+        py::arg("rescore") = RabitqRescore::Bound, py::arg("rescore_count") = 4,
+        py::arg("epsilon") = 1.9f, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
+        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
+        "IVF top-k over RaBitQ codes, re-scored exactly; returns (scores, ids, counts).");
+  m.def("rabitq_estimates", &estimates_py, py::arg("rows"), py::arg("query"), py::arg("list"),
+        py::kw_only(), py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"),
+        py::arg("bits"), py::arg("list_offsets"), py::arg("ids"), py::arg("exact_rows"),
+        py::arg("sq_norms"), py::arg("metric"), py::arg("simd_level") = py::none(),
+        "Estimates and error bounds (1 standard deviation) of one list's rows for one query.");
+}

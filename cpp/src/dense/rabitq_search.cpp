@@ -1,0 +1,338 @@
+// IVF search over RaBitQ codes: estimate every probed row from its code, keep
+// those whose error bound leaves them a chance, re-score those exactly.
+//
+// Bound rule (the RaBitQ paper's re-ranking): while scanning, the k-th best
+// lower bound L is a lower bound of the k-th exact score, so a row whose upper
+// bound is below L is dropped at once; the rest are re-scored in order of upper
+// bound, stopping at the first whose upper bound is below the k-th exact score.
+// One query per task (threads over queries): each writes only its own results.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ragcore/simd/simd.h"
+#include "ragcore/dense/kmeans.h"
+#include "ragcore/dense/rabitq.h"
+#include "ragcore/dense/rabitq_scan.h"
+#include "ragcore/topk/topk_batch.h"
+#include "ragcore/util/parallel.h"
+
+namespace ragcore {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kFloatMax = std::numeric_limits<float>::max();
+constexpr size_t kScanBlock = 256;  // rows estimated per kernel call
+constexpr size_t kPrefetchAhead = 4;  // exact rows requested ahead of their re-scoring
+
+// The best `k` candidates seen, exactly (a heap whose top is the worst kept).
+class KBest {
+ public:
+  explicit KBest(size_t k) : k_(k) { heap_.reserve(k); }
+  float threshold() const { return heap_.size() < k_ ? -kInf : heap_.front().score; }
+  void push(float score, int64_t id) {
+    const Candidate c{score, id};
+    if (heap_.size() < k_) {
+      heap_.push_back(c);
+      std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+    } else if (ranks_before(c, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+      heap_.back() = c;
+      std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+    }
+  }
+  // Best first, padded with (-inf, -1) to k_out.
+  void write(float* scores, int64_t* ids, size_t k_out) {
+    std::sort(heap_.begin(), heap_.end(), ranks_before);
+    for (size_t c = 0; c < k_out; ++c) {
+      scores[c] = c < heap_.size() ? heap_[c].score : -kInf;
+      ids[c] = c < heap_.size() ? heap_[c].id : kPaddingId;
+    }
+  }
+  const std::vector<Candidate>& items() const { return heap_; }
+
+ private:
+  size_t k_;
+  std::vector<Candidate> heap_;
+};
+
+// Per-query state: rotated query, its look-up tables, candidates.
+struct QueryWork {
+  std::vector<float> rotated;  // dp
+  std::vector<float> tables;   // what the scan kernel reads (see rabitq_scan.h)
+  std::vector<float> dots;     // kScanBlock: <x_j, P q> of a block
+  std::vector<float> est;      // kScanBlock: the block's estimates
+  std::vector<float> width;    // kScanBlock: their error bounds times epsilon
+  std::vector<Candidate> candidates;
+  std::vector<float> centre_dots;  // nlist: <q, c_l>
+  std::vector<uint32_t> probes;    // nlist: list numbers, nearest first (the first probes_ sorted)
+};
+
+class RabitqSearch {
+ public:
+  explicit RabitqSearch(const RabitqSearchArgs& a)
+      : a_(a),
+        kern_(dense_kernels(best_simd_level())),
+        scan_(rabitq_scan_kernel(a.simd_level < 0 ? best_simd_level()
+                                                  : static_cast<SimdLevel>(a.simd_level))),
+        row_bytes_(rabitq_row_bytes(a.dp, a.bits)),
+        half_(0.5f * static_cast<float>((1u << a.bits) - 1)),
+        probes_(a.allow.active() ? a.nlist : a.nprobe) {}
+
+  void run() {
+    if (a_.nq == 0) return;
+    const int threads = a_.nq == 1 ? 1
+                                   : static_cast<int>(std::min<size_t>(
+                                         static_cast<size_t>(resolve_threads(a_.n_threads)), a_.nq));
+    std::vector<QueryWork> work(threads);
+    std::atomic<uint64_t> scanned{0}, rescored{0};
+    auto one = [&](size_t i, int w) {
+      uint64_t s = 0, r = 0;
+      search_one(i, work[w], s, r);
+      scanned += s;
+      rescored += r;
+    };
+    // One thread runs inline (parallel_for would ask the hardware's thread count).
+    if (threads == 1) {
+      for (size_t i = 0; i < a_.nq; ++i) one(i, 0);
+    } else {
+      parallel_for(a_.nq, threads, one);
+    }
+    if (a_.stats) {
+      a_.stats->scanned = scanned;
+      a_.stats->rescored = rescored;
+    }
+  }
+
+  // Estimates and bounds (epsilon 1) of every row of list l for query q.
+  void estimates(const float* q, size_t l, float* est, float* err) const {
+    QueryWork w;
+    prepare(q, w);
+    const float qn = query_sq_norm(q);
+    nearest_lists(q, w);
+    const ListTerms t = list_terms(qn, l, centring(w), w);
+    const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
+    for (size_t jb = j0; jb < j1; jb += kScanBlock) {
+      const size_t rows = std::min(kScanBlock, j1 - jb);
+      scan_.scan(a_.rows + jb * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
+                 w.dots.data());
+      estimate_block(jb, rows, t, qn, 1.0f, w);
+      std::copy(w.est.begin(), w.est.begin() + rows, est + (jb - j0));
+      std::copy(w.width.begin(), w.width.begin() + rows, err + (jb - j0));
+    }
+  }
+
+ private:
+  struct ListTerms {
+    float cq;       // <c_l, q>
+    float qc_norm;  // |q - c_l|
+    float centre;   // -(2^bits - 1) / 2 * sum(P q): the centring of the grid
+  };
+
+  const float* query(size_t i) const { return a_.queries + i * a_.query_stride; }
+  const float* factors(size_t j) const {
+    return reinterpret_cast<const float*>(a_.rows + j * row_bytes_ + a_.bits * a_.dp / 8);
+  }
+  float query_sq_norm(const float* q) const {
+    float qn = 0.0f;
+    row_sq_norms(q, 1, a_.d, &qn);
+    return qn;
+  }
+
+  // w.centre_dots: <q, c_l> for every list; w.probes: the lists nearest first by squared
+  // L2 to the centroid (as vectors were assigned), ties by list number: the first
+  // probes_ of them. One dot_rows pass, per query, in the query's own thread.
+  void nearest_lists(const float* q, QueryWork& w) const {
+    w.centre_dots.resize(a_.nlist);
+    kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.centroids, a_.d, a_.nlist, a_.d,
+                                                   w.centre_dots.data());
+    w.probes.resize(a_.nlist);
+    std::iota(w.probes.begin(), w.probes.end(), 0u);
+    const float* dots = w.centre_dots.data();
+    const float* norms = a_.centroid_sq_norms;
+    // -|q - c|^2 + |q|^2: the query's norm does not change the order.
+    auto nearer = [&](uint32_t x, uint32_t y) {
+      const float sx = 2.0f * dots[x] - norms[x], sy = 2.0f * dots[y] - norms[y];
+      return sx > sy || (sx == sy && x < y);
+    };
+    std::partial_sort(w.probes.begin(), w.probes.begin() + probes_, w.probes.end(), nearer);
+  }
+
+  // Rotated query (P q) and the scan kernel's tables of it.
+  void prepare(const float* q, QueryWork& w) const {
+    w.rotated.resize(a_.dp);
+    w.dots.resize(kScanBlock);
+    w.est.resize(kScanBlock);
+    w.width.resize(kScanBlock);
+    kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.rotation, a_.d, a_.dp, a_.d, w.rotated.data());
+    scan_.tables(w.rotated.data(), a_.dp, a_.bits, w.tables);
+  }
+
+  // <y, P q> = <x, P q> - (2^bits - 1) / 2 * sum(P q): the second term.
+  float centring(const QueryWork& w) const {
+    float sum = 0.0f;
+    for (float v : w.rotated) sum += v;
+    return -half_ * sum;
+  }
+
+  ListTerms list_terms(float qn, size_t l, float centre, const QueryWork& w) const {
+    const float cq = w.centre_dots[l];
+    const double qc2 = static_cast<double>(qn) - 2.0 * cq + a_.centroid_sq_norms[l];
+    return {cq, static_cast<float>(std::sqrt(std::max(qc2, 0.0))), centre};
+  }
+
+  // The metric's estimates (w.est) and error bounds times eps (w.width) of rows
+  // [j0, j0 + rows) from their dot products w.dots: one branch-free pass per block.
+  void estimate_block(size_t j0, size_t rows, const ListTerms& t, float qn, float eps,
+                      QueryWork& w) const {
+    const bool l2 = a_.metric == Metric::L2;
+    const float width = (l2 ? 2.0f : 1.0f) * eps * t.qc_norm;
+    for (size_t r = 0; r < rows; ++r) {
+      const float* f = factors(j0 + r);
+      const float ip = t.cq + f[0] + f[1] * (w.dots[r] + t.centre);
+      w.est[r] = l2 ? 2.0f * ip - a_.sq_norms[j0 + r] - qn : ip;
+      w.width[r] = width * f[2];
+    }
+  }
+
+  // Candidates' exact rows are scattered: requested a few candidates ahead, their
+  // cache misses overlap instead of queueing one row at a time.
+  void prefetch_row(int64_t j) const {
+    const char* p = reinterpret_cast<const char*>(a_.exact_rows + static_cast<size_t>(j) * a_.d);
+    for (size_t b = 0; b < a_.d * sizeof(float); b += 64) __builtin_prefetch(p + b);
+  }
+
+  float exact_score(const float* q, float qn, size_t j) const {
+    float dot;
+    kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.exact_rows + j * a_.d, a_.d, 1, a_.d, &dot);
+    return a_.metric == Metric::L2 ? 2.0f * dot - a_.sq_norms[j] - qn : dot;
+  }
+
+  void search_one(size_t i, QueryWork& w, uint64_t& scanned, uint64_t& rescored) {
+    const float* q = query(i);
+    const float qn = query_sq_norm(q);
+    const bool all = a_.rescore == RabitqRescore::All;
+    if (!all) prepare(q, w);
+    const float centre = all ? 0.0f : centring(w);
+    const float eps = a_.epsilon;
+    const size_t keep = a_.rescore == RabitqRescore::Count
+                            ? (a_.rescore_count > a_.n / a_.k ? a_.n : a_.rescore_count * a_.k)
+                            : a_.k;
+    KBest ranked(std::max<size_t>(keep, 1));  // Bound: lower bounds; Count: estimates
+    KBest exact(a_.k);
+    w.candidates.clear();
+    size_t seen = 0;
+    nearest_lists(q, w);
+    for (size_t r = 0; r < probes_; ++r) {
+      if (r >= a_.nprobe && seen >= a_.k) break;
+      const size_t l = w.probes[r];
+      const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
+      if (j0 == j1) continue;
+      const ListTerms t = list_terms(qn, l, centre, w);
+      for (size_t jb = j0; jb < j1; jb += kScanBlock) {
+        const size_t rows = std::min(kScanBlock, j1 - jb);
+        if (!all)
+          scan_.scan(a_.rows + jb * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
+                     w.dots.data());
+        if (!all) estimate_block(jb, rows, t, qn, eps, w);
+        for (size_t rr = 0; rr < rows; ++rr) {
+          const size_t j = jb + rr;
+          if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
+          ++seen;
+          ++scanned;
+          if (all) {
+            exact.push(exact_score(q, qn, j), a_.ids[j]);
+            ++rescored;
+            continue;
+          }
+          float est = w.est[rr], upper = est + w.width[rr], lower = est - w.width[rr];
+          // Factors of a crafted file can overflow: such a row is re-scored, never ranked by NaN.
+          if (!(std::fabs(upper) <= kFloatMax && std::fabs(lower) <= kFloatMax))
+            est = upper = kInf, lower = -kInf;
+          if (a_.rescore == RabitqRescore::Count) {
+            ranked.push(est, static_cast<int64_t>(j));
+            continue;
+          }
+          if (upper < ranked.threshold()) continue;  // then so is lower: the common case
+          ranked.push(lower, static_cast<int64_t>(j));
+          if (upper >= ranked.threshold()) w.candidates.push_back({upper, static_cast<int64_t>(j)});
+        }
+      }
+    }
+    if (a_.rescore == RabitqRescore::Count) {
+      const std::vector<Candidate>& cands = ranked.items();
+      for (size_t c = 0; c < cands.size(); ++c) {
+        if (c + kPrefetchAhead < cands.size()) prefetch_row(cands[c + kPrefetchAhead].id);
+        exact.push(exact_score(q, qn, static_cast<size_t>(cands[c].id)), a_.ids[cands[c].id]);
+        ++rescored;
+      }
+    } else if (a_.rescore == RabitqRescore::Bound) {
+      const float floor = ranked.threshold();
+      auto& cands = w.candidates;
+      cands.erase(std::remove_if(cands.begin(), cands.end(),
+                                 [&](const Candidate& c) { return c.score < floor; }),
+                  cands.end());
+      std::sort(cands.begin(), cands.end(), ranks_before);
+      for (size_t c = 0; c < std::min(kPrefetchAhead, cands.size()); ++c) prefetch_row(cands[c].id);
+      for (size_t c = 0; c < cands.size(); ++c) {
+        if (cands[c].score < exact.threshold()) break;  // no later candidate can enter either
+        if (c + kPrefetchAhead < cands.size()) prefetch_row(cands[c + kPrefetchAhead].id);
+        exact.push(exact_score(q, qn, static_cast<size_t>(cands[c].id)), a_.ids[cands[c].id]);
+        ++rescored;
+      }
+    }
+    exact.write(a_.out_scores + i * a_.k, a_.out_ids + i * a_.k, a_.k);
+  }
+
+  const RabitqSearchArgs& a_;
+  const DenseKernels& kern_;
+  const RabitqScanKernel& scan_;
+  const size_t row_bytes_;
+  const float half_;
+  const size_t probes_;
+};
+
+void check_args(const RabitqSearchArgs& a) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("rabitq_ivf_search: " + what); };
+  if (a.k == 0) fail("k must be >= 1");
+  if (a.d == 0 || a.dp != rabitq_padded_dim(a.d)) fail("dp must be d rounded up to a multiple of 8");
+  if (a.bits < 1 || a.bits > 8) fail("bits must be in [1, 8]");
+  if (a.nlist == 0 || !a.centroids || !a.centroid_sq_norms || !a.list_offsets || !a.rotation)
+    fail("the index is not trained (no centroids or rotation)");
+  if (a.nprobe < 1 || a.nprobe > a.nlist)
+    fail("nprobe must be in [1, nlist = " + std::to_string(a.nlist) + "], got " + std::to_string(a.nprobe));
+  if (a.list_offsets[0] != 0 || static_cast<size_t>(a.list_offsets[a.nlist]) != a.n)
+    fail("list_offsets must run from 0 to n");
+  for (size_t l = 0; l < a.nlist; ++l)
+    if (a.list_offsets[l + 1] < a.list_offsets[l]) fail("list_offsets must be non-decreasing");
+  if (a.n > 0 && (!a.rows || !a.ids || !a.exact_rows)) fail("rows, ids or exact_rows is null");
+  if (a.metric == Metric::L2 && a.n > 0 && !a.sq_norms) fail("L2 needs sq_norms");
+  if (a.rescore == RabitqRescore::Count && a.rescore_count == 0) fail("rescore_count must be >= 1");
+  if (a.rescore == RabitqRescore::Bound && !(a.epsilon >= 0.0f)) fail("epsilon must be >= 0");
+  if (a.nq > 0 && (!a.queries || a.query_stride < a.d)) fail("queries null or query_stride < d");
+  if (a.nq > 0 && (!a.out_scores || !a.out_ids)) fail("outputs are null");
+}
+
+}  // namespace
+
+void rabitq_ivf_search(const RabitqSearchArgs& args) {
+  check_args(args);
+  RabitqSearch(args).run();
+}
+
+void rabitq_estimates(const RabitqSearchArgs& args, const float* query, size_t list, float* est,
+                      float* err) {
+  RabitqSearchArgs a = args;
+  a.nq = 0;  // no result arrays: the estimates are the output
+  check_args(a);
+  if (list >= a.nlist) throw std::invalid_argument("rabitq_estimates: list outside [0, nlist)");
+  RabitqSearch(a).estimates(query, list, est, err);
+}
+
+}  // namespace ragcore

@@ -313,6 +313,7 @@ KEPT_SECTIONS = ("Evaluation and fusion: a million-row run",
                  "Batch invariance: what it costs",
                  "Collection against Chroma and LanceDB",
                  "Encoder throughput: fused fp32, token budget, int8",
+                 "IVF with 4-bit PQ: IVFIndex pq4 and PQIndex against faiss fast-scan",
                  "RaBitQ IVF storage")
 
 

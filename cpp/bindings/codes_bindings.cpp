@@ -8,7 +8,9 @@
 #include <string>
 
 #include "array_checks.h"
+#include "ragcore/dense/ivf_pq4.h"
 #include "ragcore/dense/pq4.h"
+#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -22,6 +24,22 @@ const T* c_array(const py::array& a, size_t size, const std::string& name) {
       static_cast<size_t>(a.size()) != size)
     fail(name, "expected a C-contiguous array of " + std::to_string(size) + " elements of the right dtype");
   return static_cast<const T*>(a.data());
+}
+
+// Result arrays nq x k, then search(a) without the GIL; returns (scores, ids).
+template <class Args>
+py::tuple run_search(Args& a, size_t k, void (*search)(const Args&)) {
+  if (k == 0) fail("k", "must be >= 1");
+  check_result_size(a.nq, k, a.n);
+  py::array_t<float> scores({a.nq, k});
+  py::array_t<int64_t> out_ids({a.nq, k});
+  a.out_scores = scores.mutable_data();
+  a.out_ids = out_ids.mutable_data();
+  {
+    py::gil_scoped_release release;
+    search(a);
+  }
+  return py::make_tuple(scores, out_ids);
 }
 
 py::array_t<uint8_t> pack_py(const py::array& codes, size_t m) {
@@ -62,7 +80,8 @@ py::tuple quantize_py(const py::array& tables) {
 py::tuple search_py(const py::array& packed, size_t m, const py::array& centroids,
                     const py::array& exact, const std::optional<py::array>& sq_norms,
                     const py::array& ids, Metric metric, const py::array& queries, size_t k,
-                    size_t rescore, int n_threads, const std::optional<SimdLevel>& simd_level) {
+                    size_t rescore, int n_threads, const std::optional<SimdLevel>& simd_level,
+                    const std::optional<py::array>& allow, bool allow_by_row) {
   if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
   if (exact.ndim() != 2 || queries.ndim() != 2) fail("exact", "expected 2-D arrays");
   Pq4SearchArgs a;
@@ -83,16 +102,75 @@ py::tuple search_py(const py::array& packed, size_t m, const py::array& centroid
   a.rescore = rescore;
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
-  if (k == 0) fail("k", "must be >= 1");
-  py::array_t<float> scores({a.nq, k});
-  py::array_t<int64_t> out_ids({a.nq, k});
-  a.out_scores = scores.mutable_data();
-  a.out_ids = out_ids.mutable_data();
+  a.allow = allow_filter(allow, allow_by_row);
+  return run_search(a, k, pq4_search);
+}
+
+// The candidates of one scan (what the re-scoring sees): (losses, rows), best first.
+py::tuple select_py(const py::array& packed, size_t n, size_t m, const py::array& luts,
+                    size_t want, SimdLevel level, const std::optional<py::array>& allow,
+                    const std::optional<py::array>& ids, bool allow_by_row) {
+  if (m == 0 || m > 256) fail("m", "must be between 1 and 256");
+  const uint8_t* p = c_array<uint8_t>(packed, pq4_packed_bytes(n, m), "packed");
+  const uint8_t* l = c_array<uint8_t>(luts, pq4_pairs(m) * 32, "luts");
+  const AllowFilter f = allow_filter(allow, allow_by_row);
+  const int64_t* id = vector_data<int64_t>(ids, n, "ids");
+  if (f.active() && !id) fail("ids", "needed with allow");
+  const SimdLevel lv = checked_simd_level(level);
+  Pq4Candidates candidates(std::min(want, n));  // no more candidates than rows
   {
     py::gil_scoped_release release;
-    pq4_search(a);
+    pq4_scan_select(p, n, m, l, 0, f, id, candidates, lv);
   }
-  return py::make_tuple(scores, out_ids);
+  const std::vector<uint64_t>& keys = candidates.sorted();
+  py::array_t<int64_t> losses(keys.size()), rows(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    losses.mutable_data()[i] = static_cast<int64_t>(keys[i] >> 32);
+    rows.mutable_data()[i] = static_cast<int64_t>(keys[i] & 0xFFFFFFFFu);
+  }
+  return py::make_tuple(losses, rows);
+}
+
+py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq_norms,
+                        const py::array& list_offsets, const py::array& block_offsets,
+                        const py::array& packed, size_t m, const py::array& codebooks,
+                        const py::array& exact, const std::optional<py::array>& sq_norms,
+                        const py::array& ids, Metric metric, const py::array& queries, size_t k,
+                        size_t nprobe, size_t rescore, const std::optional<py::array>& allow,
+                        bool allow_by_row, int n_threads, const std::optional<SimdLevel>& simd_level) {
+  if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
+  if (centroids.ndim() != 2 || exact.ndim() != 2 || queries.ndim() != 2)
+    fail("centroids, exact, queries", "expected 2-D arrays");
+  IvfPq4SearchArgs a;
+  a.nlist = static_cast<size_t>(centroids.shape(0));
+  a.d = static_cast<size_t>(centroids.shape(1));
+  a.m = m;
+  if (m == 0 || m > 256 || a.d % m) fail("m", "must be 1..256 and divide the dimension");
+  if (static_cast<size_t>(exact.shape(1)) != a.d || static_cast<size_t>(queries.shape(1)) != a.d)
+    fail("exact, queries", "wrong dimension");
+  a.n = static_cast<size_t>(exact.shape(0));
+  a.centroids = c_array<float>(centroids, a.nlist * a.d, "centroids");
+  a.centroid_sq_norms = vector_data<float>(centroid_sq_norms, a.nlist, "centroid_sq_norms");
+  a.list_offsets = vector_data<int64_t>(list_offsets, a.nlist + 1, "list_offsets");
+  a.block_offsets = vector_data<int64_t>(block_offsets, a.nlist + 1, "block_offsets");
+  const size_t pair_bytes = pq4_pairs(m) * kPq4Block;
+  if (packed.ndim() != 1 || packed.size() % pair_bytes) fail("packed", "expected whole blocks");
+  a.n_blocks = static_cast<size_t>(packed.size()) / pair_bytes;
+  a.packed = c_array<uint8_t>(packed, a.n_blocks * pair_bytes, "packed");
+  a.codebooks = c_array<float>(codebooks, a.d * 16, "codebooks");
+  a.exact = c_array<float>(exact, a.n * a.d, "exact");
+  a.sq_norms = vector_data<float>(sq_norms, a.n, "sq_norms");
+  a.ids = vector_data<int64_t>(ids, a.n, "ids");
+  a.metric = metric;
+  a.allow = allow_filter(allow, allow_by_row);
+  a.nq = static_cast<size_t>(queries.shape(0));
+  a.queries = c_array<float>(queries, a.nq * a.d, "queries");
+  a.k = k;
+  a.nprobe = nprobe;
+  a.rescore = rescore;
+  a.n_threads = n_threads;
+  a.simd_level = simd_level_code(simd_level);
+  return run_search(a, k, ivf_pq4_search);
 }
 
 }  // namespace
@@ -108,5 +186,18 @@ void register_codes(py::module_& m) {
         py::arg("exact"), py::arg("sq_norms"), py::arg("ids"), py::arg("metric"),
         py::arg("queries"), py::arg("k"), py::kw_only(), py::arg("rescore") = 4,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
+        py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         "Fast-scan candidates re-scored exactly; returns (scores, ids).");
+  m.def("pq4_select", &select_py, py::arg("packed"), py::arg("n"), py::arg("m"), py::arg("luts"),
+        py::arg("want"), py::arg("simd_level"), py::kw_only(), py::arg("allow") = py::none(),
+        py::arg("ids") = py::none(), py::arg("allow_by_row") = false,
+        "The want smallest (loss, row) of a fast scan with the running threshold; "
+        "returns (losses, rows) best first.");
+  m.def("ivf_pq4_search", &ivf_search_py, py::arg("centroids"), py::arg("centroid_sq_norms"),
+        py::arg("list_offsets"), py::arg("block_offsets"), py::arg("packed"), py::arg("m"),
+        py::arg("codebooks"), py::arg("exact"), py::arg("sq_norms"), py::arg("ids"),
+        py::arg("metric"), py::arg("queries"), py::arg("k"), py::kw_only(), py::arg("nprobe"),
+        py::arg("rescore") = 4, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
+        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
+        "IVF over 4-bit PQ lists: candidates re-scored exactly; returns (scores, ids).");
 }

@@ -303,5 +303,23 @@ def pq4_search(packed: npt.NDArray[np.uint8], m: int, centroids: npt.NDArray[np.
                exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
                ids: npt.NDArray[np.int64], metric: Metric, queries: npt.NDArray[np.float32],
                k: int, *, rescore: int = 4, n_threads: int = 0,
-               simd_level: SimdLevel | None = None) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-    """Fast-scan candidates re-scored exactly; returns (scores, ids)."""
+               simd_level: SimdLevel | None = None, allow: npt.NDArray[Any] | None = None,
+               allow_by_row: bool = False) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """Fast-scan candidates re-scored exactly; returns (scores, ids). centroids: the
+    codebooks by dimension, [m, dim / m, 16]."""
+def pq4_select(packed: npt.NDArray[np.uint8], n: int, m: int, luts: npt.NDArray[np.uint8],
+               want: int, simd_level: SimdLevel, *, allow: npt.NDArray[Any] | None = None,
+               ids: npt.NDArray[np.int64] | None = None,
+               allow_by_row: bool = False) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The want smallest (loss, row) of a fast scan with the running threshold; returns
+    (losses, rows) best first."""
+def ivf_pq4_search(centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.NDArray[np.float32],
+                   list_offsets: npt.NDArray[np.int64], block_offsets: npt.NDArray[np.int64],
+                   packed: npt.NDArray[np.uint8], m: int, codebooks: npt.NDArray[np.float32],
+                   exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
+                   ids: npt.NDArray[np.int64], metric: Metric, queries: npt.NDArray[np.float32],
+                   k: int, *, nprobe: int, rescore: int = 4, allow: npt.NDArray[Any] | None = None,
+                   allow_by_row: bool = False, n_threads: int = 0,
+                   simd_level: SimdLevel | None = None) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """IVF over 4-bit PQ lists: candidates re-scored exactly; returns (scores, ids).
+    codebooks: by dimension, [m, dim / m, 16]."""

@@ -118,3 +118,65 @@ def test_bad_input_is_a_clear_error():
     assert (index.search(np.ones(8, np.float32), 3).ids == -1).all()  # empty: padding
     with pytest.raises(ValueError, match="codes must be < 16"):
         _core.pq4_pack(np.full((1, 2), 16, np.uint8), 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 300), m=st.integers(1, 40), want=st.integers(0, 120),
+       seed=st.integers(0, 10_000), filtered=st.booleans(), ties=st.booleans())
+def test_threshold_scan_keeps_the_reference_candidates_at_every_simd_level(n, m, want, seed,
+                                                                          filtered, ties):
+    """The running threshold inside the SIMD loop keeps exactly the want smallest
+    (loss, row) of the allowed rows: ties (few distinct losses) included."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 16, (n, m)).astype(np.uint8)
+    top = 2 if ties else 256  # tiny tables: most losses tie
+    luts = rng.integers(0, top, (m, 16)).astype(np.uint8)
+    padded = np.zeros(((m + 1) // 2 * 2, 16), dtype=np.uint8)
+    padded[:m] = luts
+    packed = _core.pq4_pack(codes, m)
+    ids = rng.permutation(10 * n + 1)[:n].astype(np.int64)
+    allowed = rng.random(n) < 0.3 if filtered else None
+    mask = None
+    if filtered:
+        mask = np.zeros(10 * n + 1, dtype=np.uint8)
+        mask[ids[allowed]] = 1
+    losses = ref_ann.pq_losses(codes, luts)
+    want_rows = ref_ann.pq_candidates(losses, want, allowed)
+    for level in LEVELS:
+        got_losses, got_rows = _core.pq4_select(packed, n, m, padded, want, level, allow=mask,
+                                                ids=ids)
+        np.testing.assert_array_equal(got_rows, want_rows)
+        np.testing.assert_array_equal(got_losses, losses[want_rows])
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+def test_filtered_search_equals_the_filtered_reference_pipeline(metric):
+    x = clustered(2000, 32, seed=7)
+    q = clustered(30, 32, seed=8)
+    ids = np.arange(5, 2005, dtype=np.int64)
+    index = _trained(x, 8, metric, ids)
+    allowed = np.random.default_rng(9).random(2000) < 0.05
+    got = index.search(q, 10, rescore=4, allow=ids[allowed])
+    assert np.isin(got.ids[got.ids >= 0], ids[allowed]).all()
+    codes = index.encode(x)
+    luts = [ref_ann.pq_quantize_tables(ref_ann.pq_tables(v, index.centroids, metric)) for v in q]
+    want = ref_ann.pq_search(x, codes, luts, q, 10, rescore=4, metric=metric, ids=ids,
+                             allowed=allowed)
+    assert recall(got.ids, want.ids) > 0.97  # only rounding of the tables may differ
+    # All allowed rows re-scored: the exact filtered top-k.
+    full = index.search(q, 10, rescore=2000, allow=ids[allowed])
+    ref_scores = reference.dense_scores(x[allowed], q, metric)
+    assert_hits_close(full, ref_scores, ids[allowed], 10, atol=1e-4)
+
+
+def test_huge_want_and_k_are_bounded_not_overflowed():
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 16, (50, 4)).astype(np.uint8)
+    luts = rng.integers(0, 256, (4, 16)).astype(np.uint8)
+    packed = _core.pq4_pack(codes, 4)
+    for want in (2**62, 2**64 - 1):  # 2 * want would wrap: the buffer must not shrink early
+        losses, rows = _core.pq4_select(packed, 50, 4, luts, want, _core.SimdLevel.Scalar)
+        np.testing.assert_array_equal(rows, ref_ann.pq_candidates(ref_ann.pq_losses(codes, luts), 50))
+    index = _trained(clustered(100, 8, seed=4), 2)
+    with pytest.raises(ValueError, match="overflow the result size|1 GiB"):
+        index.search(np.ones(8, np.float32), 2**40)

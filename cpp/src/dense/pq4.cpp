@@ -18,7 +18,17 @@ namespace {
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("PQ4: " + what); }
 
 constexpr size_t kMaxM = 256;  // 16-bit sums of m bytes cannot overflow
-constexpr size_t kHistogramBins = 1024;
+
+// The loss of vector i of packed codes, one table look-up per sub-quantiser.
+uint32_t scalar_loss(const uint8_t* packed, size_t i, size_t pairs, const uint8_t* luts) {
+  const uint8_t* block = packed + (i / kPq4Block) * pairs * kPq4Block + i % kPq4Block;
+  uint32_t sum = 0;
+  for (size_t p = 0; p < pairs; ++p) {
+    const uint8_t byte = block[p * kPq4Block];
+    sum += luts[(2 * p) * 16 + (byte & 15)] + luts[(2 * p + 1) * 16 + (byte >> 4)];
+  }
+  return sum;
+}
 
 }  // namespace
 
@@ -38,16 +48,8 @@ void pq4_pack(const uint8_t* codes, size_t n, size_t m, uint8_t* packed) {
 
 void pq4_scan_scalar(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
                      uint16_t* losses) {
-  const size_t pairs = pq4_pairs(m);
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* block = packed + (i / kPq4Block) * pairs * kPq4Block + i % kPq4Block;
-    uint32_t sum = 0;
-    for (size_t p = 0; p < pairs; ++p) {
-      const uint8_t byte = block[p * kPq4Block];
-      sum += luts[(2 * p) * 16 + (byte & 15)] + luts[(2 * p + 1) * 16 + (byte >> 4)];
-    }
-    losses[i] = static_cast<uint16_t>(sum);
-  }
+  for (size_t i = 0; i < n; ++i)
+    losses[i] = static_cast<uint16_t>(scalar_loss(packed, i, pq4_pairs(m), luts));
 }
 
 void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, uint16_t* losses,
@@ -60,8 +62,37 @@ void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, ui
   pq4_scan_scalar(packed, n, m, luts, losses);
 }
 
+void pq4_select_scalar(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
+                       uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
+                       Pq4Candidates& out) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t loss = scalar_loss(packed, i, pq4_pairs(m), luts);
+    if (loss > out.bound()) continue;
+    const uint32_t row = first_row + static_cast<uint32_t>(i);
+    if (allow.active() && !allow.allows(row, ids[row])) continue;
+    out.offer(loss, row);
+  }
+}
+
+void pq4_scan_select(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
+                     uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
+                     Pq4Candidates& out, SimdLevel level) {
+  if (m == 0 || m > kMaxM) fail("m must be between 1 and 256");
+  if (!simd_level_available(level)) fail("SIMD level not available here");
+  if (n > std::numeric_limits<uint32_t>::max() - first_row) fail("rows must fit in 32 bits");
+  if (allow.active() && !ids) fail("a filter needs the ids");
+#ifdef RAGCORE_X86
+  // The AVX-512 path also needs BMI2 (pdep), which every AVX-512 CPU has; checked anyway.
+  if (level == SimdLevel::Avx512 && __builtin_cpu_supports("bmi2"))
+    return pq4_select_avx512(packed, n, m, luts, first_row, allow, ids, out);
+  if (level != SimdLevel::Scalar) return pq4_select_avx2(packed, n, m, luts, first_row, allow, ids, out);
+#endif
+  pq4_select_scalar(packed, n, m, luts, first_row, allow, ids, out);
+}
+
 float pq4_quantize_tables(const float* t, size_t m, uint8_t* luts) {
-  std::vector<float> loss(m * 16);
+  if (m == 0 || m > kMaxM) fail("m must be between 1 and 256");
+  float loss[kMaxM * 16];
   float top = 0.0f;
   for (size_t j = 0; j < m; ++j) {
     const float best = *std::max_element(t + j * 16, t + j * 16 + 16);
@@ -72,9 +103,69 @@ float pq4_quantize_tables(const float* t, size_t m, uint8_t* luts) {
   }
   const float scale = top > 0.0f ? 255.0f / top : 0.0f;
   std::memset(luts, 0, pq4_pairs(m) * 2 * 16);
-  for (size_t e = 0; e < m * 16; ++e)
-    luts[e] = static_cast<uint8_t>(std::min(255.0f, std::nearbyint(loss[e] * scale)));
+  // Round to nearest, ties to even, as nearbyint does in the default rounding mode, but
+  // inline and vectorisable: adding and subtracting 2**23 leaves no fraction bits to a
+  // value in [0, 2**23) (nearbyint was a library call per entry, 4,096 of them at m = 256).
+  constexpr float kRound = 8388608.0f;
+  for (size_t e = 0; e < m * 16; ++e) {
+    const float v = std::min(255.0f, loss[e] * scale);
+    luts[e] = static_cast<uint8_t>((v + kRound) - kRound);
+  }
   return scale;
+}
+
+Pq4TableMaker::Pq4TableMaker(const float* by_dim, size_t m, size_t d, Metric metric)
+    : by_dim_(by_dim), m_(m), dsub_(d / m), metric_(metric),
+      sq_norms_(metric == Metric::L2 ? m * 16 : 0, 0.0f) {
+  if (metric != Metric::L2) return;
+  for (size_t j = 0; j < m; ++j)
+    for (size_t p = 0; p < dsub_; ++p) {
+      const float* col = by_dim + (j * dsub_ + p) * 16;
+      for (size_t c = 0; c < 16; ++c) sq_norms_[j * 16 + c] += col[c] * col[c];
+    }
+}
+
+void Pq4TableMaker::luts(const float* q, uint8_t* luts) const {
+  float t[kMaxM * 16];
+  for (size_t j = 0; j < m_; ++j) {
+    float* tj = t + j * 16;
+    for (size_t c = 0; c < 16; ++c) tj[c] = 0.0f;
+    for (size_t p = 0; p < dsub_; ++p) {
+      const float qp = q[j * dsub_ + p];
+      const float* col = by_dim_ + (j * dsub_ + p) * 16;
+      for (size_t c = 0; c < 16; ++c) tj[c] += qp * col[c];
+    }
+    if (metric_ == Metric::L2)
+      for (size_t c = 0; c < 16; ++c) tj[c] = 2.0f * tj[c] - sq_norms_[j * 16 + c];
+  }
+  pq4_quantize_tables(t, m_, luts);
+}
+
+void pq4_rescore(const std::vector<uint64_t>& candidates, const float* q, const float* exact,
+                 const float* sq_norms, const int64_t* ids, size_t d, Metric metric,
+                 size_t k, const DenseKernels& kern, float* out_scores, int64_t* out_ids) {
+  float qn = 0.0f;
+  if (metric == Metric::L2)
+    for (size_t p = 0; p < d; ++p) qn += q[p] * q[p];
+  TopKQueue top(k);
+  // The candidate rows are scattered over the exact rows (which rarely sit in cache):
+  // fetching a few rows ahead overlaps their memory latencies instead of paying each.
+  constexpr size_t kAhead = 4;
+  const size_t line_floats = 16, lines = (d + line_floats - 1) / line_floats;
+  auto prefetch = [&](size_t c) {
+    if (c >= candidates.size()) return;
+    const float* r = exact + static_cast<size_t>(static_cast<uint32_t>(candidates[c])) * d;
+    for (size_t l = 0; l < lines; ++l) __builtin_prefetch(r + l * line_floats);
+  };
+  for (size_t c = 0; c < kAhead; ++c) prefetch(c);
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    prefetch(c + kAhead);
+    const size_t row = static_cast<uint32_t>(candidates[c]);
+    float dot;
+    kern.dot_rows[static_cast<int>(Storage::F32)](q, exact + row * d, d, 1, d, &dot);
+    top.push(metric == Metric::L2 ? 2.0f * dot - sq_norms[row] - qn : dot, ids[row]);
+  }
+  top.finish(out_scores, out_ids);
 }
 
 void pq4_search(const Pq4SearchArgs& a) {
@@ -83,60 +174,32 @@ void pq4_search(const Pq4SearchArgs& a) {
   if (a.k == 0 || a.rescore == 0) fail("k and rescore must be >= 1");
   if (a.n && (!a.packed || !a.exact || !a.ids || !a.centroids)) fail("missing arrays");
   if (a.metric == Metric::L2 && a.n && !a.sq_norms) fail("L2 needs sq_norms");
+  if (a.n > std::numeric_limits<uint32_t>::max()) fail("at most 2**32 - 1 vectors");
   const SimdLevel level = a.simd_level < 0 ? best_simd_level() : static_cast<SimdLevel>(a.simd_level);
   const DenseKernels& kern = dense_kernels(level);
-  const size_t dsub = a.d / a.m, want = std::min(a.n, a.rescore * a.k);
+  const size_t want = pq4_candidates_wanted(a.n, a.k, a.rescore);
   const int threads = a.nq * a.n < 20000 ? 1 : resolve_threads(a.n_threads);
-  parallel_for(a.nq, threads, [&](size_t qi, int) {
-    const float* q = a.queries + qi * a.d;
-    float qn = 0.0f;
-    if (a.metric == Metric::L2)
-      for (size_t p = 0; p < a.d; ++p) qn += q[p] * q[p];
-    // Tables: per sub-quantiser, the score of each centroid for the query's part.
-    std::vector<float> t(a.m * 16);
-    for (size_t j = 0; j < a.m; ++j) {
-      const float* qs = q + j * dsub;
-      for (size_t c = 0; c < 16; ++c) {
-        const float* cent = a.centroids + (j * 16 + c) * dsub;
-        float dot = 0.0f, cn = 0.0f;
-        for (size_t p = 0; p < dsub; ++p) {
-          dot += qs[p] * cent[p];
-          cn += cent[p] * cent[p];
-        }
-        t[j * 16 + c] = a.metric == Metric::L2 ? 2.0f * dot - cn : dot;
-      }
+  const Pq4TableMaker tables(a.centroids, a.m, a.d, a.metric);
+  const size_t lut_bytes = pq4_pairs(a.m) * 2 * 16, block_bytes = pq4_pairs(a.m) * kPq4Block;
+  // Queries in groups of kGroupQueries, the corpus in chunks of kChunkBlocks blocks: each
+  // chunk is scanned for every query of the group while it sits in cache, so a batch
+  // reads the codes from memory once per group, not once per query (FAISS's qbs).
+  constexpr size_t kGroupQueries = 8, kChunkBlocks = 64;
+  const size_t groups = (a.nq + kGroupQueries - 1) / kGroupQueries;
+  parallel_for(groups, std::min<int>(threads, static_cast<int>(groups)), [&](size_t g, int) {
+    const size_t q0 = g * kGroupQueries, nq = std::min(kGroupQueries, a.nq - q0);
+    std::vector<uint8_t> luts(nq * lut_bytes);
+    std::vector<Pq4Candidates> candidates(nq, Pq4Candidates(want));
+    for (size_t i = 0; i < nq; ++i) tables.luts(a.queries + (q0 + i) * a.d, luts.data() + i * lut_bytes);
+    for (size_t b = 0; b < pq4_blocks(a.n); b += kChunkBlocks) {
+      const size_t rows = std::min(a.n - b * kPq4Block, kChunkBlocks * kPq4Block);
+      for (size_t i = 0; i < nq; ++i)
+        pq4_scan_select(a.packed + b * block_bytes, rows, a.m, luts.data() + i * lut_bytes,
+                        static_cast<uint32_t>(b * kPq4Block), a.allow, a.ids, candidates[i], level);
     }
-    std::vector<uint8_t> luts(pq4_pairs(a.m) * 2 * 16);
-    pq4_quantize_tables(t.data(), a.m, luts.data());
-    std::vector<uint16_t> losses(pq4_blocks(a.n) * kPq4Block);
-    pq4_scan(a.packed, a.n, a.m, luts.data(), losses.data(), level);
-    // The `want` smallest losses (ties: lower row). A histogram of the losses finds
-    // the bucket that holds the want-th, so only the rows up to it are sorted.
-    const size_t shift = [&] {
-      size_t sh = 0;
-      while ((255 * a.m) >> sh >= kHistogramBins) ++sh;
-      return sh;
-    }();
-    std::vector<uint32_t> hist(kHistogramBins, 0);
-    for (size_t i = 0; i < a.n; ++i) ++hist[losses[i] >> shift];
-    size_t last_bin = 0;
-    for (size_t seen = 0; last_bin < kHistogramBins; ++last_bin) {
-      seen += hist[last_bin];
-      if (seen >= want) break;
-    }
-    std::vector<uint64_t> keyed;
-    keyed.reserve(want * 2);
-    for (size_t i = 0; i < a.n; ++i)
-      if ((losses[i] >> shift) <= last_bin) keyed.push_back((static_cast<uint64_t>(losses[i]) << 32) | i);
-    if (want < keyed.size()) std::nth_element(keyed.begin(), keyed.begin() + want, keyed.end());
-    TopKQueue top(a.k);
-    for (size_t c = 0; c < want; ++c) {
-      const size_t row = static_cast<uint32_t>(keyed[c]);
-      float dot;
-      kern.dot_rows[static_cast<int>(Storage::F32)](q, a.exact + row * a.d, a.d, 1, a.d, &dot);
-      top.push(a.metric == Metric::L2 ? 2.0f * dot - a.sq_norms[row] - qn : dot, a.ids[row]);
-    }
-    top.finish(a.out_scores + qi * a.k, a.out_ids + qi * a.k);
+    for (size_t i = 0; i < nq; ++i)
+      pq4_rescore(candidates[i].sorted(), a.queries + (q0 + i) * a.d, a.exact, a.sq_norms, a.ids,
+                  a.d, a.metric, a.k, kern, a.out_scores + (q0 + i) * a.k, a.out_ids + (q0 + i) * a.k);
   });
 }
 

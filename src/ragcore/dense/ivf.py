@@ -15,13 +15,14 @@ from .._util.arrays import (
 from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids
+from . import _ivf_pq4, _pq4_codes
 from ._lists import Lists
 from ._sq8 import LEVELS, encode_sq8, train_sq8
 from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
 from ._metric import METRICS, NATIVE_METRIC, normalized
 from ..hits import Hits
 
-DTYPES = STORAGE_DTYPES + ("sq8",)
+DTYPES = STORAGE_DTYPES + ("sq8", "pq4")
 # Files written before the 8-bit code took the name "sq8" call it "int8" (same code and layout).
 _FILE_DTYPE_RENAMES = {"int8": "sq8"}
 _NATIVE_INIT = {"kmeans++": _core.KMeansInit.KMeansPlusPlus, "random": _core.KMeansInit.Random}
@@ -45,7 +46,10 @@ class IVFIndex:
             as FlatIndex scores them), or "sq8": per-dimension 8-bit codes
             scanned first, then the best ``rescore * k`` candidates re-scored
             with the exact float32 vectors (which the index also keeps), so the
-            returned scores and ids come from exact scores.
+            returned scores and ids come from exact scores. "pq4": 4-bit product
+            quantisation (m sub-quantisers, m / 2 bytes scanned per vector) in
+            fast-scan blocks, re-scored the same way.
+        m: dtype="pq4" only (and required there): sub-quantisers, 1..256, dividing dim.
         init: k-means initialisation, "kmeans++" or "random".
         max_iter: k-means iterations at most, up to 2**20 (it stops earlier on convergence).
         seed: k-means seed; the same seed and sample give the same index.
@@ -75,7 +79,7 @@ class IVFIndex:
         return super().__new__(cls)
 
     def __init__(self, dim: int, nlist: int, metric: str = "ip", dtype: str = "float32", *,
-                 init: str = "kmeans++", max_iter: int = 25, seed: int = 0):
+                 m: int | None = None, init: str = "kmeans++", max_iter: int = 25, seed: int = 0):
         self._dim = check_limit(dim, "dim", MAX_DIM)
         self._nlist = check_limit(nlist, "nlist", MAX_NLIST)
         self._metric = check_choice(metric, "metric", METRICS)
@@ -91,8 +95,17 @@ class IVFIndex:
         self._centroid_sq_norms: np.ndarray | None = None
         self._code_min = self._code_scale = None  # sq8 only
         self._training: dict = {}
-        self._lists = Lists.empty(self._nlist, self._dim, NUMPY_DTYPE[dtype], metric == "l2",
-                                  dtype == "sq8")
+        self._m = self._pq4_books = self._pq4_by_dim = self._pq4 = None  # pq4 only
+        if dtype == "pq4":
+            if m is None:
+                raise ValueError("dtype='pq4' needs m= (sub-quantisers, a divisor of dim)")
+            self._m = _pq4_codes.check_m(self._dim, m)
+            self._set_lists(_ivf_pq4.empty_lists(self._nlist, self._dim, self._m, metric == "l2"))
+        elif m is not None:
+            raise ValueError(f"m applies to dtype='pq4' only, not dtype={dtype!r}")
+        else:
+            self._lists = Lists.empty(self._nlist, self._dim, NUMPY_DTYPE[dtype], metric == "l2",
+                                      dtype == "sq8")
         self._next_id = 0
 
     # ---- properties -----------------------------------------------------
@@ -101,6 +114,7 @@ class IVFIndex:
     nlist = property(lambda self: self._nlist)
     metric = property(lambda self: self._metric)
     dtype = property(lambda self: self._dtype)
+    m = property(lambda self: self._m)
 
     @property
     def is_trained(self) -> bool:
@@ -134,8 +148,20 @@ class IVFIndex:
     def memory_bytes(self) -> int:
         """Bytes held by the index arrays (centroids, rows, ids, norms, exact rows)."""
         parts = [self._centroids, self._lists.rows, self._lists.ids, self._lists.sq_norms,
-                 self._lists.exact, self._lists.offsets, self._lists.sorted_ids]
+                 self._lists.exact, self._lists.offsets, self._lists.sorted_ids, self._pq4_books,
+                 None if self._pq4 is None else self._pq4.packed]
         return int(sum(p.nbytes for p in parts if p is not None))
+
+    def bytes_per_vector(self) -> dict:
+        """Bytes scanned per vector (its stored row, or its packed 4-bit codes) and kept
+        (that, the exact float32 row for sq8 and pq4, pq4's codes one per byte, which add
+        and remove re-pack, the id, and the squared norm for "l2")."""
+        row = self._lists.rows.shape[1] * self._lists.rows.itemsize
+        scanned = (self._m + 1) // 2 if self._dtype == "pq4" else row
+        extra = (4 * self._dim if self._lists.exact is not None else 0) + \
+            (row if self._dtype == "pq4" else 0)
+        return {"scanned": scanned, "kept": scanned + extra + 8 + (4 if self._metric == "l2" else 0),
+                "float32": 4 * self._dim}
 
     def __len__(self) -> int:
         return len(self._lists)
@@ -156,6 +182,9 @@ class IVFIndex:
         if len(x) < self._nlist:
             raise ValueError(f"sample has {len(x)} vectors; training nlist={self._nlist} lists "
                              f"needs at least {self._nlist}")
+        books = None  # pq4: codebooks first, so that a too small sample changes nothing
+        if self._dtype == "pq4":
+            books = _pq4_codes.train_codebooks(x, self._m, self._seed, n_threads)
         centroids, objective, iterations, reseeded = _core.kmeans(
             np.ascontiguousarray(x), self._nlist, max_iter=self._max_iter, seed=self._seed,
             init=_NATIVE_INIT[self._init], n_threads=n_threads)
@@ -166,6 +195,8 @@ class IVFIndex:
             self._set_centroids(centroids)
             if self._dtype == "sq8":
                 self._code_min, self._code_scale = train_sq8(x)
+            if books is not None:
+                self._pq4_books, self._pq4_by_dim = books, _pq4_codes.by_dimension(books)
             self._training = {"objective": list(objective), "iterations": iterations,
                               "reseeded": reseeded, "sample_size": len(x)}
 
@@ -182,7 +213,7 @@ class IVFIndex:
         rows, exact, sq_norms = self._stored_rows(x)
         with self._lock:
             new_ids = check_new_ids(ids, len(x), self._lists.sorted_ids, self._next_id)
-            self._lists = self._lists.with_added(labels, rows, new_ids, sq_norms, exact)
+            self._set_lists(self._lists.with_added(labels, rows, new_ids, sq_norms, exact))
             if len(new_ids):
                 self._next_id = max(self._next_id, int(new_ids.max()) + 1)
         return new_ids.copy()
@@ -191,7 +222,12 @@ class IVFIndex:
         """Removes the vectors with these ids; unknown ids are an error (nothing is removed)."""
         with self._lock:
             arr = check_known_ids(ids, self._lists.sorted_ids)
-            self._lists = self._lists.without(arr)
+            self._set_lists(self._lists.without(arr))
+
+    def _set_lists(self, lists: Lists) -> None:
+        self._lists = lists
+        if self._dtype == "pq4":
+            self._pq4 = _ivf_pq4.Pq4Layout.of(lists)
 
     def _prepared(self, vectors, name: str) -> np.ndarray:
         x = one_float32_row(vectors, self._dim)  # the single-query path: no copy, few checks
@@ -203,6 +239,8 @@ class IVFIndex:
         """(rows as stored, exact float32 rows or None, squared norms or None)."""
         if self._dtype == "sq8":
             rows, exact, values = encode_sq8(x, self._code_min, self._code_scale), x, x
+        elif self._dtype == "pq4":
+            rows, exact, values = _pq4_codes.encode(x, self._pq4_books, 0), x, x
         else:
             rows = to_storage(x, self._dtype, "vectors")
             exact, values = None, to_float32(rows, self._dtype)
@@ -232,7 +270,7 @@ class IVFIndex:
             boolean mask indexed by id). Applied inside the scan; a query whose
             nprobe lists hold fewer than k allowed vectors scans further lists,
             nearest first, until it has k (or has scanned all).
-        rescore: sq8 only: candidates re-scored exactly per result (rescore * k).
+        rescore: sq8 and pq4: candidates re-scored exactly per result (rescore * k).
         n_threads: 0 uses all cores.
         """
         self._require_trained("search")
@@ -243,8 +281,15 @@ class IVFIndex:
         rescore = check_positive_int(rescore, "rescore")
         n_threads = check_threads(n_threads)
         q = self._prepared(queries, "queries")
-        lists = self._lists  # one snapshot for the whole search
+        layout = self._pq4
+        lists = self._lists if layout is None else layout.lists  # one snapshot for the whole search
         mask, by_row = (None, False) if allow is None else allow_mask(allow, lists.ids)
+        if layout is not None:
+            scores, ids = _ivf_pq4.search(
+                layout, self._centroids, self._centroid_sq_norms, self._m, self._pq4_by_dim,
+                NATIVE_METRIC[self._metric], q, k, nprobe, rescore, mask, by_row, n_threads)
+            self._local.stages = {}
+            return Hits(scores, ids)
         scores, ids, stages = _core.ivf_search(
             lists.rows, q, k, centroids=self._centroids,
             centroid_sq_norms=self._centroid_sq_norms, list_offsets=lists.offsets,
@@ -265,18 +310,24 @@ class IVFIndex:
             if self._centroids is not None:
                 arrays["centroids"] = self._centroids
             optional = {"sq_norms": lists.sq_norms, "exact": lists.exact,
-                        "code_min": self._code_min, "code_scale": self._code_scale}
+                        "code_min": self._code_min, "code_scale": self._code_scale,
+                        "codebooks": None if self._pq4_books is None else
+                        self._pq4_books.reshape(-1, self._pq4_books.shape[2])}
             arrays.update({name: a for name, a in optional.items() if a is not None})
             params = {"dim": self._dim, "nlist": self._nlist, "metric": self._metric,
                       "dtype": self._dtype, "init": self._init, "max_iter": self._max_iter,
                       "seed": self._seed, "next_id": self._next_id, "training": self._training}
+            if self._m is not None:
+                params["m"] = self._m
             write_index(path, _FILE_KIND, params, arrays)
 
     @classmethod
-    def load(cls, path) -> IVFIndex:
+    def load(cls, path, mmap: bool = False) -> IVFIndex:
         """Reads an index written by save(); damaged, foreign or crafted files raise
-        IndexFileError naming the field that is wrong."""
-        params, arrays = read_index(path, _FILE_KIND)
+        IndexFileError naming the field that is wrong. mmap=True maps the arrays
+        read-only from the file (for sq8 and pq4, the exact rows used by the
+        re-scoring stay on disk until read); a later add or remove copies them."""
+        params, arrays = read_index(path, _FILE_KIND, mmap=mmap)
         f = FileFields(path, params, arrays)
         stored = params.get("dtype")
         subclass = cls._subclass_of_dtype.get(stored) if isinstance(stored, str) else None
@@ -289,7 +340,10 @@ class IVFIndex:
         dtype = _FILE_DTYPE_RENAMES.get(dtype, dtype) if isinstance(dtype, str) else dtype
         if not isinstance(dtype, str) or dtype not in DTYPES:
             f.fail("params.dtype", f"{params.get('dtype')!r} is not one of {', '.join(map(repr, DTYPES))}")
-        index = cls(dim, nlist, metric, dtype, init=f.choice_param("init", INITS),
+        m = f.int_param("m", 1, _pq4_codes.MAX_M) if dtype == "pq4" else None
+        if m is not None and dim % m:
+            f.fail("params.m", f"{m} does not divide dim={dim}")
+        index = cls(dim, nlist, metric, dtype, m=m, init=f.choice_param("init", INITS),
                     max_iter=f.int_param("max_iter", 1, MAX_ITER),
                     seed=f.int_param("seed", 0, MAX_SEED))
         index._restore(f)
@@ -305,16 +359,22 @@ class IVFIndex:
         # Compared pairwise, not by np.diff: a difference of int64 values can wrap around.
         if offsets[0] != 0 or offsets[-1] != n or (offsets[1:] < offsets[:-1]).any():
             f.fail("offsets", f"list offsets must rise from 0 to the {n} rows")
-        rows = f.array("rows", self._lists.rows.dtype, (n, dim))
+        if self._dtype == "pq4":
+            rows = _pq4_codes.checked_codes(f, n, self._m, "rows")
+        else:
+            rows = f.array("rows", self._lists.rows.dtype, (n, dim))
         sorted_ids = f.sorted_ids("ids", ids)
         self._next_id = f.next_id(ids)
-        exact = f.array("exact", np.float32, (n, dim)) if self._dtype == "sq8" else None
+        exact = f.array("exact", np.float32, (n, dim)) if self._dtype in ("sq8", "pq4") else None
         if "centroids" in f.arrays:
             centroids = f.array("centroids", np.float32, (nlist, dim))
             f.bounded_rows("centroids", centroids)
             self._set_centroids(centroids)
             if self._dtype == "sq8":
                 self._code_min, self._code_scale = _checked_codes(f, dim)
+            if self._dtype == "pq4":
+                self._pq4_books = _pq4_codes.checked_codebooks(f, dim, self._m)
+                self._pq4_by_dim = _pq4_codes.by_dimension(self._pq4_books)
         elif n:
             f.fail("centroids", "missing, but the index holds vectors")
         if exact is not None:
@@ -328,7 +388,7 @@ class IVFIndex:
         if self._metric == "l2":
             f.matching_norms("sq_norms", f.array("sq_norms", np.float32, (n,)), values_sq)
             sq_norms = values_sq
-        self._lists = Lists(offsets, rows, ids, sorted_ids, sq_norms, exact)
+        self._set_lists(Lists(offsets, rows, ids, sorted_ids, sq_norms, exact))
 
 
 def _checked_codes(f: FileFields, dim: int):

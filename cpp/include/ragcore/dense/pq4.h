@@ -9,11 +9,14 @@
 // sub-quantiser the best entry of the query's table scores 0.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ragcore/dense/types.h"
 #include "ragcore/simd/simd.h"
+#include "ragcore/util/filter.h"
 
 namespace ragcore {
 
@@ -32,12 +35,93 @@ void pq4_pack(const uint8_t* codes, size_t n, size_t m, uint8_t* packed);
 void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, uint16_t* losses,
               SimdLevel level);
 
+// The `want` smallest (loss, row) pairs offered so far, ties to the lower row, kept
+// as a reservoir (FAISS's ReservoirTopN): offers are appended, and when the buffer
+// holds 2 * want the want smallest are kept and the loss of the largest of them
+// becomes bound(). The SIMD scans compare a whole block of 16-bit losses with
+// bound() and offer only the lanes at or below it, so most blocks cost no scalar
+// work, and an offer is an append (a heap cost ~30 ns an offer: measured slower).
+class Pq4Candidates {
+ public:
+  explicit Pq4Candidates(size_t want)
+      : want_(want), cap_(want > (SIZE_MAX - 64) / 2 ? SIZE_MAX : std::max<size_t>(2 * want, want + 64)) {
+    keys_.reserve(std::min<size_t>(cap_, 1 << 16));
+  }
+
+  // A loss above this cannot be among the want smallest.
+  uint32_t bound() const { return bound_; }
+  // Rows offered and kept; every offered row while fewer than 2 * want were offered.
+  size_t size() const { return keys_.size(); }
+
+  void offer(uint32_t loss, uint32_t row) {
+    if (want_ == 0) return;
+    keys_.push_back((static_cast<uint64_t>(loss) << 32) | row);
+    if (keys_.size() == cap_) shrink();
+  }
+
+  // The want smallest keys, best (smallest loss, then lowest row) first.
+  const std::vector<uint64_t>& sorted() {
+    std::sort(keys_.begin(), keys_.end());
+    if (keys_.size() > want_) keys_.resize(want_);
+    return keys_;
+  }
+
+ private:
+  void shrink() {
+    std::nth_element(keys_.begin(), keys_.begin() + (want_ - 1), keys_.end());
+    keys_.resize(want_);
+    bound_ = static_cast<uint32_t>(keys_[want_ - 1] >> 32);  // the largest kept (nth_element)
+  }
+
+  size_t want_, cap_;
+  uint32_t bound_ = 0xFFFFFFFFu;
+  std::vector<uint64_t> keys_;
+};
+
+// Offers rows first_row + i (i < n) of packed codes to out, with their losses under
+// byte tables luts (as pq4_scan); a row enters only if allow allows it (ids: the
+// external id of every row, indexed by row; may be null when allow is inactive).
+// Every SIMD level keeps exactly the candidates the scalar path keeps.
+void pq4_scan_select(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
+                     uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
+                     Pq4Candidates& out, SimdLevel level);
+
+// Builds queries' byte tables from the codebooks, given by dimension: by_dim is
+// m x (d / m) x 16, per sub-quantiser and dimension of its part the 16 centroids'
+// values side by side (the codebooks m x 16 x (d / m), transposed once by the
+// caller), so a query's float tables are d multiply-adds of 16 lanes (vectorised):
+// inner products, or 2<q_j, c> - |c|^2 for L2; quantised by pq4_quantize_tables.
+class Pq4TableMaker {
+ public:
+  Pq4TableMaker(const float* by_dim, size_t m, size_t d, Metric metric);
+  // luts: pq4_pairs(m) * 32 bytes.
+  void luts(const float* q, uint8_t* luts) const;
+
+ private:
+  const float* by_dim_;
+  size_t m_, dsub_;
+  Metric metric_;
+  std::vector<float> sq_norms_;  // m x 16, L2 only
+};
+
+// The exact top-k of candidate rows (keys of Pq4Candidates, row in the low 32 bits):
+// scored against float32 rows exact (n x d), written best first, padded (-inf, -1).
+void pq4_rescore(const std::vector<uint64_t>& candidates, const float* q, const float* exact,
+                 const float* sq_norms, const int64_t* ids, size_t d, Metric metric,
+                 size_t k, const DenseKernels& kern, float* out_scores, int64_t* out_ids);
+
+// min(n, rescore * k) without wrapping.
+inline size_t pq4_candidates_wanted(size_t n, size_t k, size_t rescore) {
+  if (k != 0 && rescore > n / k) return n;
+  return std::min(n, rescore * k);
+}
+
 struct Pq4SearchArgs {
   const uint8_t* packed = nullptr;    // pq4_packed_bytes(n, m)
   size_t n = 0;
   size_t m = 0;                       // sub-quantisers, 1..256
   size_t d = 0;                       // divisible by m
-  const float* centroids = nullptr;   // m x 16 x (d / m)
+  const float* centroids = nullptr;   // m x (d / m) x 16: the codebooks by dimension (Pq4TableMaker)
   const float* exact = nullptr;       // n x d float32, for the exact re-scoring
   const float* sq_norms = nullptr;    // n, L2 only
   const int64_t* ids = nullptr;       // n
@@ -46,6 +130,7 @@ struct Pq4SearchArgs {
   size_t nq = 0;
   size_t k = 0;
   size_t rescore = 4;                 // rescore * k candidates re-scored exactly
+  AllowFilter allow;                  // rows a result may come from (default: all)
   float* out_scores = nullptr;        // nq x k (exact scores), padded (-inf, -1)
   int64_t* out_ids = nullptr;
   int n_threads = 0;

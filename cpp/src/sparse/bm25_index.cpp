@@ -459,7 +459,7 @@ size_t Bm25Index::memory_bytes() const {
   for (const auto& l : lists_) bytes += l.memory_bytes();
   for (const auto& c : caches_)
     bytes += (c.excess.capacity() + c.block_max.capacity()) * sizeof(float) +
-             c.doc_bits.capacity() * sizeof(uint64_t) + c.rank_before.capacity() * sizeof(uint32_t);
+             c.doc_bits.capacity() * sizeof(TermCache::DocBits);
   bytes += ext_ids_.capacity() * sizeof(int64_t) + lengths_.capacity() * sizeof(uint32_t) +
            scoring_len_.capacity() * sizeof(uint32_t) + norm_.capacity() * sizeof(double) +
            by_ext_id_.capacity() * sizeof(by_ext_id_[0]);

@@ -259,7 +259,7 @@ class BM25Index:
                 and algorithm == "auto"):  # one query, nothing to convert
             scores, ids, _ = self._encoder.search(self._native, [queries], False, k,
                                                   _AUTO, n_threads)
-            return Hits(scores, ids)
+            return Hits.of_native(scores, ids)
         return self._search(queries, k, n_threads, algorithm, allow)[0]
 
     def _search(self, queries, k, n_threads=0, algorithm="auto",

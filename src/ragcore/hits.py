@@ -41,8 +41,9 @@ class Hits:
         [nq, k], ids >= 0 or -1), without the constructor's checks: for one small query
         they cost more than the search (the ids.min() of the id check alone ~2 us)."""
         hits = object.__new__(cls)
-        object.__setattr__(hits, "scores", scores)
-        object.__setattr__(hits, "ids", ids)
+        fields = hits.__dict__  # a frozen dataclass: its fields live in __dict__
+        fields["scores"] = scores
+        fields["ids"] = ids
         return hits
 
     @property

@@ -11,9 +11,15 @@
 
 namespace ragcore {
 
+// Asked once per process: hardware_concurrency() reads the system's CPU list (about
+// 3-5 us a call here), which every parallel_for paid, even for one thread - most of the
+// fixed cost of a one-query BM25 call.
 int hardware_threads() {
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  static const int hw = [] {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : static_cast<int>(n);
+  }();
+  return hw;
 }
 
 int resolve_threads(int n_threads) {

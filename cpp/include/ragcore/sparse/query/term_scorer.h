@@ -103,8 +103,9 @@ class TermScorer {
   }
   // With doc bits: the position of doc's posting, kNoPosition if none.
   static constexpr size_t kNoPosition = ~size_t{0};
-  size_t position_of(uint32_t doc) const {
-    const TermCache::DocBits& w = cache_->doc_bits[doc >> 6];
+  size_t position_of(uint32_t doc) const { return position_in(cache_->doc_bits.data(), doc); }
+  static size_t position_in(const TermCache::DocBits* doc_bits, uint32_t doc) {
+    const TermCache::DocBits& w = doc_bits[doc >> 6];
     const uint64_t below = (uint64_t{1} << (doc & 63)) - 1;
     if (!((w.bits >> (doc & 63)) & 1)) return kNoPosition;
     return w.rank_before + popcount64(w.bits & below);

@@ -147,3 +147,15 @@ def test_every_algorithm_equals_the_top_k_of_all_scores(seed, variant, k):
         want = topk(index.get_scores(q)[None, :], index.ids, k)
         for algorithm in ("exhaustive",) + PRUNED + ("auto",):
             assert_hits_equal(index.search([q], k, algorithm=algorithm), want)
+
+
+def test_a_long_query_with_a_large_k_equals_the_top_k_of_all_scores():
+    # k = 30,000 asks the seed for 938 blocks, and 100 terms offer up to 16 each: its scratch
+    # passes 65,536 documents and is freed after the query; the next query builds a new one.
+    corpus = zipf_corpus(40_000, vocab=400, seed=11, max_len=40)
+    index = build(corpus, variant="lucene")
+    long_query = [f"t{i}" for i in range(100)]
+    for q, k in ((long_query, 30_000), (["t3", "t50"], 10), (long_query, 5)):
+        want = topk(index.get_scores(q)[None, :], index.ids, k)
+        for algorithm in ("exhaustive", "maxscore", "auto"):
+            assert_hits_equal(index.search([q], k, algorithm=algorithm), want)

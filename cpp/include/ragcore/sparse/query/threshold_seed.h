@@ -37,7 +37,9 @@ namespace ragcore {
 //
 // allowed (one byte per slot, or null): only allowed documents count, so that
 // a filtered search's seed is the score of k documents it may return.
-// The scratch vectors are per thread and reused: no allocation per query.
+// The scratch vectors are per thread and reused: no allocation per query. A scratch
+// of more than 65,536 seed documents is freed after use (each term offers at most
+// TermCache::kBestBlocks blocks, so only a query of more than 32 terms makes one).
 inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, double base,
                             size_t n_blocks, const uint8_t* allowed = nullptr) {
   const float none = -std::numeric_limits<float>::infinity();
@@ -57,6 +59,13 @@ inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, doub
     std::vector<float> scores;
   };
   thread_local Scratch s;
+  // A query of very large k must not leave its scratch to the thread for good.
+  struct Release {
+    Scratch& s;
+    ~Release() {
+      if (s.found.capacity() > (size_t{1} << 16)) s = Scratch();
+    }
+  } release{s};
   // The n_blocks blocks of highest bound over all the terms' best blocks.
   s.ranked.clear();
   for (size_t i = 0; i < terms.size(); ++i)

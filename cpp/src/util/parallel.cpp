@@ -11,10 +11,9 @@
 
 namespace ragcore {
 
-// Asked once per process: hardware_concurrency() reads the system's CPU list (about
-// 3-5 us a call here), which every parallel_for paid, even for one thread - most of the
-// fixed cost of a one-query BM25 call.
 int hardware_threads() {
+  // Asked once: glibc reads /sys for it, about 3 us a call, which a one-query search
+  // (tens of microseconds, two calls) would otherwise pay every time.
   static const int hw = [] {
     const unsigned n = std::thread::hardware_concurrency();
     return n == 0 ? 1 : static_cast<int>(n);

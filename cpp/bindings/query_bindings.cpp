@@ -104,6 +104,37 @@ py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::l
   return py::make_tuple(scores, ids, used);
 }
 
+// One query text, auto algorithm: the per-call path of BM25Index.search(str, k). Returns
+// (scores, ids) [1, k] only, and reads the str without a list around it: what a RAG
+// service calls once per question, so every fixed cost here is paid per call.
+py::tuple search_one(const PyQueryEncoder& self, const Bm25Index& index, const py::str& query,
+                     size_t k, int n_threads) {
+  if (k == 0) throw std::invalid_argument("k must be >= 1");
+  check_result_size(1, k, index.num_docs());
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(query.ptr(), &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    throw py::value_error("document 0 cannot be encoded as UTF-8 (it holds a lone surrogate)");
+  }
+  const std::vector<std::string_view> texts{std::string_view(data, static_cast<size_t>(size))};
+  py::array_t<float> scores({py::ssize_t{1}, static_cast<py::ssize_t>(k)});
+  py::array_t<int64_t> ids({py::ssize_t{1}, static_cast<py::ssize_t>(k)});
+  float* s = scores.mutable_data();
+  int64_t* i = ids.mutable_data();
+  const QueryEncoder::StemFn stem = self.stem_fn();
+  try {
+    py::gil_scoped_release release;
+    const EncodedQueries q = self.encoder.encode_texts(texts, stem);
+    const QueryBatch batch{q.terms.data(), q.weights.data(), q.offsets.data(), 1};
+    uint8_t used = 0;
+    index.search(batch, k, QueryAlgorithm::Auto, n_threads, s, i, &used);
+  } catch (const Utf8Error& e) {
+    throw py::value_error(e.what());
+  }
+  return py::make_tuple(scores, ids);
+}
+
 }  // namespace
 
 void register_query_encoder(py::module_& m) {
@@ -136,6 +167,9 @@ void register_query_encoder(py::module_& m) {
       .def("search", &search, py::arg("index"), py::arg("queries"), py::arg("pretokenized"),
            py::arg("k"), py::arg("algorithm"), py::arg("n_threads"),
            "encode + index.search in one call (positional arguments: the per-call path).")
+      .def("search_one", &search_one, py::arg("index"), py::arg("query"), py::arg("k"),
+           py::arg("n_threads"),
+           "One query text, algorithm auto: (scores, ids) [1, k] (positional arguments).")
       .def_property_readonly("cached_words",
                              [](const PyQueryEncoder& self) {
                                py::gil_scoped_release release;

@@ -124,3 +124,19 @@ def test_bad_calls():
         index.add([["x", 1]])
     with pytest.raises(TypeError, match="ids must hold integers"):
         index.remove([0.5])
+
+
+def test_one_query_path_returns_the_hits_of_the_batch_path():
+    # The str fast path wraps the native arrays with Hits.of_native (no re-checks): they
+    # must be what the checked constructor would accept, and equal the batch's row.
+    index = BM25Index(stopwords=None)
+    index.add(zipf_corpus(500, seed=3), ids=np.arange(500) * 3 + 1)
+    for q in zipf_queries(20, seed=4):
+        text = " ".join(q)
+        for k in (1, 10, 600):
+            one = index.search(text, k)
+            assert type(one) is Hits
+            Hits(one.scores, one.ids)  # the constructor's checks pass
+            batch = index.search([text, text], k)
+            np.testing.assert_array_equal(one.ids, batch.ids[:1])
+            np.testing.assert_array_equal(one.scores, batch.scores[:1])

@@ -389,15 +389,22 @@ void Bm25Index::search(const QueryBatch& queries, size_t k, QueryAlgorithm algor
   const int workers = queries.nq <= 1 ? 1
                                       : std::max(1, std::min<int>(resolve_threads(n_threads),
                                                                   static_cast<int>(queries.nq)));
-  std::vector<std::unique_ptr<Accumulator>> accs(workers);
-  for (auto& a : accs) a = take_accumulator();
-  parallel_for(queries.nq, workers, [&](size_t qi, int worker) {
+  auto run = [&](size_t qi, Accumulator& acc) {
     const int64_t begin = queries.offsets[qi], end = queries.offsets[qi + 1];
     const PreparedQuery q = prepare(queries.terms + begin, queries.weights + begin,
                                     static_cast<size_t>(end - begin));
-    run_query(q, k, algorithm, *accs[worker], scores + qi * k, ids + qi * k, algorithm_used + qi,
+    run_query(q, k, algorithm, acc, scores + qi * k, ids + qi * k, algorithm_used + qi,
               allow.active() ? allowed.data() : nullptr);
-  });
+  };
+  if (workers == 1) {  // inline: no worker vector, no std::function per call
+    auto acc = take_accumulator();
+    for (size_t qi = 0; qi < queries.nq; ++qi) run(qi, *acc);
+    give_back(std::move(acc));
+    return;
+  }
+  std::vector<std::unique_ptr<Accumulator>> accs(workers);
+  for (auto& a : accs) a = take_accumulator();
+  parallel_for(queries.nq, workers, [&](size_t qi, int worker) { run(qi, *accs[worker]); });
   for (auto& a : accs) give_back(std::move(a));
 }
 
@@ -459,7 +466,7 @@ size_t Bm25Index::memory_bytes() const {
   for (const auto& l : lists_) bytes += l.memory_bytes();
   for (const auto& c : caches_)
     bytes += (c.excess.capacity() + c.block_max.capacity()) * sizeof(float) +
-             c.doc_bits.capacity() * sizeof(uint64_t) + c.rank_before.capacity() * sizeof(uint32_t);
+             c.doc_bits.capacity() * sizeof(TermCache::DocBits);
   bytes += ext_ids_.capacity() * sizeof(int64_t) + lengths_.capacity() * sizeof(uint32_t) +
            scoring_len_.capacity() * sizeof(uint32_t) + norm_.capacity() * sizeof(double) +
            by_ext_id_.capacity() * sizeof(by_ext_id_[0]);

@@ -30,7 +30,6 @@ _NATIVE_ALGORITHM = {
     "maxscore": _core.QueryAlgorithm.MaxScore, "bmw": _core.QueryAlgorithm.BlockMaxWand,
 }
 ALGORITHMS = tuple(_NATIVE_ALGORITHM)
-_AUTO = _core.QueryAlgorithm.Auto
 _ALGORITHM_NAME = {int(member): name for name, member in _NATIVE_ALGORITHM.items()}
 _FILE_KIND = "BM25Index"
 _CHUNK_DOCS = 65536  # documents tokenized and indexed per native call
@@ -257,9 +256,7 @@ class BM25Index:
         if (allow is None and type(queries) is str and type(k) is int and k > 0
                 and type(n_threads) is int and n_threads >= 0 and type(algorithm) is str
                 and algorithm == "auto"):  # one query, nothing to convert
-            scores, ids, _ = self._encoder.search(self._native, [queries], False, k,
-                                                  _AUTO, n_threads)
-            return Hits(scores, ids)
+            return Hits.of_native(*self._encoder.search_one(self._native, queries, k, n_threads))
         return self._search(queries, k, n_threads, algorithm, allow)[0]
 
     def _search(self, queries, k, n_threads=0, algorithm="auto",

@@ -62,6 +62,16 @@ class MaxScoreQuery {
 
   const TermScorer& term(size_t i) const { return terms_[order_[i]]; }
 
+  // What the per-candidate loops read of term(i), flat: score() and probe() through
+  // TermScorer were four dependent loads (order, term, cache, array) per posting.
+  struct Lane {
+    const float* excess;                  // term(i).cache().excess
+    const TermCache::DocBits* doc_bits;   // null without doc bits
+    double weight;
+    size_t slot;                          // position in query order (the SlotSum's)
+    double score(size_t position) const { return weight * excess[position]; }  // = TermScorer::score
+  };
+
   // Lists by ascending list bound (stable: equal bounds keep query order, so
   // the run does not depend on the sort), a cursor each, and the prefix sums of
   // the bounds, which the essential split and the probes compare with.
@@ -72,10 +82,14 @@ class MaxScoreQuery {
       return terms_[a].list_bound() < terms_[b].list_bound();
     });
     cursors_.reserve(n_);
+    lanes_.reserve(n_);
     prefix_.resize(n_);
     block_prefix_.resize(n_);
     for (size_t i = 0; i < n_; ++i) {
       cursors_.emplace_back(term(i).list());
+      const TermCache& c = term(i).cache();
+      lanes_.push_back({c.excess.data(), c.doc_bits.empty() ? nullptr : c.doc_bits.data(),
+                        term(i).weight(), order_[i]});
       prefix_[i] = (i ? prefix_[i - 1] : 0.0) + term(i).list_bound();
     }
   }
@@ -138,8 +152,8 @@ class MaxScoreQuery {
     for (size_t i = first_essential_; i < n_; ++i) {
       Cursor& c = cursors_[i];
       if (c.doc() == doc) {
-        const double v = term(i).score(c.position());
-        sum_.add(order_[i], v);
+        const double v = lanes_[i].score(c.position());
+        sum_.add(lanes_[i].slot, v);
         partial += v;
         c.next();
       }
@@ -162,17 +176,19 @@ class MaxScoreQuery {
     }
     for (size_t i = first_essential_; i-- > 0;) {
       if (!sink_.may_enter(partial + block_prefix_[i])) return DocStatus::Skip;
-      const TermScorer& t = term(i);
+      const Lane& lane = lanes_[i];
       double v;
-      if (t.has_doc_bits()) {
-        if (!t.probe(doc, v)) continue;  // a popcount, no block to decode
+      if (lane.doc_bits) {  // a popcount, no block to decode
+        const size_t position = TermScorer::position_in(lane.doc_bits, doc);
+        if (position == TermScorer::kNoPosition) continue;
+        v = lane.score(position);
       } else {
         Cursor& c = cursors_[i];
         c.next_geq(doc);
         if (c.doc() != doc) continue;
-        v = t.score(c.position());
+        v = lane.score(c.position());
       }
-      sum_.add(order_[i], v);
+      sum_.add(lane.slot, v);
       partial += v;
     }
     return DocStatus::Insert;
@@ -183,6 +199,7 @@ class MaxScoreQuery {
   const size_t n_;
   std::vector<size_t> order_;          // order_[i]: the term of the i-th lowest list bound
   std::vector<Cursor> cursors_;        // cursors_[i] walks term(i)'s list
+  std::vector<Lane> lanes_;            // lanes_[i]: term(i), flat
   std::vector<double> prefix_;         // prefix_[i]: sum of the list bounds of term(0..i)
   std::vector<double> block_prefix_;   // the same over the blocks that could hold a candidate
   size_t first_essential_ = 0;         // lists [first_essential_, n_) are essential

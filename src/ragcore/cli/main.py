@@ -74,6 +74,10 @@ def _pipeline_options(parser) -> None:
     parser.add_argument("--latency-queries", type=int, default=100,
                         help="questions timed one at a time (default 100)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precision", default="fp32",
+                        help="the bundled encoder's precision (encoders.default_encoder): fp32 "
+                             "(default; without torch the bundled int8 file), auto, int8, fp16 "
+                             "or int8-bundled (what `make demo` gets, as it installs no torch)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

@@ -19,47 +19,78 @@ from ..hits import PADDING_ID, Hits
 class Tuning:
     """The outcome of ``fusion.tune``.
 
-    setting: the FusionSetting with the value best on all the labelled queries (pass it to
-    HybridRetriever(fusion=...)). grid / mean_by_value: each candidate value and its mean metric
-    over all labelled queries. fold_values: the value each fold chose on its training queries;
-    fold_scores: the mean metric of each fold's held-out queries at that value; cv_score: the
-    mean over all queries of their held-out values. qids: the labelled queries, in the order of
-    ``folds`` (positions into qids, one array of held-out queries per fold). settings: every
-    FusionSetting searched (aligned with grid); fold_settings: the one each fold chose.
+    setting: the FusionSetting best on all the labelled queries (pass it to
+    HybridRetriever(fusion=...)). settings / mean_by_value: every FusionSetting searched and its
+    mean metric over all labelled queries. fold_settings: the setting each fold chose on its
+    training queries; fold_scores: the mean metric of each fold's held-out queries at that
+    setting; cv_score: the mean over all queries of their held-out values. qids: the labelled
+    queries, in the order of ``folds`` (positions into qids, one array of held-out queries per
+    fold).
     """
 
     setting: object
-    parameter: str
     metric: str
-    grid: np.ndarray
+    settings: tuple
     mean_by_value: np.ndarray
-    fold_values: np.ndarray
+    fold_settings: tuple
     fold_scores: np.ndarray
     cv_score: float
     qids: np.ndarray
     folds: list
-    settings: tuple = ()
-    fold_settings: tuple = ()
+
+    @property
+    def parameter(self) -> str:
+        """The chosen setting's tuned number: "alpha" (convex) or "r0" (RRF)."""
+        return self.setting.parameter
 
     @property
     def value(self) -> float:
-        return float(getattr(self.setting, self.parameter))
+        return float(self.setting.value)
+
+    @property
+    def grid(self) -> np.ndarray:
+        """The tuned number of each searched setting (alpha or r0, see ``settings``)."""
+        return np.array([s.value for s in self.settings], dtype=np.float64)
+
+    @property
+    def fold_values(self) -> np.ndarray:
+        return np.array([s.value for s in self.fold_settings], dtype=np.float64)
 
     @property
     def spread(self) -> dict:
-        """How much the folds disagree: the range of their chosen values and the standard
-        deviation of their held-out scores."""
-        return {f"{self.parameter}_min": float(self.fold_values.min()),
-                f"{self.parameter}_max": float(self.fold_values.max()),
-                "score_std": float(self.fold_scores.std())}
+        """How much the folds disagree: how many chose each method, the range of the values
+        they chose (per method's parameter), and the standard deviation of their held-out
+        scores."""
+        out = {f"{m}_folds": sum(s.method == m for s in self.fold_settings)
+               for m in dict.fromkeys(s.method for s in self.settings)}
+        for s in self.fold_settings:
+            low, high = f"{s.parameter}_min", f"{s.parameter}_max"
+            out[low] = min(out.get(low, s.value), s.value)
+            out[high] = max(out.get(high, s.value), s.value)
+        out["score_std"] = float(self.fold_scores.std())
+        return out
 
     def summary(self) -> str:
-        chosen = ", ".join(s.describe() for s in self.fold_settings) if self.fold_settings \
-            else ", ".join(f"{v:g}" for v in self.fold_values)
+        chosen = ", ".join(s.describe() for s in self.fold_settings)
         return (f"{self.setting.describe()} ({self.metric} {self.mean_by_value.max():.3f} on "
-                f"{len(self.qids)} labelled queries); {len(self.folds)}-fold cross-validation: "
-                f"{self.metric} {self.cv_score:.3f} held out (fold std {self.fold_scores.std():.3f}), "
-                f"folds chose {chosen}")
+                f"{len(self.qids)} labelled queries, best of {len(self.settings)} settings); "
+                f"{len(self.folds)}-fold cross-validation: {self.metric} {self.cv_score:.3f} "
+                f"held out (fold std {self.fold_scores.std():.3f}), folds chose {chosen}")
+
+
+def metric_name(metric) -> str:
+    """The criterion's name: a metric, or "mean(a, b)" of several."""
+    metrics = _metric_list(metric)
+    return metrics[0] if len(metrics) == 1 else f"mean({', '.join(metrics)})"
+
+
+def _metric_list(metric) -> list:
+    metrics = [metric] if isinstance(metric, str) else list(metric) \
+        if isinstance(metric, (list, tuple)) else None
+    if not metrics or not all(isinstance(m, str) for m in metrics):
+        raise ValueError(f"metric must be a metric name or a list of them (e.g. 'ndcg@10' or "
+                         f"['recall@10', 'mrr@10']), got {metric!r}")
+    return metrics
 
 
 def make_folds(n: int, n_folds: int, seed: int) -> list:
@@ -116,16 +147,20 @@ def doc_level_run(hits: Hits, docids, qids):
                            -rank[first].astype(np.float64))
 
 
-def per_query_metric(hits: Hits, qrels, metric: str, qids, docids):
-    """(labelled qids, per-query metric, per-query recall of every candidate) of fused Hits."""
+def per_query_metric(hits: Hits, qrels, metric, qids, docids):
+    """(labelled qids, per-query criterion, per-query recall of every candidate) of fused Hits;
+    the criterion is the metric, or the mean of several metrics."""
     from ..evaluate import evaluate
 
+    metrics = _metric_list(metric)
+    reach = f"recall@{max(hits.k, 1)}"
     run = doc_level_run(hits, docids, qids)
     try:
-        ev = evaluate(run, qrels, [metric, f"recall@{max(hits.k, 1)}"], ties="as_ranked")
+        ev = evaluate(run, qrels, list(dict.fromkeys([*metrics, reach])), ties="as_ranked")
     except ValueError as err:
         if "no query is in both" in str(err):
             raise ValueError("qrels judge none of the candidates' queries; qids must name the "
                              "rows of the candidate Hits as the qrels name them") from None
         raise
-    return ev.qids, ev.per_query[metric], ev.per_query[f"recall@{max(hits.k, 1)}"]
+    values = np.mean([np.asarray(ev.per_query[m], dtype=np.float64) for m in metrics], axis=0)
+    return ev.qids, values, np.asarray(ev.per_query[reach])

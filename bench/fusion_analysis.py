@@ -8,9 +8,10 @@ script takes each retriever's top 200 once, for the tuning third and the held-ou
    5 folds) and prints the cross-validated score; the depth with the best cross-validated score
    is the one chosen (on the tuning third only). The held-out recall@10 / MRR@10 of every depth
    are printed beside it, as an exploration: the choice never reads them.
-2. a criterion shaped like the target: at depth 50, the setting whose worse gain over dense
-   (convex alpha = 1, dense's order) on recall@10 and on MRR@10 is largest, chosen on the tuning
-   third with the same 5-fold cross-validation, then reported on the held-out rest.
+2. the criterion: at depth 50, the demo's ("worst_gain": the setting whose smaller gain over
+   the better list alone, on recall@10 and on MRR@10, is largest) against "mean" (the mean of
+   recall@10 and MRR@10), each chosen on the tuning third with the same cross-validation and
+   reported on the held-out rest.
 3. per question, at the demo's depth 50: for the held-out questions where the tuned hybrid and
    dense differ on recall@10, the rank of the relevant document in dense, in BM25 (">d": not in
    its top d) and in the fused list.
@@ -28,8 +29,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from ragcore.cli.datasets import debian_packages, stdlib_docs
-from ragcore.cli.demo_hybrid import (TUNE_METHODS, TUNE_METRIC, TUNE_NORMS, evaluate_system,
-                                     split_questions)
+from ragcore.cli.demo_hybrid import (TUNE_CRITERION, TUNE_METHODS, TUNE_METRIC, TUNE_NORMS,
+                                     evaluate_system, split_questions)
 from ragcore.cli.embedding_cache import EmbeddingCache
 from ragcore.encoders import default_encoder
 from ragcore.evaluate import compare
@@ -37,14 +38,13 @@ from ragcore.hits import Hits
 from ragcore.rag import fusion
 from ragcore.rag.chunking import Chunker
 from ragcore.rag.pipeline import HybridRetriever
-from ragcore.rag.tuning import make_folds, per_query_metric
 
 DEPTHS = (20, 50, 100, 200)
 DEMO_DEPTH = 50
 
 
 def build(data, n_questions: int, seed: int, precision: str):
-    """The demo's retriever and its (positions, questions, qids) of the tuning and held-out parts."""
+    """The demo's retriever and (positions, questions, qids) of its tuning and held-out parts."""
     rng = np.random.default_rng(seed)
     positions = sorted(rng.choice(len(data.questions), min(n_questions, len(data.questions)),
                                   replace=False).tolist())
@@ -88,26 +88,9 @@ def doc_rank(retriever, row_ids, relevant: set) -> int | None:
     return None
 
 
-def worst_gain(means_recall, means_mrr, base: int) -> np.ndarray:
-    """Per setting, the smaller of its recall@10 and MRR@10 gains over setting ``base``."""
-    return np.minimum(means_recall - means_recall[base], means_mrr - means_mrr[base])
-
-
-def worst_gain_tuning(settings, candidates, qrels, qids, docids, seed: int):
-    """(setting chosen on all the tuning queries, the one each fold chose) by worst_gain."""
-    rows = {m: [] for m in ("recall@10", "mrr@10")}
-    for s in settings:
-        fused = s.fuse(*candidates)
-        for m in rows:
-            rows[m].append(per_query_metric(fused, qrels, m, qids, docids)[1])
-    rec, mrr = (np.vstack(rows[m]) for m in ("recall@10", "mrr@10"))
-    base = settings.index(fusion.FusionSetting("convex", alpha=1.0))
-    folds = []
-    for test in make_folds(rec.shape[1], 5, seed):
-        train = np.setdiff1d(np.arange(rec.shape[1]), test)
-        folds.append(settings[int(np.argmax(worst_gain(rec[:, train].mean(1),
-                                                       mrr[:, train].mean(1), base)))])
-    return settings[int(np.argmax(worst_gain(rec.mean(1), mrr.mean(1), base)))], folds
+def tuned(candidates, qrels, qids, docids, seed: int, criterion: str):
+    return fusion.tune(candidates, qrels, TUNE_METRIC, method=TUNE_METHODS, folds=5, seed=seed,
+                       qids=qids, docids=docids, norm=TUNE_NORMS, criterion=criterion)
 
 
 def analyse(data, n_questions: int, seed: int, precision: str) -> None:
@@ -129,8 +112,8 @@ def analyse(data, n_questions: int, seed: int, precision: str) -> None:
     print("|---:|---|---:|---:|---:|---|")
     rows, per_depth = [], {}
     for d in DEPTHS:
-        t = fusion.tune([top(h, d) for h in tune_first], qrels, TUNE_METRIC, method=TUNE_METHODS,
-                        folds=5, seed=seed, qids=tune_part[2], docids=docids, norm=TUNE_NORMS)
+        t = tuned([top(h, d) for h in tune_first], qrels, tune_part[2], docids, seed,
+                  TUNE_CRITERION)
         fused = t.setting.fuse(*(top(h, d) for h in held_first), k=10)
         means, per = evaluate_system(as_retrieval(retriever, fused), data, held_qids, held_pos)
         per_depth[d] = (t, fused, per)
@@ -141,20 +124,22 @@ def analyse(data, n_questions: int, seed: int, precision: str) -> None:
               flush=True)
     print(f"\ncross-validation chooses depth {DEPTHS[int(np.argmax(rows))]}\n")
     t, fused, per = per_depth[DEMO_DEPTH]
-    chosen, folds = worst_gain_tuning(list(t.settings), [top(h, DEMO_DEPTH) for h in tune_first],
-                                      qrels, tune_part[2], docids, seed)
-    held = chosen.fuse(*(top(h, DEMO_DEPTH) for h in held_first), k=10)
-    means, worst_per = evaluate_system(as_retrieval(retriever, held), data, held_qids, held_pos)
-    rrf60 = fusion.FusionSetting("rrf", r0=60).fuse(*(top(h, DEMO_DEPTH) for h in held_first), k=10)
+    held_top = [top(h, DEMO_DEPTH) for h in held_first]
+    rrf60 = fusion.FusionSetting("rrf", r0=60).fuse(*held_top, k=10)
     _, rrf_per = evaluate_system(as_retrieval(retriever, rrf60), data, held_qids, held_pos)
-    print(f"worst-gain criterion at depth {DEMO_DEPTH}: {chosen.describe()} (folds chose "
-          f"{', '.join(f.describe() for f in folds)}); held out recall@10 "
-          f"{means['recall@10']:.3f}, MRR@10 {means['mrr@10']:.3f}")
-    for metric in ("recall@10", "mrr@10"):
-        for name, other in (("dense", single["dense"][1]), ("RRF r0 = 60", rrf_per)):
-            c = compare(other[metric], worst_per[metric])
-            print(f"- {metric} against {name}: {len(c.gained)} gained, {len(c.lost)} lost, "
-                  f"p = {c.p_value:.2g}")
+    for criterion in ("worst_gain", "mean"):
+        c_t = tuned([top(h, DEMO_DEPTH) for h in tune_first], qrels, tune_part[2], docids, seed,
+                    criterion)
+        held = c_t.setting.fuse(*held_top, k=10)
+        means, c_per = evaluate_system(as_retrieval(retriever, held), data, held_qids, held_pos)
+        print(f"criterion {criterion} at depth {DEMO_DEPTH}: {c_t.setting.describe()} (folds "
+              f"chose {', '.join(f.describe() for f in c_t.fold_settings)}); held out recall@10 "
+              f"{means['recall@10']:.3f}, MRR@10 {means['mrr@10']:.3f}")
+        for metric in ("recall@10", "mrr@10"):
+            for name, other in (("dense", single["dense"][1]), ("RRF r0 = 60", rrf_per)):
+                c = compare(other[metric], c_per[metric])
+                print(f"- {metric} against {name}: {len(c.gained)} gained, {len(c.lost)} lost, "
+                      f"p = {c.p_value:.2g}")
     print()
     dense_rec, fused_rec = single["dense"][1]["recall@10"], per["recall@10"]
     print(f"per question at depth {DEMO_DEPTH} ({t.setting.describe()}), where recall@10 differs "

@@ -114,7 +114,7 @@ def test_demo_json_output(capsys, tmp_path, monkeypatch):
     tuning = report["tuning"]
     assert tuning["queries"] == 2 and tuning["method"] in ("rrf", "convex")
     assert tuning["settings_searched"] == 9 + 3 * 21 and len(tuning["fold_settings"]) == 2
-    assert tuning["metric"] == "mean(recall@10, mrr@10)"
+    assert tuning["metric"] == "worst_gain(recall@10, mrr@10)"
     assert len(report["tuning_qids"]) == 2 and len(report["held_out_qids"]) == 6
     assert not set(report["tuning_qids"]) & set(report["held_out_qids"])
     assert len(report["sign_tests"]) == 12

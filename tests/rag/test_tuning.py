@@ -70,10 +70,15 @@ def test_cross_validation_never_scores_a_query_it_tuned_on():
     n = 12
     per_query = np.eye(n)
     folds = make_folds(n, 4, seed=3)
-    chosen, held_out = cross_validate(per_query, folds)
-    assert (held_out == 0).all()
+    chosen, fold_scores, pooled = cross_validate(per_query[None], folds)
+    assert (fold_scores == 0).all() and pooled == 0
     for f, test in enumerate(folds):
         assert chosen[f] not in test
+    # The same with two metrics and the worst-gain criterion against a baseline of zeros.
+    chosen, fold_scores, pooled = cross_validate(np.stack([per_query, per_query]), folds,
+                                                 "worst_gain", np.zeros((2, 1, n)))
+    assert (fold_scores == 0).all() and pooled == 0
+    assert all(chosen[f] not in test for f, test in enumerate(folds))
     # Tuned on everything, the first query's own value wins: the same matrix then scores 1 there.
     assert per_query[int(np.argmax(per_query.mean(axis=1))), 0] == 1
 
@@ -229,3 +234,42 @@ def test_bad_method_grid_and_metric_lists_are_refused():
         fusion.tune(candidates, qrels, metric=[], norm=None)
     with pytest.raises(ValueError, match="metric must be a metric name or a list of them"):
         fusion.tune(candidates, qrels, metric=10, norm=None)
+
+
+def test_worst_gain_scores_the_smaller_gain_over_the_better_list_alone():
+    from ragcore.rag.tuning import best, criterion_scores
+
+    means = np.array([[0.80, 0.70, 0.75], [0.40, 0.50, 0.45]])   # recall, MRR of 3 settings
+    base = np.array([[0.72, 0.50], [0.43, 0.30]])                # dense, sparse alone
+    np.testing.assert_allclose(criterion_scores("worst_gain", means, base), [-0.03, -0.02, 0.02])
+    np.testing.assert_allclose(criterion_scores("mean", means, base), [0.6, 0.6, 0.6])
+    assert best("worst_gain", means, base) == 2 and best("mean", means, base) == 0
+    # Equal worst gains (0.02): the larger mean wins, whatever the order.
+    tied = np.array([[0.75, 0.80], [0.45, 0.45]])
+    assert best("worst_gain", tied, base) == 1 and best("worst_gain", tied[:, ::-1], base) == 0
+
+
+def test_worst_gain_recovers_a_planted_optimum_and_matches_the_metrics_it_combines():
+    from ragcore.evaluate import evaluate
+
+    candidates, qrels = planted(0.3, nq=80)
+    kw = dict(method=BOTH, grid={"rrf": [1, 60], "convex": [0.0, 0.3, 0.6, 1.0]}, norm=None,
+              folds=4)
+    t = fusion.tune(candidates, qrels, metric=("recall@10", "mrr@10"), criterion="worst_gain", **kw)
+    assert t.setting == fusion.FusionSetting("convex", alpha=0.3, norm=None)
+    assert all(s == t.setting for s in t.fold_settings)
+    assert t.label == "worst_gain(recall@10, mrr@10)" and t.label in t.summary()
+    # Each setting's criterion is min over the metrics of (its mean - the better list's mean),
+    # the lists evaluated here on their own.
+    alone = {m: [evaluate(h, qrels, [m], qids=[str(q) for q in range(80)]).mean[m]
+                 for h in candidates] for m in ("recall@10", "mrr@10")}
+    per_metric = {m: fusion.tune(candidates, qrels, metric=m, **kw).mean_by_value for m in alone}
+    want = np.minimum(*(per_metric[m] - max(alone[m]) for m in alone))
+    np.testing.assert_allclose(t.mean_by_value, want)
+    assert t.cv_score == pytest.approx(min(1.0 - max(alone[m]) for m in alone))
+
+
+def test_an_unknown_criterion_is_refused():
+    candidates, qrels = planted(0.5, nq=10)
+    with pytest.raises(ValueError, match="unknown criterion 'max'"):
+        fusion.tune(candidates, qrels, criterion="max")

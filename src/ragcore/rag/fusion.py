@@ -28,7 +28,8 @@ import numpy as np
 from .._util.arrays import check_choice, check_positive_int
 from ..hits import PADDING_ID, Hits
 from .normalize import LOWER_BOUNDS, NORMS, lower_bounds as _lower_bounds, normalise
-from .tuning import Tuning, cross_validate, make_folds, metric_name, per_query_metric
+from .tuning import (CRITERIA, Tuning, best, criterion_scores, cross_validate, make_folds,
+                     metric_list, metric_name, per_query_metrics)
 
 __all__ = ["ALPHA_GRID", "DEFAULT_GRIDS", "LOWER_BOUNDS", "METHODS", "NORMS", "R0_GRID",
            "FusionSetting", "combine", "convex", "rrf", "tune"]
@@ -165,7 +166,7 @@ DEFAULT_GRIDS = {"convex": ALPHA_GRID, "rrf": R0_GRID}
 
 def tune(candidate_hits, qrels, metric="ndcg@10", method="convex", grid=None,
          folds: int = 5, seed: int = 0, qids=None, docids=None, norm: str | None = "theoretical",
-         lower_bounds=("cosine", "bm25")) -> Tuning:
+         lower_bounds=("cosine", "bm25"), criterion: str = "mean") -> Tuning:
     """Choose the fusion of a dense and a sparse list by grid search on labelled queries, with
     k-fold cross-validation: convex fusion's alpha (and normalisation), RRF's r0, or both
     methods at once.
@@ -173,7 +174,10 @@ def tune(candidate_hits, qrels, metric="ndcg@10", method="convex", grid=None,
     candidate_hits: [dense, sparse], the two first-stage Hits of the labelled queries. qrels:
     ``{qid: {docid: grade}}`` (or Qrels / a TREC file); rows of the candidates the qrels do not
     judge are left out. metric: a ragcore.evaluate metric name, or several (e.g. ``("recall@10",
-    "mrr@10")``) whose per-query mean is the criterion. method: "convex" (grid of alpha, default
+    "mrr@10")``). criterion: "mean" (the mean of the metrics, maximised) or "worst_gain" (the
+    smallest, over the metrics, of the gain over the better of dense alone and sparse alone,
+    maximised: a setting is preferred for beating both lists on every metric, not for a large
+    gain on one bought with a loss on another). method: "convex" (grid of alpha, default
     ALPHA_GRID; norm and lower_bounds as for ``convex``; a list of norms searches every norm with
     every alpha), "rrf" (grid of r0, default R0_GRID) or a list of both, which searches every
     setting of each together and lets cross-validation choose the method too; grid is then a
@@ -181,11 +185,13 @@ def tune(candidate_hits, qrels, metric="ndcg@10", method="convex", grid=None,
     cross-validation split (queries shuffled by seed). qids: one id per row (default "0", "1",
     ...). docids: the document of each id (a sequence indexed by id or a dict); several ids of
     one document (its chunks) count once, at the best-ranked. Ties between settings go to the
-    first searched (methods in the order given, then norms, then grid values). Returns a Tuning
+    first searched (methods in the order given, then norms, then grid values); for
+    "worst_gain", first to the larger mean of the metrics. Returns a Tuning
     (``.setting``, ``.summary()``, ``.spread``).
     """
     methods = _check_methods(method)
-    metric_name(metric)  # a bad metric fails before any fusion is scored
+    metrics = metric_list(metric)
+    check_choice(criterion, "criterion", CRITERIA)
     if not (isinstance(candidate_hits, (list, tuple)) and len(candidate_hits) == 2):
         raise TypeError("candidate_hits must be [dense_hits, sparse_hits]")
     dense, sparse = _check_lists(list(candidate_hits), finite="convex" in methods)
@@ -193,25 +199,31 @@ def tune(candidate_hits, qrels, metric="ndcg@10", method="convex", grid=None,
     qids = np.arange(dense.nq).astype(str) if qids is None else np.asarray(qids, dtype=str)
     if len(qids) != dense.nq:
         raise ValueError(f"qids has {len(qids)} ids for {dense.nq} candidate rows")
+
+    def scored(hits):
+        return per_query_metrics(hits, qrels, metrics, qids, docids)
+
     rows, reach = [], None
     for setting in settings:
-        labelled, values, recall_all = per_query_metric(setting.fuse(dense, sparse), qrels,
-                                                        metric, qids, docids)
+        labelled, values, recall_all = scored(setting.fuse(dense, sparse))
         rows.append(values)
         reach = recall_all if reach is None else reach
     if not (reach > 0).any():
         raise ValueError("no relevant document of the qrels is among the candidates of any "
                          "labelled query; check that docids maps the candidates' ids to the "
                          "qrels' document ids")
-    per_query = np.vstack(rows)
-    parts = make_folds(per_query.shape[1], folds, seed)
-    chosen, held_out = cross_validate(per_query, parts)
-    means = per_query.mean(axis=1)
-    return Tuning(setting=settings[int(np.argmax(means))], metric=metric_name(metric),
-                  settings=tuple(settings), mean_by_value=means,
-                  fold_settings=tuple(settings[i] for i in chosen),
-                  fold_scores=np.array([held_out[p].mean() for p in parts]),
-                  cv_score=float(held_out.mean()), qids=labelled, folds=parts)
+    values = np.stack(rows, axis=1)  # [metric, setting, query]
+    base = np.stack([scored(dense)[1], scored(sparse)[1]], axis=1) \
+        if criterion == "worst_gain" else None
+    parts = make_folds(values.shape[2], folds, seed)
+    chosen, fold_scores, cv_score = cross_validate(values, parts, criterion, base)
+    means = values.mean(axis=2)
+    base_means = np.zeros((len(metrics), 0)) if base is None else base.mean(axis=2)
+    overall = criterion_scores(criterion, means, base_means)
+    return Tuning(setting=settings[best(criterion, means, base_means)], metric=metric_name(metrics),
+                  criterion=criterion, settings=tuple(settings), mean_by_value=overall,
+                  fold_settings=tuple(settings[i] for i in chosen), fold_scores=fold_scores,
+                  cv_score=cv_score, qids=labelled, folds=parts)
 
 
 def _check_methods(method) -> tuple:

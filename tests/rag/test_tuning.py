@@ -273,3 +273,15 @@ def test_an_unknown_criterion_is_refused():
     candidates, qrels = planted(0.5, nq=10)
     with pytest.raises(ValueError, match="unknown criterion 'max'"):
         fusion.tune(candidates, qrels, criterion="max")
+
+
+def test_worst_gain_with_a_query_one_list_cannot_answer():
+    # Query 1 has no BM25 result: sparse alone scores 0 there (not dropped), so the better list
+    # alone is dense (recall 1, MRR 0.5) and only a fusion with MRR 1 and recall 1 ties it on
+    # recall while gaining on MRR: alpha 0 (BM25's order, then dense's documents by id).
+    dense = Hits(np.array([[0.9, 0.5], [0.8, 0.1]], np.float32), np.array([[0, 1], [1, 0]]))
+    sparse = Hits(np.array([[3.0, 1.0], [-np.inf, -np.inf]], np.float32), np.array([[1, 0], [-1, -1]]))
+    t = fusion.tune([dense, sparse], {"0": {"1": 1}, "1": {"0": 1}}, metric=("recall@10", "mrr@10"),
+                    criterion="worst_gain", folds=2, norm="minmax")
+    assert len(t.qids) == 2 and t.setting == fusion.FusionSetting("convex", alpha=0.0, norm="minmax")
+    assert t.mean_by_value.max() == 0.0

@@ -207,3 +207,11 @@ def test_the_split_is_fixed_by_the_seed_and_disjoint():
     assert split_questions(300, seed=1)[0].tolist() != tune.tolist()
     with pytest.raises(ValueError, match="at least 3 questions"):
         split_questions(2, seed=0)
+
+
+def test_demo_refuses_an_unknown_precision(capsys):
+    from ragcore.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--precision", "fp31"])
+    assert "invalid choice: 'fp31'" in capsys.readouterr().err

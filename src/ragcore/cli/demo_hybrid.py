@@ -9,14 +9,14 @@ held-out rest. On the tuning third ``fusion.tune`` searches RRF's r0 and convex
 fusion's alpha with each normalisation (theoretical min-max, min-max, z-score)
 together, 5-fold cross-validated, and keeps the setting whose smaller gain, on
 document recall@10 and on MRR@10 (the two metrics of the target), over the better
-of dense and BM25 alone is largest. On the held-out
-questions it answers with BM25, dense, hybrid RRF (r0 = 60), HybridRetriever's
-default fusion and the tuned hybrid, each also reranked (late interaction over
-the top rerank_k0), and prints recall@1/5/10 and MRR@10 against the evidence
-spans, nDCG@10 against the documents, sign tests of the tuned hybrid against
-dense, BM25 and RRF, and per-stage latency. ``ragcore eval PATH`` runs the same on a
-BEIR-format folder or a built-in corpus by name (``debian_packages``;
-document-level labels: recall and MRR count documents).
+of dense and BM25 alone is largest. On the held-out questions it answers with
+BM25, dense, hybrid RRF (r0 = 60), HybridRetriever's default fusion and the tuned
+hybrid, each also reranked (late interaction over the top rerank_k0), and prints
+recall@1/5/10 and MRR@10 against the evidence spans, nDCG@10 against the
+documents, sign tests of the tuned hybrid against dense, BM25 and RRF, and
+per-stage latency. ``ragcore eval PATH`` runs the same on a BEIR-format folder
+or a built-in corpus by name (``debian_packages``; document-level labels: recall
+and MRR count documents).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def _tuning_report(t) -> dict:
             "fold_settings": [f.describe() for f in t.fold_settings], "metric": t.label,
             "queries": len(t.qids), "folds": len(t.folds), "settings_searched": len(t.settings),
             "cv_score": t.cv_score, "fold_scores": t.fold_scores.tolist(),
-            "best_mean": float(t.mean_by_value.max()), "spread": t.spread}
+            "best_score": float(t.mean_by_value.max()), "spread": t.spread}
 
 
 def run(data, n_questions: int = 300, k0: int = 50, k: int = 10, chunk_size: int = 200,

@@ -3,8 +3,8 @@
 ``ragcore demo`` samples the standard-library documentation corpus
 (``ragcore.datasets.stdlib_docs``), chunks it, builds a BM25 and a dense index
 over the chunks (``encoders.default_encoder`` at ``--precision``: the fused fp32
-all-MiniLM-L6-v2, or without torch the bundled int8 file; embeddings cached on
-disk), and splits the questions once, by the seed, into a tuning third and a
+all-MiniLM-L6-v2, or the bundled int8 file where that cannot be derived;
+embeddings cached on disk), and splits the questions once, by the seed, into a tuning third and a
 held-out rest. On the tuning third ``fusion.tune`` searches RRF's r0 and convex
 fusion's alpha with each normalisation (theoretical min-max, min-max, z-score)
 together, 5-fold cross-validated, and keeps the setting whose smaller gain, on

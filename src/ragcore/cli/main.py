@@ -78,9 +78,8 @@ def _pipeline_options(parser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--precision", default="fp32", choices=PRECISION_CHOICES,
                         help="the bundled encoder's precision (encoders.default_encoder): fp32 "
-                             "(default; the bundled int8 file where torch is missing and no "
-                             "derived fp32 file is cached), auto, int8, fp16 or int8-bundled "
-                             "(that int8 file whatever is installed)")
+                             "(default; the bundled int8 file where the fused fp32 cannot be "
+                             "derived), auto, int8, fp16 or int8-bundled (that int8 file always)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

@@ -30,13 +30,13 @@ SETTINGS = [("RRF r0 = 60", fusion.FusionSetting("rrf", r0=60)),
     for norm in ("theoretical", "minmax", "zscore") for a in (0.5, 0.7, 0.8, 0.9)]
 
 
-def held_out(data, n_questions: int, seed: int, k0: int):
+def held_out(data, n_questions: int, seed: int, k0: int, precision: str):
     rng = np.random.default_rng(seed)
     positions = sorted(rng.choice(len(data.questions), min(n_questions, len(data.questions)),
                                   replace=False).tolist())
     _, held_at = split_questions(len(positions), seed)
     held = [positions[i] for i in held_at]
-    encoder = default_encoder()
+    encoder = default_encoder(precision)
     retriever = HybridRetriever.from_texts(
         data.texts(), doc_ids=[d.doc_id for d in data.documents],
         metadata=[d.metadata for d in data.documents], encoder=encoder,
@@ -48,9 +48,12 @@ def held_out(data, n_questions: int, seed: int, k0: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--k0", type=int, default=50)
+    parser.add_argument("--precision", default="fp32",
+                        help="encoders.default_encoder's precision; int8-bundled is what "
+                             "`make demo` gets without torch")
     args = parser.parse_args()
     for data, n in ((stdlib_docs(max_docs=3000, seed=0), 300), (debian_packages(), 600)):
-        retriever, questions, qids, held = held_out(data, n, 0, args.k0)
+        retriever, questions, qids, held = held_out(data, n, 0, args.k0, args.precision)
         rows, per = {}, {}
         for name, mode in (("BM25", "sparse"), ("dense", "dense")):
             rows[name], per[name] = evaluate_system(retriever.retrieve_batch(questions, mode),

@@ -103,8 +103,7 @@ def test_demo_json_output(capsys, tmp_path, monkeypatch):
     assert main(["demo", "--docs", "40", "--questions", "8", "--latency-queries", "2", "--k0", "10",
                  "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    r0 = report["tuning"]["rrf"]["value"]
-    first = ["BM25", "dense", "hybrid RRF", f"hybrid RRF (tuned r0 = {r0:g})", "hybrid convex (tuned)"]
+    first = ["BM25", "dense", "hybrid RRF (r0 = 60)", "hybrid default (rrf(r0=2))", "hybrid (tuned)"]
     assert list(report["quality"]) == first + [f"{name} + rerank" for name in first]
     for values in report["quality"].values():
         assert set(values) == {"recall@1", "recall@5", "recall@10", "mrr@10", "doc ndcg@10"}
@@ -112,7 +111,12 @@ def test_demo_json_output(capsys, tmp_path, monkeypatch):
     assert report["questions"] == 8 and report["embeddings_computed"] == report["chunks"]
     # Tuned on a third (2 of 8), reported on the other 6; each sign test covers those 6.
     assert (report["tuning_questions"], report["held_out_questions"]) == (2, 6)
-    assert report["tuning"]["convex"]["queries"] == 2 and 0 <= report["tuning"]["convex"]["value"] <= 1
+    tuning = report["tuning"]
+    assert tuning["queries"] == 2 and tuning["method"] in ("rrf", "convex")
+    assert tuning["settings_searched"] == 9 + 3 * 21 and len(tuning["fold_settings"]) == 2
+    assert tuning["metric"] == "worst_gain(recall@10, mrr@10)"
+    assert len(report["tuning_qids"]) == 2 and len(report["held_out_qids"]) == 6
+    assert not set(report["tuning_qids"]) & set(report["held_out_qids"])
     assert len(report["sign_tests"]) == 12
     for s in report["sign_tests"]:
         assert s["gained"] + s["lost"] + s["tied"] == 6 and 0 < s["p_value"] <= 1
@@ -203,3 +207,11 @@ def test_the_split_is_fixed_by_the_seed_and_disjoint():
     assert split_questions(300, seed=1)[0].tolist() != tune.tolist()
     with pytest.raises(ValueError, match="at least 3 questions"):
         split_questions(2, seed=0)
+
+
+def test_demo_refuses_an_unknown_precision(capsys):
+    from ragcore.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--precision", "fp31"])
+    assert "invalid choice: 'fp31'" in capsys.readouterr().err

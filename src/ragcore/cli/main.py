@@ -66,6 +66,8 @@ def main(argv=None) -> int:
 
 
 def _pipeline_options(parser) -> None:
+    from ..encoders.defaults import PRECISION_CHOICES
+
     parser.add_argument("--questions", type=int, default=300, help="questions (default 300)")
     parser.add_argument("--k0", type=int, default=50, help="first-stage candidates (default 50)")
     parser.add_argument("--k", type=int, default=10, help="results per question (default 10)")
@@ -74,6 +76,10 @@ def _pipeline_options(parser) -> None:
     parser.add_argument("--latency-queries", type=int, default=100,
                         help="questions timed one at a time (default 100)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precision", default="fp32", choices=PRECISION_CHOICES,
+                        help="the bundled encoder's precision (encoders.default_encoder): fp32 "
+                             "(default; the bundled int8 file where the fused fp32 cannot be "
+                             "derived), auto, int8, fp16 or int8-bundled (that int8 file always)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

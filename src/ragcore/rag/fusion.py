@@ -28,10 +28,11 @@ import numpy as np
 from .._util.arrays import check_choice, check_positive_int
 from ..hits import PADDING_ID, Hits
 from .normalize import LOWER_BOUNDS, NORMS, lower_bounds as _lower_bounds, normalise
-from .tuning import Tuning, cross_validate, make_folds, per_query_metric
+from .tuning import (CRITERIA, Tuning, best, criterion_scores, cross_validate, make_folds,
+                     metric_list, metric_name, per_query_metrics)
 
-__all__ = ["ALPHA_GRID", "LOWER_BOUNDS", "METHODS", "NORMS", "R0_GRID", "FusionSetting", "combine",
-           "convex", "rrf", "tune"]
+__all__ = ["ALPHA_GRID", "DEFAULT_GRIDS", "LOWER_BOUNDS", "METHODS", "NORMS", "R0_GRID",
+           "FusionSetting", "combine", "convex", "rrf", "tune"]
 
 
 METHODS = ("wsum", "combsum", "combmnz")
@@ -143,6 +144,15 @@ class FusionSetting:
             return rrf([dense, sparse], r0=self.r0, k=k)
         return convex(dense, sparse, self.alpha, self.norm, self.lower_bounds, k)
 
+    @property
+    def parameter(self) -> str:
+        """The name of the method's tuned number: "r0" for RRF, "alpha" for convex."""
+        return "r0" if self.method == "rrf" else "alpha"
+
+    @property
+    def value(self) -> float:
+        return getattr(self, self.parameter)
+
     def describe(self) -> str:
         if self.method == "rrf":
             return f"rrf(r0={self.r0:g})"
@@ -151,60 +161,107 @@ class FusionSetting:
 
 ALPHA_GRID = tuple(np.round(np.linspace(0.0, 1.0, 21), 2).tolist())  # 0, 0.05, ..., 1
 R0_GRID = (1, 2, 5, 10, 20, 40, 60, 100, 200)
+DEFAULT_GRIDS = {"convex": ALPHA_GRID, "rrf": R0_GRID}
 
 
-def tune(candidate_hits, qrels, metric: str = "ndcg@10", method: str = "convex", grid=None,
+def tune(candidate_hits, qrels, metric="ndcg@10", method="convex", grid=None,
          folds: int = 5, seed: int = 0, qids=None, docids=None, norm: str | None = "theoretical",
-         lower_bounds=("cosine", "bm25")) -> Tuning:
-    """Choose convex fusion's alpha (or RRF's r0) by grid search on labelled queries, with
-    k-fold cross-validation.
+         lower_bounds=("cosine", "bm25"), criterion: str = "mean") -> Tuning:
+    """Choose the fusion of a dense and a sparse list by grid search on labelled queries, with
+    k-fold cross-validation: convex fusion's alpha (and normalisation), RRF's r0, or both
+    methods at once.
 
     candidate_hits: [dense, sparse], the two first-stage Hits of the labelled queries. qrels:
     ``{qid: {docid: grade}}`` (or Qrels / a TREC file); rows of the candidates the qrels do not
-    judge are left out. metric: a ragcore.evaluate metric name. method: "convex" (grid of alpha,
-    default ALPHA_GRID; norm and lower_bounds as for ``convex``; a list of norms searches every
-    norm with every alpha) or "rrf" (grid of r0, default R0_GRID). folds, seed: the cross-validation split (queries shuffled by seed). qids: one id
-    per row (default "0", "1", ...). docids: the document of each id (a sequence indexed by id
-    or a dict); several ids of one document (its chunks) count once, at the best-ranked.
-    Ties between grid values go to the first. Returns a Tuning (``.setting``, ``.summary()``).
+    judge are left out. metric: a ragcore.evaluate metric name, or several (e.g. ``("recall@10",
+    "mrr@10")``). criterion: "mean" (the mean of the metrics, maximised) or "worst_gain" (the
+    smallest, over the metrics, of the gain over the better of dense alone and sparse alone,
+    maximised: a setting is preferred for beating both lists on every metric, not for a large
+    gain on one bought with a loss on another). method: "convex" (grid of alpha, default
+    ALPHA_GRID; norm and lower_bounds as for ``convex``; a list of norms searches every norm with
+    every alpha), "rrf" (grid of r0, default R0_GRID) or a list of both, which searches every
+    setting of each together and lets cross-validation choose the method too; grid is then a
+    dict ``{method: values}`` (a method left out takes its default grid). folds, seed: the
+    cross-validation split (queries shuffled by seed). qids: one id per row (default "0", "1",
+    ...). docids: the document of each id (a sequence indexed by id or a dict); several ids of
+    one document (its chunks) count once, at the best-ranked. Ties between settings go to the
+    first searched (methods in the order given, then norms, then grid values); for
+    "worst_gain", first to the larger mean of the metrics. Returns a Tuning
+    (``.setting``, ``.summary()``, ``.spread``).
     """
-    check_choice(method, "method", ("convex", "rrf"))
+    methods = _check_methods(method)
+    metrics = metric_list(metric)
+    check_choice(criterion, "criterion", CRITERIA)
     if not (isinstance(candidate_hits, (list, tuple)) and len(candidate_hits) == 2):
         raise TypeError("candidate_hits must be [dense_hits, sparse_hits]")
-    dense, sparse = _check_lists(list(candidate_hits), finite=method == "convex")
-    if grid is None:
-        grid = ALPHA_GRID if method == "convex" else R0_GRID
-    grid = np.asarray(grid, dtype=np.float64)
-    if grid.ndim != 1 or not len(grid):
-        raise ValueError(f"grid must be a non-empty list of values, got {grid!r}")
-    parameter = "alpha" if method == "convex" else "r0"
-    norms = [None] if method == "rrf" else list(norm) if isinstance(norm, (list, tuple)) else [norm]
-    if not norms:
-        raise ValueError("norm is an empty list; name at least one normalisation")
-    settings = [FusionSetting(method, norm=n, lower_bounds=lower_bounds, **{parameter: v})
-                for n in norms for v in grid.tolist()]
-    grid = np.tile(grid, len(norms))
+    dense, sparse = _check_lists(list(candidate_hits), finite="convex" in methods)
+    settings = _grid_settings(methods, grid, norm, lower_bounds)
     qids = np.arange(dense.nq).astype(str) if qids is None else np.asarray(qids, dtype=str)
     if len(qids) != dense.nq:
         raise ValueError(f"qids has {len(qids)} ids for {dense.nq} candidate rows")
+
+    def scored(hits):
+        return per_query_metrics(hits, qrels, metrics, qids, docids)
+
     rows, reach = [], None
     for setting in settings:
-        labelled, values, recall_all = per_query_metric(setting.fuse(dense, sparse), qrels,
-                                                        metric, qids, docids)
+        labelled, values, recall_all = scored(setting.fuse(dense, sparse))
         rows.append(values)
         reach = recall_all if reach is None else reach
     if not (reach > 0).any():
         raise ValueError("no relevant document of the qrels is among the candidates of any "
                          "labelled query; check that docids maps the candidates' ids to the "
                          "qrels' document ids")
-    per_query = np.vstack(rows)
-    parts = make_folds(per_query.shape[1], folds, seed)
-    chosen, held_out = cross_validate(per_query, parts)
-    means = per_query.mean(axis=1)
-    return Tuning(settings[int(np.argmax(means))], parameter, metric, grid, means,
-                  grid[chosen], np.array([held_out[p].mean() for p in parts]),
-                  float(held_out.mean()), labelled, parts, tuple(settings),
-                  tuple(settings[i] for i in chosen))
+    values = np.stack(rows, axis=1)  # [metric, setting, query]
+    base = np.stack([scored(dense)[1], scored(sparse)[1]], axis=1) \
+        if criterion == "worst_gain" else None
+    parts = make_folds(values.shape[2], folds, seed)
+    chosen, fold_scores, cv_score = cross_validate(values, parts, criterion, base)
+    means = values.mean(axis=2)
+    base_means = np.zeros((len(metrics), 0)) if base is None else base.mean(axis=2)
+    overall = criterion_scores(criterion, means, base_means)
+    return Tuning(setting=settings[best(criterion, means, base_means)], metric=metric_name(metrics),
+                  criterion=criterion, settings=tuple(settings), mean_by_value=overall,
+                  fold_settings=tuple(settings[i] for i in chosen), fold_scores=fold_scores,
+                  cv_score=cv_score, qids=labelled, folds=parts)
+
+
+def _check_methods(method) -> tuple:
+    methods = (method,) if isinstance(method, str) else tuple(method) \
+        if isinstance(method, (list, tuple)) else None
+    if not methods:
+        raise ValueError(f"method must be 'convex', 'rrf' or a list of them, got {method!r}")
+    for m in methods:
+        check_choice(m, "method", tuple(DEFAULT_GRIDS))
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"method lists a method twice: {method!r}")
+    return methods
+
+
+def _grid_settings(methods: tuple, grid, norm, lower_bounds) -> list:
+    """Every FusionSetting the search scores, in tie-breaking order."""
+    if grid is not None and len(methods) > 1 and not isinstance(grid, dict):
+        raise TypeError("with several methods, grid must be a dict {method: values} "
+                        f"(e.g. {{'rrf': [1, 60]}}), got {type(grid).__name__}")
+    grids = grid if isinstance(grid, dict) else {methods[0]: grid}
+    unknown = set(grids) - set(methods)
+    if unknown:
+        raise ValueError(f"grid names methods not searched: {sorted(unknown)!r} (method={methods!r})")
+    norms = list(norm) if isinstance(norm, (list, tuple)) else [norm]
+    if not norms:
+        raise ValueError("norm is an empty list; name at least one normalisation")
+    settings = []
+    for m in methods:
+        values = grids.get(m)
+        values = np.asarray(DEFAULT_GRIDS[m] if values is None else values, dtype=np.float64)
+        if values.ndim != 1 or not len(values):
+            raise ValueError(f"the grid of {m} must be a non-empty list of values, got {values!r}")
+        if m == "rrf":
+            settings += [FusionSetting("rrf", r0=v) for v in values.tolist()]
+        else:
+            settings += [FusionSetting("convex", alpha=v, norm=n, lower_bounds=lower_bounds)
+                         for n in norms for v in values.tolist()]
+    return settings
 
 
 def _check_lists(hits_list, finite: bool) -> list[Hits]:

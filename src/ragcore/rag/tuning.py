@@ -19,47 +19,88 @@ from ..hits import PADDING_ID, Hits
 class Tuning:
     """The outcome of ``fusion.tune``.
 
-    setting: the FusionSetting with the value best on all the labelled queries (pass it to
-    HybridRetriever(fusion=...)). grid / mean_by_value: each candidate value and its mean metric
-    over all labelled queries. fold_values: the value each fold chose on its training queries;
-    fold_scores: the mean metric of each fold's held-out queries at that value; cv_score: the
-    mean over all queries of their held-out values. qids: the labelled queries, in the order of
-    ``folds`` (positions into qids, one array of held-out queries per fold). settings: every
-    FusionSetting searched (aligned with grid); fold_settings: the one each fold chose.
+    setting: the FusionSetting best on all the labelled queries (pass it to
+    HybridRetriever(fusion=...)). settings / mean_by_value: every FusionSetting searched and its
+    criterion over all labelled queries (for "mean": its mean metric). fold_settings: the
+    setting each fold chose on its training queries; fold_scores: the criterion of each fold's
+    held-out queries at that setting; cv_score: the criterion over all queries, each at its own
+    fold's choice ("mean": the mean of their held-out values; "worst_gain": see
+    ``criterion_scores``). qids: the labelled queries, in the order of ``folds`` (positions
+    into qids, one array of held-out queries per fold).
     """
 
     setting: object
-    parameter: str
     metric: str
-    grid: np.ndarray
+    criterion: str
+    settings: tuple
     mean_by_value: np.ndarray
-    fold_values: np.ndarray
+    fold_settings: tuple
     fold_scores: np.ndarray
     cv_score: float
     qids: np.ndarray
     folds: list
-    settings: tuple = ()
-    fold_settings: tuple = ()
+
+    @property
+    def parameter(self) -> str:
+        """The chosen setting's tuned number: "alpha" (convex) or "r0" (RRF)."""
+        return self.setting.parameter
 
     @property
     def value(self) -> float:
-        return float(getattr(self.setting, self.parameter))
+        return float(self.setting.value)
+
+    @property
+    def grid(self) -> np.ndarray:
+        """The tuned number of each searched setting (alpha or r0, see ``settings``)."""
+        return np.array([s.value for s in self.settings], dtype=np.float64)
+
+    @property
+    def fold_values(self) -> np.ndarray:
+        return np.array([s.value for s in self.fold_settings], dtype=np.float64)
 
     @property
     def spread(self) -> dict:
-        """How much the folds disagree: the range of their chosen values and the standard
-        deviation of their held-out scores."""
-        return {f"{self.parameter}_min": float(self.fold_values.min()),
-                f"{self.parameter}_max": float(self.fold_values.max()),
-                "score_std": float(self.fold_scores.std())}
+        """How much the folds disagree: how many chose each method, the range of the values
+        they chose (per method's parameter), and the standard deviation of their held-out
+        scores."""
+        out = {f"{m}_folds": sum(s.method == m for s in self.fold_settings)
+               for m in dict.fromkeys(s.method for s in self.settings)}
+        for s in self.fold_settings:
+            low, high = f"{s.parameter}_min", f"{s.parameter}_max"
+            out[low] = min(out.get(low, s.value), s.value)
+            out[high] = max(out.get(high, s.value), s.value)
+        out["score_std"] = float(self.fold_scores.std())
+        return out
+
+    @property
+    def label(self) -> str:
+        """The criterion in words, e.g. "ndcg@10" or "worst_gain(recall@10, mrr@10)"."""
+        if self.criterion == "mean":
+            return self.metric
+        inner = self.metric[5:-1] if self.metric.startswith("mean(") else self.metric
+        return f"{self.criterion}({inner})"
 
     def summary(self) -> str:
-        chosen = ", ".join(s.describe() for s in self.fold_settings) if self.fold_settings \
-            else ", ".join(f"{v:g}" for v in self.fold_values)
-        return (f"{self.setting.describe()} ({self.metric} {self.mean_by_value.max():.3f} on "
-                f"{len(self.qids)} labelled queries); {len(self.folds)}-fold cross-validation: "
-                f"{self.metric} {self.cv_score:.3f} held out (fold std {self.fold_scores.std():.3f}), "
-                f"folds chose {chosen}")
+        chosen = ", ".join(s.describe() for s in self.fold_settings)
+        return (f"{self.setting.describe()} ({self.label} {self.mean_by_value.max():.3f} on "
+                f"{len(self.qids)} labelled queries, best of {len(self.settings)} settings); "
+                f"{len(self.folds)}-fold cross-validation: {self.label} {self.cv_score:.3f} "
+                f"held out (fold std {self.fold_scores.std():.3f}), folds chose {chosen}")
+
+
+def metric_name(metric) -> str:
+    """The criterion's name: a metric, or "mean(a, b)" of several."""
+    metrics = metric_list(metric)
+    return metrics[0] if len(metrics) == 1 else f"mean({', '.join(metrics)})"
+
+
+def metric_list(metric) -> list:
+    metrics = [metric] if isinstance(metric, str) else list(metric) \
+        if isinstance(metric, (list, tuple)) else None
+    if not metrics or not all(isinstance(m, str) for m in metrics):
+        raise ValueError(f"metric must be a metric name or a list of them (e.g. 'ndcg@10' or "
+                         f"['recall@10', 'mrr@10']), got {metric!r}")
+    return metrics
 
 
 def make_folds(n: int, n_folds: int, seed: int) -> list:
@@ -73,22 +114,55 @@ def make_folds(n: int, n_folds: int, seed: int) -> list:
     return [np.sort(part) for part in np.array_split(perm, n_folds)]
 
 
-def cross_validate(per_query: np.ndarray, folds: list) -> tuple:
-    """(chosen grid index per fold, held-out value per query) of a grid search.
+CRITERIA = ("mean", "worst_gain")
 
-    per_query: [n_values, n_queries] metric of each query at each grid value. A fold's index is
-    the best mean over the queries outside the fold (ties: the first grid value); its queries
-    are then scored at that index.
+
+def criterion_scores(criterion: str, means: np.ndarray, base_means: np.ndarray) -> np.ndarray:
+    """The criterion of each setting from its mean metrics.
+
+    means: [n_metrics, n_settings]; base_means: [n_metrics, n_base], the input lists alone.
+    "mean": the mean over the metrics. "worst_gain": the smallest, over the metrics, of the
+    gain over the better list alone (so a setting scores > 0 only if it beats both lists on
+    every metric, as the hybrid's target asks); ``best`` breaks its ties by the mean.
     """
-    n_values, n = per_query.shape
+    if criterion == "mean":
+        return means.mean(axis=0)
+    return (means - base_means.max(axis=1, keepdims=True)).min(axis=0)
+
+
+def best(criterion: str, means: np.ndarray, base_means: np.ndarray) -> int:
+    """The setting with the best criterion; ties by the larger mean over the metrics, then the
+    first."""
+    primary = criterion_scores(criterion, means, base_means)
+    order = np.lexsort((np.arange(len(primary)), -means.mean(axis=0), -primary))
+    return int(order[0])
+
+
+def cross_validate(values: np.ndarray, folds: list, criterion: str = "mean",
+                   base: np.ndarray | None = None) -> tuple:
+    """(chosen setting per fold, criterion of each fold's held-out queries, pooled criterion).
+
+    values: [n_metrics, n_settings, n_queries] metric of each query under each setting; base:
+    [n_metrics, n_base, n_queries] the same for the input lists alone ("worst_gain" only). A
+    fold's setting is the one with the best criterion over the queries outside the fold (ties:
+    the first); the fold's queries are then scored at that setting only. The pooled criterion
+    scores every query at its own fold's choice, all queries together.
+    """
+    n_metrics, n_settings, n = values.shape
+    base = np.zeros((n_metrics, 0, n)) if base is None else base
     chosen = np.empty(len(folds), dtype=np.int64)
-    held_out = np.full(n, np.nan)
+    fold_scores = np.empty(len(folds))
+    held_out = np.full((n_metrics, n), np.nan)
     for f, test in enumerate(folds):
         train = np.ones(n, dtype=bool)
         train[test] = False
-        chosen[f] = int(np.argmax(per_query[:, train].mean(axis=1)))
-        held_out[test] = per_query[chosen[f], test]
-    return chosen, held_out
+        chosen[f] = best(criterion, values[:, :, train].mean(axis=2),
+                         base[:, :, train].mean(axis=2))
+        held_out[:, test] = values[:, chosen[f], test]
+        fold_scores[f] = criterion_scores(criterion, held_out[:, test].mean(axis=1)[:, None],
+                                          base[:, :, test].mean(axis=2))[0]
+    pooled = criterion_scores(criterion, held_out.mean(axis=1)[:, None], base.mean(axis=2))[0]
+    return chosen, fold_scores, float(pooled)
 
 
 def doc_level_run(hits: Hits, docids, qids):
@@ -116,16 +190,18 @@ def doc_level_run(hits: Hits, docids, qids):
                            -rank[first].astype(np.float64))
 
 
-def per_query_metric(hits: Hits, qrels, metric: str, qids, docids):
-    """(labelled qids, per-query metric, per-query recall of every candidate) of fused Hits."""
+def per_query_metrics(hits: Hits, qrels, metrics: list, qids, docids):
+    """(labelled qids, [n_metrics, n_labelled] values, per-query recall of every candidate)."""
     from ..evaluate import evaluate
 
+    reach = f"recall@{max(hits.k, 1)}"
     run = doc_level_run(hits, docids, qids)
     try:
-        ev = evaluate(run, qrels, [metric, f"recall@{max(hits.k, 1)}"], ties="as_ranked")
+        ev = evaluate(run, qrels, list(dict.fromkeys([*metrics, reach])), ties="as_ranked")
     except ValueError as err:
         if "no query is in both" in str(err):
             raise ValueError("qrels judge none of the candidates' queries; qids must name the "
                              "rows of the candidate Hits as the qrels name them") from None
         raise
-    return ev.qids, ev.per_query[metric], ev.per_query[f"recall@{max(hits.k, 1)}"]
+    values = np.vstack([np.asarray(ev.per_query[m], dtype=np.float64) for m in metrics])
+    return ev.qids, values, np.asarray(ev.per_query[reach])

@@ -77,13 +77,12 @@ py::tuple quantize_py(const py::array& tables) {
   return py::make_tuple(luts, scale);
 }
 
-py::tuple search_py(const py::array& packed, size_t m, const py::array& centroids,
-                    const py::array& exact, const std::optional<py::array>& sq_norms,
-                    const py::array& ids, Metric metric, const py::array& queries, size_t k,
-                    size_t rescore, int n_threads, const std::optional<SimdLevel>& simd_level,
-                    const std::optional<py::array>& allow, bool allow_by_row) {
+// The index arrays of a PQIndex as search arguments (checked for shape and dtype here).
+Pq4SearchArgs pq_index_args(const py::array& packed, size_t m, const py::array& centroids,
+                            const py::array& exact, const std::optional<py::array>& sq_norms,
+                            const py::array& ids, Metric metric) {
   if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
-  if (exact.ndim() != 2 || queries.ndim() != 2) fail("exact", "expected 2-D arrays");
+  if (exact.ndim() != 2) fail("exact", "expected a 2-D array");
   Pq4SearchArgs a;
   a.n = static_cast<size_t>(exact.shape(0));
   a.d = static_cast<size_t>(exact.shape(1));
@@ -95,6 +94,16 @@ py::tuple search_py(const py::array& packed, size_t m, const py::array& centroid
   a.sq_norms = vector_data<float>(sq_norms, a.n, "sq_norms");
   a.ids = vector_data<int64_t>(ids, a.n, "ids");
   a.metric = metric;
+  return a;
+}
+
+py::tuple search_py(const py::array& packed, size_t m, const py::array& centroids,
+                    const py::array& exact, const std::optional<py::array>& sq_norms,
+                    const py::array& ids, Metric metric, const py::array& queries, size_t k,
+                    size_t rescore, int n_threads, const std::optional<SimdLevel>& simd_level,
+                    const std::optional<py::array>& allow, bool allow_by_row) {
+  Pq4SearchArgs a = pq_index_args(packed, m, centroids, exact, sq_norms, ids, metric);
+  if (queries.ndim() != 2) fail("queries", "expected a 2-D array");
   if (static_cast<size_t>(queries.shape(1)) != a.d) fail("queries", "wrong dimension");
   a.nq = static_cast<size_t>(queries.shape(0));
   a.queries = c_array<float>(queries, a.nq * a.d, "queries");
@@ -103,6 +112,25 @@ py::tuple search_py(const py::array& packed, size_t m, const py::array& centroid
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
   a.allow = allow_filter(allow, allow_by_row);
+  return run_search(a, k, pq4_search);
+}
+
+// PQIndex.search's one-query path: positional arguments and the query checked here in
+// nanoseconds (one_clean_row); None when it is not one clean float32 row of d values:
+// the Python checks then say what is wrong.
+py::object search_row_py(const py::array& packed, size_t m, const py::array& centroids,
+                         const py::array& exact, const std::optional<py::array>& sq_norms,
+                         const py::array& ids, Metric metric, const py::handle& query, size_t k,
+                         size_t rescore, double max_sq_norm, int n_threads) {
+  const size_t d = exact.ndim() == 2 ? static_cast<size_t>(exact.shape(1)) : 0;
+  const float* v = one_clean_row(query, d, max_sq_norm);
+  if (!v) return py::none();
+  Pq4SearchArgs a = pq_index_args(packed, m, centroids, exact, sq_norms, ids, metric);
+  a.nq = 1;
+  a.queries = v;
+  a.k = k;
+  a.rescore = rescore;
+  a.n_threads = n_threads;
   return run_search(a, k, pq4_search);
 }
 
@@ -131,23 +159,21 @@ py::tuple select_py(const py::array& packed, size_t n, size_t m, const py::array
   return py::make_tuple(losses, rows);
 }
 
-py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq_norms,
-                        const py::array& list_offsets, const py::array& block_offsets,
-                        const py::array& packed, size_t m, const py::array& codebooks,
-                        const py::array& exact, const std::optional<py::array>& sq_norms,
-                        const py::array& ids, Metric metric, const py::array& queries, size_t k,
-                        size_t nprobe, size_t rescore, const std::optional<py::array>& allow,
-                        bool allow_by_row, int n_threads, const std::optional<SimdLevel>& simd_level) {
+// The index arrays of an IVFIndex dtype="pq4" as search arguments (checked for shape
+// and dtype here, for consistency by the kernel).
+IvfPq4SearchArgs ivf_index_args(const py::array& centroids, const py::array& centroid_sq_norms,
+                                const py::array& list_offsets, const py::array& block_offsets,
+                                const py::array& packed, size_t m, const py::array& codebooks,
+                                const py::array& exact, const std::optional<py::array>& sq_norms,
+                                const py::array& ids, Metric metric) {
   if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
-  if (centroids.ndim() != 2 || exact.ndim() != 2 || queries.ndim() != 2)
-    fail("centroids, exact, queries", "expected 2-D arrays");
+  if (centroids.ndim() != 2 || exact.ndim() != 2) fail("centroids, exact", "expected 2-D arrays");
   IvfPq4SearchArgs a;
   a.nlist = static_cast<size_t>(centroids.shape(0));
   a.d = static_cast<size_t>(centroids.shape(1));
   a.m = m;
   if (m == 0 || m > 256 || a.d % m) fail("m", "must be 1..256 and divide the dimension");
-  if (static_cast<size_t>(exact.shape(1)) != a.d || static_cast<size_t>(queries.shape(1)) != a.d)
-    fail("exact, queries", "wrong dimension");
+  if (static_cast<size_t>(exact.shape(1)) != a.d) fail("exact", "wrong dimension");
   a.n = static_cast<size_t>(exact.shape(0));
   a.centroids = c_array<float>(centroids, a.nlist * a.d, "centroids");
   a.centroid_sq_norms = vector_data<float>(centroid_sq_norms, a.nlist, "centroid_sq_norms");
@@ -162,6 +188,20 @@ py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq
   a.sq_norms = vector_data<float>(sq_norms, a.n, "sq_norms");
   a.ids = vector_data<int64_t>(ids, a.n, "ids");
   a.metric = metric;
+  return a;
+}
+
+py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq_norms,
+                        const py::array& list_offsets, const py::array& block_offsets,
+                        const py::array& packed, size_t m, const py::array& codebooks,
+                        const py::array& exact, const std::optional<py::array>& sq_norms,
+                        const py::array& ids, Metric metric, const py::array& queries, size_t k,
+                        size_t nprobe, size_t rescore, const std::optional<py::array>& allow,
+                        bool allow_by_row, int n_threads, const std::optional<SimdLevel>& simd_level) {
+  IvfPq4SearchArgs a = ivf_index_args(centroids, centroid_sq_norms, list_offsets, block_offsets,
+                                      packed, m, codebooks, exact, sq_norms, ids, metric);
+  if (queries.ndim() != 2 || static_cast<size_t>(queries.shape(1)) != a.d)
+    fail("queries", "expected a 2-D array of " + std::to_string(a.d) + " columns");
   a.allow = allow_filter(allow, allow_by_row);
   a.nq = static_cast<size_t>(queries.shape(0));
   a.queries = c_array<float>(queries, a.nq * a.d, "queries");
@@ -170,6 +210,29 @@ py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq
   a.rescore = rescore;
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
+  return run_search(a, k, ivf_pq4_search);
+}
+
+// IVFIndex dtype="pq4" search's one-query path (see search_row_py): None when the query
+// is not one clean float32 row of d values.
+py::object ivf_search_row_py(const py::array& centroids, const py::array& centroid_sq_norms,
+                             const py::array& list_offsets, const py::array& block_offsets,
+                             const py::array& packed, size_t m, const py::array& codebooks,
+                             const py::array& exact, const std::optional<py::array>& sq_norms,
+                             const py::array& ids, Metric metric, const py::handle& query,
+                             size_t k, size_t nprobe, size_t rescore, double max_sq_norm,
+                             int n_threads) {
+  const size_t d = centroids.ndim() == 2 ? static_cast<size_t>(centroids.shape(1)) : 0;
+  const float* v = one_clean_row(query, d, max_sq_norm);
+  if (!v) return py::none();
+  IvfPq4SearchArgs a = ivf_index_args(centroids, centroid_sq_norms, list_offsets, block_offsets,
+                                      packed, m, codebooks, exact, sq_norms, ids, metric);
+  a.nq = 1;
+  a.queries = v;
+  a.k = k;
+  a.nprobe = nprobe;
+  a.rescore = rescore;
+  a.n_threads = n_threads;
   return run_search(a, k, ivf_pq4_search);
 }
 
@@ -188,6 +251,11 @@ void register_codes(py::module_& m) {
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         "Fast-scan candidates re-scored exactly; returns (scores, ids).");
+  m.def("pq4_search_row", &search_row_py, py::arg("packed"), py::arg("m"), py::arg("centroids"),
+        py::arg("exact"), py::arg("sq_norms"), py::arg("ids"), py::arg("metric"),
+        py::arg("query"), py::arg("k"), py::arg("rescore"), py::arg("max_sq_norm"),
+        py::arg("n_threads"),
+        "pq4_search of one clean float32 row, checked natively; None for any other query.");
   m.def("pq4_select", &select_py, py::arg("packed"), py::arg("n"), py::arg("m"), py::arg("luts"),
         py::arg("want"), py::arg("simd_level"), py::kw_only(), py::arg("allow") = py::none(),
         py::arg("ids") = py::none(), py::arg("allow_by_row") = false,
@@ -200,4 +268,10 @@ void register_codes(py::module_& m) {
         py::arg("rescore") = 4, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         "IVF over 4-bit PQ lists: candidates re-scored exactly; returns (scores, ids).");
+  m.def("ivf_pq4_search_row", &ivf_search_row_py, py::arg("centroids"),
+        py::arg("centroid_sq_norms"), py::arg("list_offsets"), py::arg("block_offsets"),
+        py::arg("packed"), py::arg("m"), py::arg("codebooks"), py::arg("exact"),
+        py::arg("sq_norms"), py::arg("ids"), py::arg("metric"), py::arg("query"), py::arg("k"),
+        py::arg("nprobe"), py::arg("rescore"), py::arg("max_sq_norm"), py::arg("n_threads"),
+        "ivf_pq4_search of one clean float32 row, checked natively; None for any other query.");
 }

@@ -92,27 +92,16 @@ void set_queries(RabitqSearchArgs& a, const py::array& queries) {
   a.nq = rows_of(queries);
 }
 
-py::tuple search_py(const py::array& rows, const py::array& queries, size_t k,
-                    const py::array& centroids, const py::array& centroid_sq_norms,
-                    const py::array& rotation, size_t bits, const py::array& list_offsets,
-                    const py::array& ids, const py::array& exact_rows,
-                    const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
-                    RabitqRescore rescore, size_t rescore_count, float epsilon,
-                    const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
-                    const std::optional<SimdLevel>& simd_level) {
+// Result arrays, then the search without the GIL; returns (scores, ids, counts).
+py::tuple run_search(RabitqSearchArgs& a, size_t k, size_t nprobe, RabitqRescore rescore,
+                     size_t rescore_count, float epsilon, int n_threads) {
   if (rescore < RabitqRescore::Bound || rescore > RabitqRescore::All) fail("rescore", "unknown value");
-  std::vector<int64_t> offsets;
-  RabitqSearchArgs a = index_args(rows, centroids, centroid_sq_norms, rotation, bits, list_offsets,
-                                  offsets, ids, exact_rows, sq_norms, metric);
-  set_queries(a, queries);
   a.k = k;
   a.nprobe = nprobe;
   a.rescore = rescore;
   a.rescore_count = rescore_count;
   a.epsilon = epsilon;
-  a.allow = allow_filter(allow, allow_by_row);
   a.n_threads = n_threads;
-  a.simd_level = simd_level_code(simd_level);
   check_result_size(a.nq, k, a.n);
   py::array_t<float> scores({a.nq, k});
   py::array_t<int64_t> out_ids({a.nq, k});
@@ -128,6 +117,45 @@ py::tuple search_py(const py::array& rows, const py::array& queries, size_t k,
   st["scanned"] = stats.scanned;
   st["rescored"] = stats.rescored;
   return py::make_tuple(scores, out_ids, st);
+}
+
+py::tuple search_py(const py::array& rows, const py::array& queries, size_t k,
+                    const py::array& centroids, const py::array& centroid_sq_norms,
+                    const py::array& rotation, size_t bits, const py::array& list_offsets,
+                    const py::array& ids, const py::array& exact_rows,
+                    const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
+                    RabitqRescore rescore, size_t rescore_count, float epsilon,
+                    const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
+                    const std::optional<SimdLevel>& simd_level) {
+  std::vector<int64_t> offsets;
+  RabitqSearchArgs a = index_args(rows, centroids, centroid_sq_norms, rotation, bits, list_offsets,
+                                  offsets, ids, exact_rows, sq_norms, metric);
+  set_queries(a, queries);
+  a.allow = allow_filter(allow, allow_by_row);
+  a.simd_level = simd_level_code(simd_level);
+  return run_search(a, k, nprobe, rescore, rescore_count, epsilon, n_threads);
+}
+
+// RabitqIVFIndex.search's one-query path: positional arguments and the query checked
+// here in nanoseconds (one_clean_row); None when it is not one clean float32 row of d
+// values: the Python checks then say what is wrong.
+py::object search_row_py(const py::array& rows, const py::handle& query, size_t k,
+                         const py::array& centroids, const py::array& centroid_sq_norms,
+                         const py::array& rotation, size_t bits, const py::array& list_offsets,
+                         const py::array& ids, const py::array& exact_rows,
+                         const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
+                         RabitqRescore rescore, size_t rescore_count, float epsilon,
+                         double max_sq_norm, int n_threads) {
+  const size_t d = centroids.ndim() == 2 ? static_cast<size_t>(centroids.shape(1)) : 0;
+  const float* v = one_clean_row(query, d, max_sq_norm);
+  if (!v) return py::none();
+  std::vector<int64_t> offsets;
+  RabitqSearchArgs a = index_args(rows, centroids, centroid_sq_norms, rotation, bits, list_offsets,
+                                  offsets, ids, exact_rows, sq_norms, metric);
+  a.queries = v;
+  a.query_stride = a.d;
+  a.nq = 1;
+  return run_search(a, k, nprobe, rescore, rescore_count, epsilon, n_threads);
 }
 
 py::tuple estimates_py(const py::array& rows, const py::array& query, size_t list,
@@ -174,6 +202,12 @@ void register_rabitq(py::module_& m) {
         py::arg("epsilon") = 1.9f, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         "IVF top-k over RaBitQ codes, re-scored exactly; returns (scores, ids, counts).");
+  m.def("rabitq_ivf_search_row", &search_row_py, py::arg("rows"), py::arg("query"), py::arg("k"),
+        py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"), py::arg("bits"),
+        py::arg("list_offsets"), py::arg("ids"), py::arg("exact_rows"), py::arg("sq_norms"),
+        py::arg("metric"), py::arg("nprobe"), py::arg("rescore"), py::arg("rescore_count"),
+        py::arg("epsilon"), py::arg("max_sq_norm"), py::arg("n_threads"),
+        "rabitq_ivf_search of one clean float32 row, checked natively; None for any other query.");
   m.def("rabitq_estimates", &estimates_py, py::arg("rows"), py::arg("query"), py::arg("list"),
         py::kw_only(), py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"),
         py::arg("bits"), py::arg("list_offsets"), py::arg("ids"), py::arg("exact_rows"),

@@ -258,6 +258,16 @@ def rabitq_ivf_search(
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, int]]:
     """IVF top-k over RaBitQ codes, re-scored exactly; returns (scores, ids,
     {"scanned", "rescored"} row counts)."""
+def rabitq_ivf_search_row(
+    rows: npt.NDArray[np.uint8], query: object, k: int, centroids: npt.NDArray[np.float32],
+    centroid_sq_norms: npt.NDArray[np.float32], rotation: npt.NDArray[np.float32], bits: int,
+    list_offsets: npt.NDArray[np.int64], ids: npt.NDArray[np.int64],
+    exact_rows: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
+    metric: Metric, nprobe: int, rescore: RabitqRescore, rescore_count: int, epsilon: float,
+    max_sq_norm: float, n_threads: int, /,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, int]] | None:
+    """rabitq_ivf_search of one query row; None unless the query is one contiguous float32
+    row of d finite values with squared norm <= max_sq_norm."""
 def rabitq_estimates(
     rows: npt.NDArray[np.uint8], query: npt.NDArray[np.float32], list: int, *,
     centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.NDArray[np.float32],
@@ -307,6 +317,13 @@ def pq4_search(packed: npt.NDArray[np.uint8], m: int, centroids: npt.NDArray[np.
                allow_by_row: bool = False) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     """Fast-scan candidates re-scored exactly; returns (scores, ids). centroids: the
     codebooks by dimension, [m, dim / m, 16]."""
+def pq4_search_row(packed: npt.NDArray[np.uint8], m: int, centroids: npt.NDArray[np.float32],
+                   exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
+                   ids: npt.NDArray[np.int64], metric: Metric, query: object, k: int,
+                   rescore: int, max_sq_norm: float, n_threads: int, /,
+                   ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
+    """pq4_search of one query row; None unless the query is one contiguous float32 row of
+    d finite values with squared norm <= max_sq_norm."""
 def pq4_select(packed: npt.NDArray[np.uint8], n: int, m: int, luts: npt.NDArray[np.uint8],
                want: int, simd_level: SimdLevel, *, allow: npt.NDArray[Any] | None = None,
                ids: npt.NDArray[np.int64] | None = None,
@@ -323,3 +340,12 @@ def ivf_pq4_search(centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.ND
                    simd_level: SimdLevel | None = None) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     """IVF over 4-bit PQ lists: candidates re-scored exactly; returns (scores, ids).
     codebooks: by dimension, [m, dim / m, 16]."""
+def ivf_pq4_search_row(centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.NDArray[np.float32],
+                       list_offsets: npt.NDArray[np.int64], block_offsets: npt.NDArray[np.int64],
+                       packed: npt.NDArray[np.uint8], m: int, codebooks: npt.NDArray[np.float32],
+                       exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
+                       ids: npt.NDArray[np.int64], metric: Metric, query: object, k: int,
+                       nprobe: int, rescore: int, max_sq_norm: float, n_threads: int, /,
+                       ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
+    """ivf_pq4_search of one query row; None unless the query is one contiguous float32 row
+    of d finite values with squared norm <= max_sq_norm."""

@@ -7,29 +7,11 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-from hypothesis.extra import numpy as hnp
+from _query_inputs import DIM, query_inputs, search_outcome
+from hypothesis import given, settings
 
 import ragcore
 from ragcore._util.arrays import as_float_matrix, one_float32_row
-
-DIM = 8
-SPECIAL = [np.nan, np.inf, -np.inf, 4e17, 1e18, 3.6e17, -3.6e17, 1e-42, 0.0]
-
-
-@st.composite
-def query_inputs(draw):
-    dtype = draw(st.sampled_from([np.float32, np.float64, np.float16, np.int32]))
-    shape = draw(st.sampled_from([(DIM,), (1, DIM), (2, DIM), (DIM + 1,), (1, DIM - 1), (DIM, 1)]))
-    values = draw(hnp.arrays(np.float64, shape, elements=st.one_of(
-        st.floats(-10, 10), st.sampled_from(SPECIAL))))
-    with np.errstate(all="ignore"):
-        x = values.astype(dtype)
-    if draw(st.booleans()) and x.ndim == 2 and x.shape[0] > 1:
-        x = np.asfortranarray(x)
-    if draw(st.booleans()):
-        x = np.repeat(x, 2, axis=-1)[..., ::2]  # a strided view
-    return x
 
 
 @settings(max_examples=400, deadline=None)
@@ -82,16 +64,6 @@ def test_one_query_equals_its_row_of_a_batch(metric):
                 np.testing.assert_array_equal(got.scores, batch.scores[i : i + 1])
 
 
-def _outcome(index, x, n_threads):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            hits = index.search(x, 3, n_threads=n_threads)
-        except (TypeError, ValueError) as err:
-            return type(err), str(err)
-    return hits.ids.tolist(), hits.scores.tolist()
-
-
 @pytest.mark.parametrize("metric", ["ip", "l2"])
 @settings(max_examples=200, deadline=None)
 @given(x=query_inputs())
@@ -99,7 +71,7 @@ def test_flat_native_row_path_equals_the_full_path(metric, x):
     index = ragcore.FlatIndex(DIM, metric=metric)
     index.add(np.random.default_rng(1).standard_normal((20, DIM)).astype(np.float32))
     # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
-    assert _outcome(index, x, 0) == _outcome(index, x, np.int64(0))
+    assert search_outcome(index, x, 0) == search_outcome(index, x, np.int64(0))
 
 
 @pytest.mark.parametrize("metric", ["ip", "l2"])
@@ -109,7 +81,7 @@ def test_hnsw_native_row_path_equals_the_full_path(metric, x):
     index = ragcore.HNSWIndex(DIM, metric=metric, M=4)
     index.add(np.random.default_rng(1).standard_normal((40, DIM)).astype(np.float32))
     # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
-    assert _outcome(index, x, 0) == _outcome(index, x, np.int64(0))
+    assert search_outcome(index, x, 0) == search_outcome(index, x, np.int64(0))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int8"])

@@ -101,6 +101,21 @@ def one_float32_row(x, dim: int):
     return row[None, :]
 
 
+def plain_row_args(n_threads, *counts) -> bool:
+    """True when n_threads is a plain int in [0, 2**16) and every count (k, nprobe,
+    rescore) a plain int in [1, 2**31): what the one-query native paths take unchecked;
+    anything else (bool, numpy integers, out of range) goes through the full checks."""
+    if type(n_threads) is not int or not 0 <= n_threads < _MAX_THREADS:
+        return False
+    for v in counts:
+        if type(v) is not int or not 0 < v < _PLAIN_COUNT_LIMIT:
+            return False
+    return True
+
+
+_PLAIN_COUNT_LIMIT = 1 << 31
+
+
 # Scores are float32: with norms up to 1e18 a dot product or squared distance stays
 # below float32's maximum (3.4e38); beyond that it could overflow to inf or NaN.
 MAX_NORM = 1e18

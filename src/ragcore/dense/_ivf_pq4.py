@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _core
+from .._util.arrays import ONE_ROW_SQ_NORM_LIMIT
 from . import _pq4_codes as codes_
 from ._lists import Lists
 
@@ -43,3 +44,14 @@ def search(layout: Pq4Layout, centroids, centroid_sq_norms, m: int, by_dim, metr
         m, by_dim, lists.exact, lists.sq_norms, lists.ids, metric,
         np.ascontiguousarray(q), k, nprobe=nprobe, rescore=rescore, allow=mask,
         allow_by_row=by_row, n_threads=n_threads)
+
+
+def search_row(layout: Pq4Layout, centroids, centroid_sq_norms, m: int, by_dim, metric, query,
+               k: int, nprobe: int, rescore: int, n_threads: int):
+    """search of one contiguous, finite float32 row, checked natively; None for any other
+    query (then search's full checks say what is wrong)."""
+    lists = layout.lists
+    return _core.ivf_pq4_search_row(
+        centroids, centroid_sq_norms, lists.offsets, layout.block_offsets, layout.packed,
+        m, by_dim, lists.exact, lists.sq_norms, lists.ids, metric, query, k, nprobe, rescore,
+        ONE_ROW_SQ_NORM_LIMIT, n_threads)

@@ -13,7 +13,10 @@ import numpy as np
 
 from .. import _core
 from .._util.allow import allow_mask
-from .._util.arrays import MAX_NLIST, MAX_NORM, check_limit, check_positive_int, check_threads
+from .._util.arrays import (
+    MAX_NLIST, MAX_NORM, ONE_ROW_SQ_NORM_LIMIT, check_limit, check_positive_int, check_threads,
+    plain_row_args,
+)
 from .._util.file_checks import FileFields
 from .._util.fileformat import write_index
 from .._util.ids import check_new_ids
@@ -63,8 +66,7 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
         super().__init__(dim, nlist, metric, "float32", init=init, max_iter=max_iter, seed=seed)
         self._dtype = "rabitq"
         self._bits = check_bits(bits)
-        native_rescore(rescore)
-        self._rescore = rescore
+        self._rescore, self._native_rescore = rescore, native_rescore(rescore)
         self._epsilon = check_epsilon(epsilon)
         self._rotation = self._rot_centroids = None
         empty = self._lists  # float32 lists of the parent: keep their empty ids and exact rows
@@ -143,6 +145,11 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
             query whose nprobe lists hold fewer than k allowed rows scans further.
         rescore: "bound", "all" or an integer (see the class); None: the index's.
         """
+        if rescore is None and allow is None and self._metric != "cosine":
+            found = self._search_row(queries, k, nprobe, n_threads)
+            if found is not None:  # one clean row with plain arguments, checked natively
+                self._local.counts = found[2]
+                return Hits.of_native(found[0], found[1])
         self._require_trained("search")
         k = check_positive_int(k, "k")
         nprobe = min(8, self._nlist) if nprobe is None else check_positive_int(nprobe, "nprobe")
@@ -162,6 +169,21 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
             allow_by_row=by_row, n_threads=n_threads)
         self._local.counts = counts
         return Hits(scores, ids)
+
+    def _search_row(self, query, k, nprobe, n_threads):
+        """(scores, ids, counts) of one contiguous, finite float32 row with plain int
+        arguments in range and the index's rescore; None for anything else."""
+        if nprobe is None:
+            nprobe = min(8, self._nlist)
+        if (self._centroids is None or not plain_row_args(n_threads, k, nprobe)
+                or nprobe > self._nlist):
+            return None
+        lists, (mode, count) = self._lists, self._native_rescore
+        return _core.rabitq_ivf_search_row(
+            lists.rows, query, k, self._centroids, self._centroid_sq_norms, self._rotation,
+            self._bits, lists.offsets, lists.ids, lists.exact, lists.sq_norms,
+            NATIVE_METRIC[self._metric], nprobe, mode, count, self._epsilon,
+            ONE_ROW_SQ_NORM_LIMIT, n_threads)
 
     def estimates(self, query, list_number: int) -> tuple[np.ndarray, np.ndarray]:
         """(estimated scores, one-standard-deviation error bounds) of the rows of one list

@@ -1,0 +1,135 @@
+"""The one-query native paths of PQIndex and IVFIndex dtype="pq4" / "rabitq": one clean
+float32 row answers exactly as the batch path's row, any other input or argument is
+handed to the full checks (same answer, same error)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _query_inputs import DIM, query_inputs, search_outcome
+from hypothesis import given, settings, strategies as st
+
+import ragcore
+
+KINDS = ("pq", "ivf_pq4", "rabitq1", "rabitq3")
+BATCH_FUNCTION = {"pq": "pq4_search", "ivf_pq4": "ivf_pq4_search",
+                  "rabitq1": "rabitq_ivf_search", "rabitq3": "rabitq_ivf_search"}
+
+
+def _index(kind: str, metric: str, n: int = 400, seed: int = 0):
+    x = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    if kind == "pq":
+        index = ragcore.PQIndex(DIM, 4, metric)
+    elif kind == "ivf_pq4":
+        index = ragcore.IVFIndex(DIM, 4, metric, dtype="pq4", m=4)
+    else:
+        index = ragcore.IVFIndex(DIM, 4, metric, dtype="rabitq", bits=int(kind[-1]))
+    index.train(x)
+    index.add(x)
+    return index
+
+
+_INDEXES = {(kind, metric): _index(kind, metric) for kind in KINDS for metric in ("ip", "l2")}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+@settings(max_examples=150, deadline=None)
+@given(x=query_inputs())
+def test_native_row_path_equals_the_full_path(kind, metric, x):
+    index = _INDEXES[kind, metric]
+    # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
+    assert search_outcome(index, x, 0) == search_outcome(index, x, np.int64(0))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=40, deadline=None)
+@given(metric=st.sampled_from(["ip", "l2", "cosine"]), seed=st.integers(0, 2**16),
+       n=st.integers(40, 300), k=st.integers(1, 30), nprobe=st.integers(1, 4),
+       rescore=st.integers(1, 6))
+def test_one_query_equals_its_row_of_a_batch(kind, metric, seed, n, k, nprobe, rescore):
+    index = _index(kind, metric, n, seed)
+    queries = np.random.default_rng(seed + 1).standard_normal((5, DIM)).astype(np.float32)
+    kwargs = {} if kind == "pq" else {"nprobe": nprobe}
+    if kind != "rabitq1" and kind != "rabitq3":
+        kwargs["rescore"] = rescore
+    batch = index.search(queries, k, n_threads=1, **kwargs)
+    batch_counts = getattr(index, "last_search_counts", None)
+    for i, q in enumerate(queries):
+        for single in (q, q[None, :]):
+            got = index.search(single, k, **kwargs)
+            np.testing.assert_array_equal(got.ids, batch.ids[i : i + 1])
+            np.testing.assert_array_equal(got.scores, batch.scores[i : i + 1])
+            assert got.ids.dtype == np.int64 and got.scores.dtype == np.float32
+    if batch_counts is not None:  # rabitq: the counts of the last query, from the row path
+        index.search(queries[-1:], k, n_threads=np.int64(1), **kwargs)
+        full = index.last_search_counts
+        index.search(queries[-1], k, **kwargs)
+        assert index.last_search_counts == full
+
+
+class _BatchRefused:
+    """ragcore._core with its batch search refused: a search that still answers went
+    through the one-query function."""
+
+    def __init__(self, real, refused: str):
+        self._real, self._refused = real, refused
+
+    def __getattr__(self, name):
+        if name == self._refused:
+            raise AssertionError(f"{name} called: the one-query path was not taken")
+        return getattr(self._real, name)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_clean_row_takes_the_native_row_path(kind, monkeypatch):
+    index = _INDEXES[kind, "l2"]
+    query = np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
+    expected = index.search(query[None, :], 5, n_threads=np.int64(0))
+    module = {"pq": ragcore.dense.pq, "ivf_pq4": ragcore.dense._ivf_pq4}.get(
+        kind, ragcore.dense.ivf_rabitq)
+    monkeypatch.setattr(module, "_core", _BatchRefused(module._core, BATCH_FUNCTION[kind]))
+    got = index.search(query, 5)
+    np.testing.assert_array_equal(got.ids, expected.ids)
+    with pytest.raises(AssertionError, match="not taken"):  # a numpy n_threads: the full path
+        index.search(query, 5, n_threads=np.int64(0))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bad_arguments_are_still_refused(kind):
+    index = _INDEXES[kind, "ip"]
+    q = np.ones(DIM, dtype=np.float32)
+    with pytest.raises(ValueError, match="k"):
+        index.search(q, 0)
+    with pytest.raises(TypeError, match="k"):
+        index.search(q, True)
+    with pytest.raises((TypeError, ValueError), match="n_threads"):
+        index.search(q, 3, n_threads=-1)
+    with pytest.raises(TypeError, match="n_threads"):
+        index.search(q, 3, n_threads=True)
+    if kind == "pq":
+        with pytest.raises(ValueError, match="rescore"):
+            index.search(q, 3, rescore=0)
+    else:
+        with pytest.raises(ValueError, match="nprobe"):
+            index.search(q, 3, nprobe=5)
+        with pytest.raises(ValueError, match="nprobe"):
+            index.search(q, 3, nprobe=0)
+    bad = q.copy()
+    bad[2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        index.search(bad, 3)
+    with pytest.raises(ValueError, match="dim"):
+        index.search(np.ones(DIM + 1, dtype=np.float32), 3)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_untrained_index_still_says_so(kind):
+    if kind == "pq":
+        index = ragcore.PQIndex(DIM, 4)
+    elif kind == "ivf_pq4":
+        index = ragcore.IVFIndex(DIM, 4, dtype="pq4", m=4)
+    else:
+        index = ragcore.IVFIndex(DIM, 4, dtype="rabitq", bits=int(kind[-1]))
+    with pytest.raises(RuntimeError, match="not trained"):
+        index.search(np.ones(DIM, dtype=np.float32), 3)

@@ -133,3 +133,13 @@ def test_an_untrained_index_still_says_so(kind):
         index = ragcore.IVFIndex(DIM, 4, dtype="rabitq", bits=int(kind[-1]))
     with pytest.raises(RuntimeError, match="not trained"):
         index.search(np.ones(DIM, dtype=np.float32), 3)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_emptied_index_pads_on_both_paths(kind):
+    index = _index(kind, "l2", n=60, seed=9)
+    index.remove(index.ids)
+    q = np.ones(DIM, dtype=np.float32)
+    row, full = index.search(q, 4), index.search(q[None, :], 4, n_threads=np.int64(0))
+    assert row.ids.tolist() == full.ids.tolist() == [[-1] * 4]
+    assert row.scores.tolist() == full.scores.tolist() == [[-np.inf] * 4]

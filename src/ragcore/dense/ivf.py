@@ -54,8 +54,10 @@ class IVFIndex:
         max_iter: k-means iterations at most, up to 2**20 (it stops earlier on convergence).
         seed: k-means seed; the same seed and sample give the same index.
 
-    Vectors go to the list of their nearest centroid (squared L2, after
-    normalisation for "cosine"); a query scans the lists of its nprobe nearest
+    For "ip" and "cosine" the k-means is spherical (unit-norm centroids, as faiss's
+    IVF does for inner product), which keeps the lists balanced on
+    high-dimensional data. Vectors go to the list of their nearest centroid
+    (squared L2, after normalisation for "cosine"); a query scans the lists of its nprobe nearest
     centroids. With nprobe = nlist the answer is FlatIndex's (float storage).
     ``search`` may run concurrently with ``add`` / ``remove``.
 
@@ -187,7 +189,8 @@ class IVFIndex:
             books = _pq4_codes.train_codebooks(x, self._m, self._seed, n_threads)
         centroids, objective, iterations, reseeded = _core.kmeans(
             np.ascontiguousarray(x), self._nlist, max_iter=self._max_iter, seed=self._seed,
-            init=_NATIVE_INIT[self._init], n_threads=n_threads)
+            init=_NATIVE_INIT[self._init], n_threads=n_threads,
+            spherical=self._metric != "l2")  # unit centroids rank lists as inner product does
         with self._lock:
             if len(self._lists):
                 raise RuntimeError(f"train: the index already holds {len(self._lists)} vectors; "

@@ -5,7 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import ragcore
 from ragcore import _core, reference
+from ragcore.dense.ivf import MAX_POINTS_PER_LIST
 from _ivf_data import clustered
 
 
@@ -101,3 +103,20 @@ def test_spherical_lists_are_balanced_on_high_dimensional_noise():
         sizes[spherical] = np.bincount(labels, minlength=40)
     assert sizes[True].max() < sizes[False].max()
     assert sizes[True].std() < 0.5 * sizes[False].std(), sizes
+
+
+def test_ivf_trains_its_centroids_on_at_most_256_points_per_list_drawn_by_the_seed():
+    nlist = 3
+    limit = MAX_POINTS_PER_LIST * nlist
+    x = clustered(limit + 200, 8, nlist, seed=9)
+    index = ragcore.IVFIndex(8, nlist=nlist, seed=4)
+    index.train(x)
+    assert index.training["sample_size"] == limit
+    pick = np.sort(np.random.default_rng(4).choice(len(x), limit, replace=False))
+    want = _core.kmeans(x[pick], nlist, seed=4, spherical=True)[0]
+    np.testing.assert_array_equal(index.centroids, want)
+    small = ragcore.IVFIndex(8, nlist=nlist, seed=4)
+    small.train(x[:limit])
+    assert small.training["sample_size"] == limit
+    np.testing.assert_array_equal(small.centroids,
+                                  _core.kmeans(x[:limit], nlist, seed=4, spherical=True)[0])

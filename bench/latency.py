@@ -88,7 +88,8 @@ def dense_systems(x: np.ndarray):
     graph.add_items(x)
     graph.set_num_threads(1)
     graph.set_ef(64)
-    return {"FlatIndex": lambda q: flat.search(q, K_DENSE, n_threads=1),
+    ivfs = {"ivf": ivf, "faiss_ivf": faiss_ivf, "quantizer": quantizer, "flat": flat}
+    return ivfs, {"FlatIndex": lambda q: flat.search(q, K_DENSE, n_threads=1),
             "faiss IndexFlatIP": lambda q: faiss_flat.search(q, K_DENSE),
             "IVFIndex": lambda q: ivf.search(q, K_DENSE, nprobe=8, n_threads=1),
             "faiss IndexIVFFlat": lambda q: faiss_ivf.search(q, K_DENSE),
@@ -100,10 +101,34 @@ def run_dense(n: int, n_queries: int) -> dict:
     x = rng.standard_normal((n, DIM), dtype=np.float32)
     queries = rng.standard_normal((n_queries, DIM), dtype=np.float32)
     rows = [queries[i : i + 1] for i in range(n_queries)]  # what a service holds: one row
-    systems = dense_systems(x)
+    ivfs, systems = dense_systems(x)
     times = interleaved({name: (lambda i, f=fn: f(rows[i])) for name, fn in systems.items()},
                         n_queries)
-    return {name: percentiles(t) for name, t in times.items()}
+    out = {name: percentiles(t) for name, t in times.items()}
+    out["ivf_lists"] = ivf_lists(ivfs, queries)
+    return out
+
+
+def ivf_lists(ivfs: dict, queries: np.ndarray) -> dict:
+    """Rows scanned per query at nprobe = 8 (sum of the probed lists' sizes), largest list
+    and recall@10 against FlatIndex, for ragcore's IVF and faiss's."""
+    exact = ivfs["flat"].search(queries, K_DENSE, n_threads=1).ids
+    ivf, faiss_ivf = ivfs["ivf"], ivfs["faiss_ivf"]
+    centroids = ivf.centroids
+    dist = (centroids * centroids).sum(1)[None, :] - 2.0 * queries @ centroids.T  # + |q|^2
+    probes = np.argsort(dist, axis=1, kind="stable")[:, :8]  # ragcore probes by squared L2
+    sizes = ivf.list_sizes()
+    faiss_sizes = np.array([faiss_ivf.invlists.list_size(i) for i in range(faiss_ivf.nlist)])
+    faiss_probes = ivfs["quantizer"].search(queries, 8)[1]
+
+    def recall(ids) -> float:
+        return float(np.mean([len(set(a) & set(b)) / K_DENSE for a, b in zip(ids, exact)]))
+
+    return {"IVFIndex": {"scanned": float(sizes[probes].sum(1).mean()), "largest": int(sizes.max()),
+                         "recall": recall(ivf.search(queries, K_DENSE, nprobe=8, n_threads=1).ids)},
+            "faiss IndexIVFFlat": {"scanned": float(faiss_sizes[faiss_probes].sum(1).mean()),
+                                   "largest": int(faiss_sizes.max()),
+                                   "recall": recall(faiss_ivf.search(queries, K_DENSE)[1])}}
 
 
 # ---- BM25 ----------------------------------------------------------------------
@@ -171,7 +196,7 @@ def report(results: dict, args) -> str:
     env = environment()
     lines = [f"Command: `{env['command']}`; CPU: {env.get('cpu', '')}; other processes used "
              f"{results['other_load_cores']:.1f} cores on average while it ran (shared machine).", ""]
-    names = list(next(iter(results["dense"].values())))
+    names = [name for name in next(iter(results["dense"].values())) if name != "ivf_lists"]
     rows = [[f"{int(n):,}"] + [fmt_us(res[name]) for name in names] +
             [f"**{res['faiss IndexFlatIP'][0] / res['FlatIndex'][0]:.2f}x**",
              f"**{res['faiss IndexIVFFlat'][0] / res['IVFIndex'][0]:.2f}x**"]
@@ -179,6 +204,13 @@ def report(results: dict, args) -> str:
     lines += ["Dense, one query per call, d = 384, k = 10, 1 thread: p50 / p99 microseconds "
               "(ratio: the faiss index's p50 / ragcore's; above 1 ragcore is faster).", "",
               markdown_table(["N"] + names + ["Flat ratio", "IVF ratio"], rows), ""]
+    rows = [[f"{int(n):,}"] + [f"{res['ivf_lists'][s]['scanned']:,.0f} / {res['ivf_lists'][s]['largest']:,}"
+                               f" / {res['ivf_lists'][s]['recall']:.3f}"
+                               for s in ("IVFIndex", "faiss IndexIVFFlat")]
+            for n, res in results["dense"].items()]
+    lines += ["IVF lists, nlist = sqrt(N), nprobe = 8: rows scanned per query / largest list / "
+              "recall@10 against FlatIndex.", "",
+              markdown_table(["N", "IVFIndex", "faiss IndexIVFFlat"], rows), ""]
     rows = []
     for n, res in results["bm25"].items():
         for k, r in res.items():

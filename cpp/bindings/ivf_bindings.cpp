@@ -29,7 +29,8 @@ const float* float_rows(const py::array& a, const std::string& name, size_t d = 
 }
 
 py::tuple kmeans_py(const py::array& x, size_t k, int max_iter, double tol, uint64_t seed,
-                    KMeansInit init, int n_threads, const std::optional<SimdLevel>& simd_level) {
+                    KMeansInit init, int n_threads, const std::optional<SimdLevel>& simd_level,
+                    bool spherical) {
   const float* data = float_rows(x, "x");
   if (init != KMeansInit::KMeansPlusPlus && init != KMeansInit::Random)
     fail("init", "unknown value");
@@ -42,6 +43,7 @@ py::tuple kmeans_py(const py::array& x, size_t k, int max_iter, double tol, uint
   p.init = init;
   p.n_threads = n_threads;
   p.simd_level = simd_level_code(simd_level);
+  p.spherical = spherical;
   py::array_t<float> centroids({k, d});
   float* out = centroids.mutable_data();
   KMeansResult r;
@@ -150,8 +152,9 @@ void register_ivf(py::module_& m) {
 
   m.def("kmeans", &kmeans_py, py::arg("x"), py::arg("k"), py::kw_only(), py::arg("max_iter") = 25,
         py::arg("tol") = 1e-4, py::arg("seed") = 0, py::arg("init") = KMeansInit::KMeansPlusPlus,
-        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
-        "k-means (squared L2); returns (centroids, objective per assignment, iterations, reseeded).");
+        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(), py::arg("spherical") = false,
+        "k-means (squared L2; spherical: unit-norm centroids); returns (centroids, objective per "
+        "assignment, iterations, reseeded).");
   m.def("assign_nearest", &assign_py, py::arg("x"), py::arg("centroids"), py::kw_only(),
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         "Nearest centroid of each row; returns (labels int64, squared distances float32).");

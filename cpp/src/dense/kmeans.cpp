@@ -58,6 +58,7 @@ class KMeans {
     } else {
       init_random();
     }
+    if (p_.spherical) to_unit_norm(0, p_.k);
     KMeansResult result;
     result.objective.push_back(assign());
     for (int it = 0; it < p_.max_iter; ++it) {
@@ -74,6 +75,17 @@ class KMeans {
  private:
   const float* point(size_t i) const { return x_ + i * d_; }
   float* centroid(size_t c) { return c_ + c * d_; }
+
+  // Spherical k-means: centroids c0..c1-1 scaled to norm 1 (a zero one is left).
+  void to_unit_norm(size_t c0, size_t c1) {
+    for (size_t c = c0; c < c1; ++c) {
+      double sq = 0.0;
+      for (size_t p = 0; p < d_; ++p) sq += static_cast<double>(centroid(c)[p]) * centroid(c)[p];
+      if (!(sq > 0.0)) continue;
+      const double scale = 1.0 / std::sqrt(sq);
+      for (size_t p = 0; p < d_; ++p) centroid(c)[p] = static_cast<float>(centroid(c)[p] * scale);
+    }
+  }
 
   // `count` distinct point numbers, by a seeded partial shuffle.
   std::vector<size_t> distinct_points(size_t count) {
@@ -161,7 +173,9 @@ class KMeans {
       const double count = static_cast<double>(start[c + 1] - start[c]);
       for (size_t p = 0; p < d_; ++p) centroid(c)[p] = static_cast<float>(sum[p] / count);
     });
-    return reseed_empty(start);
+    const size_t reseeded = reseed_empty(start);
+    if (p_.spherical) to_unit_norm(0, k);
+    return reseeded;
   }
 
   size_t reseed_empty(const std::vector<size_t>& start) {

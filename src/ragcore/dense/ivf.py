@@ -32,6 +32,20 @@ _NO_STAGES: dict = {}  # the stages of a one-query pq4 search (read only through
 MAX_ITER = 1 << 20  # k-means iterations at most
 MAX_SEED = (1 << 64) - 1
 _UNIT_TOLERANCE = 0.05  # squared norm of a stored unit vector: 1 within storage rounding
+# Centroids barely move past this many training points per list (faiss's
+# max_points_per_centroid), while k-means time grows with every one.
+MAX_POINTS_PER_LIST = 256
+
+
+def kmeans_sample(x: np.ndarray, nlist: int, seed: int) -> np.ndarray:
+    """The rows k-means trains on: all of x, or MAX_POINTS_PER_LIST * nlist of them drawn
+    without replacement by the seed, in their order in x (C-contiguous either way)."""
+    limit = MAX_POINTS_PER_LIST * nlist
+    if len(x) <= limit:
+        return np.ascontiguousarray(x)
+    return x[np.sort(np.random.default_rng(seed).choice(len(x), limit, replace=False))]
+
+
 _TRAINING_FIELDS = {"objective": list, "iterations": int, "reseeded": int, "sample_size": int}
 
 
@@ -55,8 +69,10 @@ class IVFIndex:
         max_iter: k-means iterations at most, up to 2**20 (it stops earlier on convergence).
         seed: k-means seed; the same seed and sample give the same index.
 
-    Vectors go to the list of their nearest centroid (squared L2, after
-    normalisation for "cosine"); a query scans the lists of its nprobe nearest
+    For "ip" and "cosine" the k-means is spherical (unit-norm centroids, as faiss's
+    IVF does for inner product), which keeps the lists balanced on
+    high-dimensional data. Vectors go to the list of their nearest centroid
+    (squared L2, after normalisation for "cosine"); a query scans the lists of its nprobe nearest
     centroids. With nprobe = nlist the answer is FlatIndex's (float storage).
     ``search`` may run concurrently with ``add`` / ``remove``.
 
@@ -176,7 +192,9 @@ class IVFIndex:
     def train(self, sample, n_threads: int = 0) -> None:
         """Learns the nlist centroids (and, for sq8, the code ranges) from sample.
 
-        sample: at least nlist vectors; typically 30 to 256 per list.
+        sample: at least nlist vectors; typically 30 to 256 per list. As faiss does, the
+        centroids learn from at most MAX_POINTS_PER_LIST * nlist of them, drawn by the
+        seed (training["sample_size"] says how many); sq8 ranges and pq4 codebooks from all.
         """
         n_threads = check_threads(n_threads)
         x = self._prepared(sample, "sample")
@@ -186,9 +204,11 @@ class IVFIndex:
         books = None  # pq4: codebooks first, so that a too small sample changes nothing
         if self._dtype == "pq4":
             books = _pq4_codes.train_codebooks(x, self._m, self._seed, n_threads)
+        points = kmeans_sample(x, self._nlist, self._seed)
         centroids, objective, iterations, reseeded = _core.kmeans(
-            np.ascontiguousarray(x), self._nlist, max_iter=self._max_iter, seed=self._seed,
-            init=_NATIVE_INIT[self._init], n_threads=n_threads)
+            points, self._nlist, max_iter=self._max_iter, seed=self._seed,
+            init=_NATIVE_INIT[self._init], n_threads=n_threads,
+            spherical=self._metric != "l2")  # unit centroids rank lists as inner product does
         with self._lock:
             if len(self._lists):
                 raise RuntimeError(f"train: the index already holds {len(self._lists)} vectors; "
@@ -199,7 +219,7 @@ class IVFIndex:
             if books is not None:
                 self._pq4_books, self._pq4_by_dim = books, _pq4_codes.by_dimension(books)
             self._training = {"objective": list(objective), "iterations": iterations,
-                              "reseeded": reseeded, "sample_size": len(x)}
+                              "reseeded": reseeded, "sample_size": len(points)}
 
     def add(self, vectors, ids=None, n_threads: int = 0) -> np.ndarray:
         """Adds vectors to the lists of their nearest centroids; returns their ids.

@@ -1,5 +1,12 @@
 // k-means (Lloyd) for the IVF coarse quantizer, on float32 rows, squared L2.
 //
+// Spherical (faiss's default for inner-product IVF): every centroid is scaled to
+// unit norm after the initialisation and after each update. Squared L2 to unit
+// centroids ranks them as the inner product does, and no centroid draws points
+// merely by having a small norm: plain L2 k-means on high-dimensional data gives
+// its largest clusters the centroids of smallest norm, which then win the
+// assignment (and a query's probes) far more than their share.
+//
 // Deterministic for a seed, whatever the thread count: the assignment step is
 // flat_search with k = 1 (ties to the lower centroid number), and the update
 // step sums each cluster's points in point order on one thread.
@@ -23,6 +30,7 @@ struct KMeansParams {
   KMeansInit init = KMeansInit::KMeansPlusPlus;
   int n_threads = 0;       // <= 0: all cores
   int simd_level = -1;     // < 0: best available
+  bool spherical = false;  // unit-norm centroids (see above)
 };
 
 struct KMeansResult {

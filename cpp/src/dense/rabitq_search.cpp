@@ -7,6 +7,7 @@
 // bound, stopping at the first whose upper bound is below the k-th exact score.
 // One query per task (threads over queries): each writes only its own results.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -136,8 +137,12 @@ class RabitqSearch {
   };
 
   const float* query(size_t i) const { return a_.queries + i * a_.query_stride; }
-  const float* factors(size_t j) const {
-    return reinterpret_cast<const float*>(a_.rows + j * row_bytes_ + a_.bits * a_.dp / 8);
+  // Copied out: a row's factors follow bits * dp / 8 code bytes, so they are not
+  // float-aligned for every bits and dp (a cast would be undefined behaviour).
+  std::array<float, kRabitqFactors> factors(size_t j) const {
+    std::array<float, kRabitqFactors> f;
+    std::memcpy(f.data(), a_.rows + j * row_bytes_ + a_.bits * a_.dp / 8, sizeof(f));
+    return f;
   }
   float query_sq_norm(const float* q) const {
     float qn = 0.0f;
@@ -194,7 +199,7 @@ class RabitqSearch {
     const bool l2 = a_.metric == Metric::L2;
     const float width = (l2 ? 2.0f : 1.0f) * eps * t.qc_norm;
     for (size_t r = 0; r < rows; ++r) {
-      const float* f = factors(j0 + r);
+      const auto f = factors(j0 + r);
       const float ip = t.cq + f[0] + f[1] * (w.dots[r] + t.centre);
       w.est[r] = l2 ? 2.0f * ip - a_.sq_norms[j0 + r] - qn : ip;
       w.width[r] = width * f[2];

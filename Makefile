@@ -42,6 +42,8 @@ ASAN_TESTS ?= tests/dense tests/sparse tests/fuzz tests/test_native_boundary.py 
 	tests/test_native_threads.py tests/test_resource_limits.py
 # pip builds the wheel in an isolated environment, so the venv has neither pybind11's CMake
 # files nor (on every machine) cmake: install both for the sanitizer build.
+# --capture=sys: a sanitizer writes its report to file descriptor 2, which pytest's default
+# (fd) capture would swallow when the process aborts.
 test-asan: install
 	$(BIN)/python -m pip install -q "pybind11>=2.12" "cmake>=3.18"
 	$(BIN)/cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAGCORE_SANITIZE=ON \
@@ -54,7 +56,7 @@ test-asan: install
 		RAGCORE_SANITIZED=1 \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		PYTHONPATH=$(ASAN_DIR)/pkg $(BIN)/python -m pytest -q -p no:cacheprovider $(ASAN_TESTS)
+		PYTHONPATH=$(ASAN_DIR)/pkg $(BIN)/python -m pytest -q --capture=sys -p no:cacheprovider $(ASAN_TESTS)
 
 install-bench: install
 	$(BIN)/python -m pip install -q ".[bench]"

@@ -100,6 +100,8 @@ def _crafted_cases(index):
         ({"arrays": {"offsets": np.array([0, 5, 3] + [n] * 6, np.int64)}}, "offsets"),
         ({"arrays": {"exact": np.zeros((n - 1, 12), np.float32)}}, "exact"),
         ({"drop": ["rotation"]}, "rotation"),
+        ({"params": {"training": {"iterations": "many"}}}, "params.training.iterations"),
+        ({"params": {"training": {"objective": [1.0, "x"]}}}, "params.training.objective"),
     ]
 
 

@@ -385,18 +385,14 @@ class IVFIndex:
                     max_iter=f.int_param("max_iter", 1, MAX_ITER),
                     seed=f.int_param("seed", 0, MAX_SEED))
         index._restore(f)
-        index._training = _checked_training(f)
+        index._training = checked_training(f)
         return index
 
     def _restore(self, f: FileFields) -> None:
         """Checks the arrays of a file against the parameters and takes them."""
         dim, nlist = self._dim, self._nlist
-        ids = f.array("ids", np.int64, (None,))
+        ids, offsets = self._checked_layout(f)
         n = len(ids)
-        offsets = f.array("offsets", np.int64, (nlist + 1,))
-        # Compared pairwise, not by np.diff: a difference of int64 values can wrap around.
-        if offsets[0] != 0 or offsets[-1] != n or (offsets[1:] < offsets[:-1]).any():
-            f.fail("offsets", f"list offsets must rise from 0 to the {n} rows")
         if self._dtype == "pq4":
             rows = _pq4_codes.checked_codes(f, n, self._m, "rows")
         else:
@@ -419,14 +415,28 @@ class IVFIndex:
             values_sq = f.bounded_rows("exact", exact)
         else:
             values_sq = f.bounded_rows("rows", rows, lambda r: to_float32(r, self._dtype))
-        if self._metric == "cosine" and n and (np.abs(values_sq - 1.0) > _UNIT_TOLERANCE).any():
-            f.fail("exact" if exact is not None else "rows",
-                   "a cosine index holds unit vectors; a row is not of norm 1")
-        sq_norms = None
-        if self._metric == "l2":
-            f.matching_norms("sq_norms", f.array("sq_norms", np.float32, (n,)), values_sq)
-            sq_norms = values_sq
+        sq_norms = self._checked_sq_norms(f, "exact" if exact is not None else "rows", values_sq)
         self._set_lists(Lists(offsets, rows, ids, sorted_ids, sq_norms, exact))
+
+    def _checked_layout(self, f: FileFields) -> tuple:
+        """A file's ids and list offsets, which rise from 0 to the number of rows."""
+        ids = f.array("ids", np.int64, (None,))
+        offsets = f.array("offsets", np.int64, (self._nlist + 1,))
+        # Compared pairwise, not by np.diff: a difference of int64 values can wrap around.
+        if offsets[0] != 0 or offsets[-1] != len(ids) or (offsets[1:] < offsets[:-1]).any():
+            f.fail("offsets", f"list offsets must rise from 0 to the {len(ids)} rows")
+        return ids, offsets
+
+    def _checked_sq_norms(self, f: FileFields, rows_name: str, values_sq: np.ndarray):
+        """Checks the rows' squared norms against the metric: unit rows for cosine, the
+        stored sq_norms for l2 (returned; None for the other metrics)."""
+        n = len(values_sq)
+        if self._metric == "cosine" and n and (np.abs(values_sq - 1.0) > _UNIT_TOLERANCE).any():
+            f.fail(rows_name, "a cosine index holds unit vectors; a row is not of norm 1")
+        if self._metric != "l2":
+            return None
+        f.matching_norms("sq_norms", f.array("sq_norms", np.float32, (n,)), values_sq)
+        return values_sq
 
 
 def _checked_codes(f: FileFields, dim: int):
@@ -445,7 +455,7 @@ def _checked_codes(f: FileFields, dim: int):
     return code_min, code_scale
 
 
-def _checked_training(f: FileFields) -> dict:
+def checked_training(f: FileFields) -> dict:
     training = f.param("training")
     if not isinstance(training, dict):
         f.fail("params.training", f"expected an object, got {type(training).__name__}")

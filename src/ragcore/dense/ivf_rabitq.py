@@ -27,10 +27,9 @@ from ._rabitq import (
     DEFAULT_EPSILON, MAX_RABITQ_DIM, check_bits, check_epsilon, checked_factors, checked_rotation,
     code_bytes, native_rescore, random_rotation,
 )
-from .ivf import INITS, MAX_ITER, MAX_SEED, IVFIndex
+from .ivf import INITS, MAX_ITER, MAX_SEED, IVFIndex, checked_training
 
 FILE_KIND = "IVFIndex"  # one kind for every IVF storage; params.dtype tells them apart
-_UNIT_TOLERANCE = 0.05
 
 
 class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
@@ -236,11 +235,8 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
 
     def _restore(self, f: FileFields) -> None:
         dim, nlist = self._dim, self._nlist
-        ids = f.array("ids", np.int64, (None,))
+        ids, offsets = self._checked_layout(f)
         n = len(ids)
-        offsets = f.array("offsets", np.int64, (nlist + 1,))
-        if offsets[0] != 0 or offsets[-1] != n or (offsets[1:] < offsets[:-1]).any():
-            f.fail("offsets", f"list offsets must rise from 0 to the {n} rows")
         rows = f.array("rows", np.uint8, (n, code_bytes(dim, self._bits)))
         checked_factors(f, rows, 8 * MAX_NORM)
         exact = f.array("exact", np.float32, (n, dim))
@@ -252,16 +248,7 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
             self._set_centroids(centroids, checked_rotation(f, dim))
         elif n:
             f.fail("centroids", "missing, but the index holds vectors")
-        values_sq = f.bounded_rows("exact", exact)
-        if self._metric == "cosine" and n and (np.abs(values_sq - 1.0) > _UNIT_TOLERANCE).any():
-            f.fail("exact", "a cosine index holds unit vectors; a row is not of norm 1")
-        sq_norms = None
-        if self._metric == "l2":
-            f.matching_norms("sq_norms", f.array("sq_norms", np.float32, (n,)), values_sq)
-            sq_norms = values_sq
+        sq_norms = self._checked_sq_norms(f, "exact", f.bounded_rows("exact", exact))
         self._lists = Lists(offsets, rows, ids, sorted_ids, sq_norms, exact)
-        training = f.param("training")
-        if not isinstance(training, dict):
-            f.fail("params.training", f"expected an object, got {type(training).__name__}")
-        self._training = dict(training)
+        self._training = checked_training(f)
 

@@ -4,7 +4,10 @@ paragraphs of the running Python's standard-library docstrings.
 Every docstring of the stdlib sources (modules, classes, functions, private ones
 included; parsed with ``ast``, never imported) is split at blank lines, and every block of
 consecutive comment lines is one paragraph too; paragraphs of 40 to 1,000 characters,
-deduplicated, in a seeded order, are the texts. The vectors are
+deduplicated, in a seeded order, are the texts. The stdlib holds about 19k of them; a
+larger ``n`` continues with the docstring paragraphs of the installed packages
+(site-packages, found the same way, listed once per set of installed distributions and
+cached), so that the issue's ~100k real vectors exist. The vectors are
 computed once and kept in the embedding cache (``ragcore.cli.embedding_cache``), so a
 later run costs a lookup. Queries are held-out paragraphs, never corpus rows.
 """
@@ -12,6 +15,8 @@ later run costs a lookup. Queries are held-out paragraphs, never corpus rows.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import re
 import sys
 import sysconfig
@@ -28,6 +33,29 @@ _ENCODE_SLICE = 2000  # texts per cache write, so an interrupted run keeps what 
 def stdlib_paragraphs(root=None) -> list[str]:
     """The unique docstring paragraphs of the stdlib sources under root, sorted."""
     root = Path(root or sysconfig.get_paths()["stdlib"])
+    return sorted(_source_paragraphs(root))
+
+
+def site_paragraphs() -> list[str]:
+    """The unique docstring paragraphs of the installed packages (site-packages), sorted,
+    cached under the ragcore cache keyed by the installed distributions' names."""
+    from ...encoders.models import cache_dir
+
+    root = Path(sysconfig.get_paths()["purelib"])
+    installed = sorted(p.name for p in root.glob("*.dist-info"))
+    key = hashlib.sha256(json.dumps([str(root), installed]).encode()).hexdigest()[:16]
+    path = cache_dir() / "derived" / f"site_paragraphs_{key}.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    texts = sorted(_source_paragraphs(root))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(texts), encoding="utf-8")
+    tmp.replace(path)
+    return texts
+
+
+def _source_paragraphs(root: Path) -> set[str]:
     found = set()
     for path in sorted(root.rglob("*.py")):
         if _SKIPPED & set(path.relative_to(root).parts):
@@ -48,7 +76,7 @@ def stdlib_paragraphs(root=None) -> list[str]:
                 text = " ".join(paragraph.split())
                 if _MIN_CHARS <= len(text) <= _MAX_CHARS:
                     found.add(text)
-    return sorted(found)
+    return found
 
 
 def _comment_blocks(source: str):
@@ -69,6 +97,12 @@ def stdlib_embeddings(n: int, n_queries: int, seed: int) -> tuple[np.ndarray, np
     from ..embedding_cache import EmbeddingCache
 
     texts = stdlib_paragraphs()
+    if n + n_queries > len(texts):
+        known = set(texts)
+        extra = [t for t in site_paragraphs() if t not in known]
+        print(f"  stdlib embeddings: the stdlib has {len(texts)} paragraphs; adding the "
+              f"{len(extra)} of the installed packages' docstrings", file=sys.stderr)
+        texts += extra
     if n + n_queries > len(texts):
         raise SystemExit(f"--data stdlib: {len(texts)} paragraphs here, asked for {n} + "
                          f"{n_queries} queries; lower --n")

@@ -62,3 +62,21 @@ def corpus(n: int, seed: int = 0, words: int = 12):
 def queries(n: int, seed: int = 1):
     rng = np.random.default_rng(seed)
     return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 4)))) for _ in range(n)]
+
+
+def brute_force_dense(enc, texts, allowed, query, k):
+    """(scores, ids) of the exact top-k by inner product over the allowed documents."""
+    vectors = enc.encode([texts[i] for i in allowed])
+    q = enc.encode([query])[0]
+    scores = (vectors.astype(np.float64) @ q.astype(np.float64))
+    order = np.lexsort((np.array(allowed), -scores))[:k]
+    return scores[order], np.array(allowed)[order]
+
+
+def assert_same_ranking(got_scores, got_ids, want_scores, want_ids, atol=1e-5):
+    """Scores equal position by position; ids equal except among tied scores."""
+    np.testing.assert_allclose(got_scores, want_scores, atol=atol)
+    assert len(got_ids) == len(want_ids)
+    for s, i in zip(got_scores, got_ids):
+        tied = want_ids[np.abs(want_scores - s) <= atol]
+        assert i in tied or np.abs(want_scores.min() - s) <= atol

@@ -9,7 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from _collection_data import ForbiddenEncoder, HashEncoder, corpus, queries
+from _collection_data import (ForbiddenEncoder, HashEncoder, assert_same_ranking,
+                              brute_force_dense, corpus, queries)
 from ragcore import BM25Index
 import ragcore.rag._indexes as indexes_module
 from ragcore.rag._indexes import MANIFEST
@@ -24,24 +25,6 @@ def filled(tmp_path):
     col.add(texts, ids=list(range(300)), metadata=metadata)
     yield col, texts, metadata, enc
     col.close()
-
-
-def brute_force_dense(enc, texts, allowed, query, k):
-    """(scores, ids) of the exact top-k by inner product over the allowed documents."""
-    vectors = enc.encode([texts[i] for i in allowed])
-    q = enc.encode([query])[0]
-    scores = (vectors.astype(np.float64) @ q.astype(np.float64))
-    order = np.lexsort((np.array(allowed), -scores))[:k]
-    return scores[order], np.array(allowed)[order]
-
-
-def assert_same_ranking(got_scores, got_ids, want_scores, want_ids, atol=1e-5):
-    """Scores equal position by position; ids equal except among tied scores."""
-    np.testing.assert_allclose(got_scores, want_scores, atol=atol)
-    assert len(got_ids) == len(want_ids)
-    for s, i in zip(got_scores, got_ids):
-        tied = want_ids[np.abs(want_scores - s) <= atol]
-        assert i in tied or np.abs(want_scores.min() - s) <= atol
 
 
 @pytest.mark.parametrize("flt", [None, {"year": {"$gte": 2020}}, {"lang": "fr"},

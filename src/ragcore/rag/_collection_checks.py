@@ -12,7 +12,9 @@ from ._store import CollectionError
 
 DENSE_DEFAULTS = {"flat": {"kind": "flat", "dtype": "float32", "metric": "ip"},
                   "ivf": {"kind": "ivf", "nlist": 256, "nprobe": 32, "dtype": "float32",
-                          "metric": "ip"}}
+                          "metric": "ip"},
+                  "hnsw": {"kind": "hnsw", "M": 16, "ef_construction": 200, "ef": 64,
+                           "dtype": "float32", "metric": "ip"}}
 
 
 def prepare_directory(path: str) -> None:
@@ -59,7 +61,8 @@ def dense_settings(dense) -> dict:
         check_choice(dense, "dense", tuple(DENSE_DEFAULTS))
         return dict(DENSE_DEFAULTS[dense])
     if not isinstance(dense, dict):
-        raise TypeError(f"dense must be 'flat', 'ivf' or a dict of options, got {type(dense).__name__}")
+        raise TypeError(f"dense must be 'flat', 'ivf', 'hnsw' or a dict of options, "
+                        f"got {type(dense).__name__}")
     kind = check_choice(dense.get("kind", "flat"), "dense['kind']", tuple(DENSE_DEFAULTS))
     out = dict(DENSE_DEFAULTS[kind])
     unknown = set(dense) - set(out)
@@ -70,6 +73,15 @@ def dense_settings(dense) -> dict:
     if kind == "ivf":
         check_positive_int(out["nlist"], "dense['nlist']")
         check_positive_int(out["nprobe"], "dense['nprobe']")
+    if kind == "hnsw":
+        from ..dense.hnsw import HNSWIndex
+
+        for name in ("M", "ef_construction", "ef"):
+            check_positive_int(out[name], f"dense[{name!r}]")
+        try:  # every option checked now, before anything is written
+            HNSWIndex(1, out["metric"], out["M"], out["ef_construction"], out["dtype"], ef=out["ef"])
+        except ValueError as err:
+            raise ValueError(f"dense: {err}") from None
     return out
 
 

@@ -25,6 +25,7 @@ import tempfile
 import numpy as np
 
 from ..dense.flat import FlatIndex
+from ..dense.hnsw import HNSWIndex
 from ..dense.ivf import IVFIndex
 from ..errors import IndexFileError
 from ..hits import PADDING_ID, Hits
@@ -37,6 +38,10 @@ _MAX_TOMBSTONES = 1024
 # scoring them alone (at 10,000 of 100,000 the filtered scan of everything was faster).
 _EXACT_ALLOW_MAX = 4096
 _IVF_TRAIN_PER_LIST = 30  # IVF trains once this many vectors per list exist (flat before)
+# The index file kinds each dense setting accepts on open (an IVF collection is flat until
+# it has enough vectors to train).
+_FILE_KINDS = {"flat": ("FlatIndex",), "ivf": ("FlatIndex", "IVFIndex"), "hnsw": ("HNSWIndex",)}
+_LOADERS = {"FlatIndex": FlatIndex.load, "IVFIndex": IVFIndex.load, "HNSWIndex": HNSWIndex.load}
 
 
 class Indexes:
@@ -55,6 +60,11 @@ class Indexes:
 
     def _new_dense(self, dim: int):
         cfg = self.settings["dense"]
+        if cfg["kind"] == "hnsw":
+            # seed 0; the graph is built with all cores, so a graph rebuilt from the
+            # database (a damaged file) may differ from the lost one: both are approximate.
+            return HNSWIndex(dim, cfg["metric"], cfg["M"], cfg["ef_construction"], cfg["dtype"],
+                             seed=0, ef=cfg["ef"])
         return FlatIndex(dim, metric=cfg["metric"], dtype=cfg.get("dtype", "float32"))
 
     def add(self, chunk_ids: np.ndarray, texts: list, vectors: np.ndarray) -> None:
@@ -133,6 +143,8 @@ class Indexes:
         options = {}
         if isinstance(self.dense, IVFIndex):
             options["nprobe"] = min(self.settings["dense"]["nprobe"], self.dense.nlist)
+        elif isinstance(self.dense, HNSWIndex):
+            options["ef"] = self.settings["dense"]["ef"]
         if allow is not None:  # the allow-set comes from the database: no tombstone in it
             return self.dense.search(vectors, k, allow=allow, **options)
         fetch = min(k + len(self.tombstones), len(self.dense))
@@ -207,10 +219,10 @@ class Indexes:
                 path = os.path.join(directory, manifest["dense"])
                 try:
                     kind = settings["dense"]["kind"]
-                    is_ivf = _peek_kind(path) == "IVFIndex"
-                    idx.dense = IVFIndex.load(path) if is_ivf else FlatIndex.load(path)
-                    if is_ivf and kind != "ivf":
-                        raise IndexFileError("an IVF file for a flat collection")
+                    file_kind = _peek_kind(path)
+                    if file_kind not in _FILE_KINDS[kind]:
+                        raise IndexFileError(f"a {file_kind} file for a {kind} collection")
+                    idx.dense = _LOADERS[file_kind](path)
                 except (OSError, IndexFileError, ValueError):
                     idx.dense, repaired = None, True
         change = _store.change_number(conn)

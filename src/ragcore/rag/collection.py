@@ -110,8 +110,11 @@ class Collection:
             None: the bundled all-MiniLM-L6-v2 (int8), loaded when first needed.
         chunker: a ragcore Chunker, None (a Chunker with its defaults: 200 tokens,
             overlap 40) or "none" (each document is one chunk).
-        dense: "flat" (exact), "ivf", or a dict of options ({"kind": "ivf", "nlist": 256,
-            "nprobe": 32, "dtype": "float32"}, {"kind": "flat", "dtype": "float16"}).
+        dense: "flat" (exact), "ivf", "hnsw", or a dict of options ({"kind": "ivf",
+            "nlist": 256, "nprobe": 32, "dtype": "float32"}, {"kind": "flat", "dtype":
+            "float16"}, {"kind": "hnsw", "M": 16, "ef_construction": 200, "ef": 64, "dtype":
+            "float32" | "float16" | "bfloat16" | "int8"}). "hnsw" is approximate; as for every
+            kind, a filter that allows at most 4,096 chunks is scored exactly.
         bm25: BM25Index options (k1, b, variant, stopwords, ...).
         metadata_schema: {field: "str" | "int" | "float" | "bool"}: fields indexed in
             SQLite and whose values are type-checked; other fields may still be used.

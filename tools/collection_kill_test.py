@@ -1,7 +1,7 @@
 """Kills a Collection writer with SIGKILL at random points of add / upsert / delete /
 compact (default 250 times) and checks the collection after each reopen; prints the counts.
 
-    .venv/bin/python tools/collection_kill_test.py [--kills 250] [--seed 0]
+    .venv/bin/python tools/collection_kill_test.py [--kills 250] [--seed 0] [--dense hnsw]
 
 The harness is tests/rag/_kill_harness.py (test_collection_kill.py runs 30 kills of it).
 """
@@ -25,11 +25,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-delay", type=float, default=0.25,
                         help="seconds: each kill comes uniformly within this after the writer starts")
+    parser.add_argument("--dense", default="flat", choices=("flat", "ivf", "hnsw"),
+                        help="the collection's dense index")
     args = parser.parse_args()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as directory:
         counts = _kill_harness.run(directory, args.kills, args.seed, args.max_delay,
-                                   log=lambda line: print(line, file=sys.stderr, flush=True))
+                                   log=lambda line: print(line, file=sys.stderr, flush=True),
+                                   dense=args.dense)
     for name, value in counts.items():
         print(f"{name:36s} {value}")
     print(f"{'seconds':36s} {time.perf_counter() - start:.1f}")

@@ -127,7 +127,7 @@ def _same_results(a: list, b: list) -> bool:
                for x, y in zip(a, b))
 
 
-def check(path: str, docs: dict, queries) -> None:
+def check(path: str, docs: dict, queries, dense="flat") -> None:
     """The reopened collection holds exactly docs, whole, and searches as a fresh one."""
     with Collection.open(path, encoder=HashEncoder()) as col:
         got = _snapshot(col)
@@ -138,7 +138,7 @@ def check(path: str, docs: dict, queries) -> None:
         recovered = _all_results(col, queries)
     fresh_path = path + ".fresh"
     shutil.rmtree(fresh_path, ignore_errors=True)
-    with Collection.create(fresh_path, encoder=HashEncoder(), chunker="none") as fresh:
+    with Collection.create(fresh_path, encoder=HashEncoder(), chunker="none", dense=dense) as fresh:
         if docs:
             ids = sorted(docs)
             fresh.add([docs[i][0] for i in ids], ids=ids, metadata=[docs[i][1] for i in ids])
@@ -147,12 +147,14 @@ def check(path: str, docs: dict, queries) -> None:
     shutil.rmtree(fresh_path)
 
 
-def run(directory: str, kills: int, seed: int = 0, max_delay: float = 0.25, log=None) -> dict:
+def run(directory: str, kills: int, seed: int = 0, max_delay: float = 0.25, log=None,
+        dense="flat") -> dict:
     """Kills the writer `kills` times; returns counts (kills per operation under way, and
-    how many of the operations under way were found applied)."""
+    how many of the operations under way were found applied). dense: the collection's
+    dense setting (an approximate one must find every document when k covers them all)."""
     rng = random.Random(seed)
     path = os.path.join(directory, "col")
-    with Collection.create(path, encoder=HashEncoder(), chunker="none"):
+    with Collection.create(path, encoder=HashEncoder(), chunker="none", dense=dense):
         pass
     docs, next_id = {}, 0
     queries = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3))) for _ in range(4)]
@@ -186,7 +188,7 @@ def run(directory: str, kills: int, seed: int = 0, max_delay: float = 0.25, log=
         counts["acknowledged operations"] += len(acked)
         if pending is None:
             counts["killed between operations"] += 1
-            check(path, docs, queries)
+            check(path, docs, queries, dense)
         else:
             counts[f"killed during {pending['op']}"] += 1
             with Collection.open(path, encoder=HashEncoder()) as col:
@@ -201,7 +203,7 @@ def run(directory: str, kills: int, seed: int = 0, max_delay: float = 0.25, log=
             else:
                 counts["under way and found not applied"] += 1
             next_id = max([next_id] + [i + 1 for i in pending["ids"]])
-            check(path, docs, queries)
+            check(path, docs, queries, dense)
         os.unlink(journal)
         if log is not None and (round_no + 1) % 25 == 0:
             log(f"{round_no + 1} kills: {len(docs)} documents")

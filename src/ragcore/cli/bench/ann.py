@@ -2,7 +2,7 @@
 
 Steps: data (clustered by default, or ``stdlib``: the bundled encoder's
 embeddings of stdlib docstring and comment paragraphs), ground truth with
-FlatIndex (exact), then for each system (ragcore IVFIndex float32 and sq8 for
+FlatIndex (exact), then for each system (ragcore IVFIndex float32, sq8, pq4 and rabitq for
 each nlist, ragcore HNSWIndex, faiss IndexIVFFlat for each nlist, faiss
 IndexHNSWFlat, hnswlib, usearch, where installed; the graphs all with --M and
 --ef-construction) one build, timed, and a sweep of its search knob; at each point

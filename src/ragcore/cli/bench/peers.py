@@ -3,7 +3,8 @@
 Each system builds once and then sweeps its search-time knob (nprobe or
 efSearch); a peer whose library is not installed is skipped and said so.
 All use inner product on the same unit vectors and the same thread count; the
-graph indexes (ragcore HNSWIndex, faiss IndexHNSWFlat, hnswlib, usearch) all
+codes (ragcore IVF sq8 / pq4 / rabitq, faiss IVFRaBitQ, IVFRaBitQFastScan and
+IVFPQFastScan) all return exact scores of re-scored candidates; the graph indexes (ragcore HNSWIndex, faiss IndexHNSWFlat, hnswlib, usearch) all
 build with the same M and ef_construction.
 """
 
@@ -18,6 +19,10 @@ from ...dense.ivf import IVFIndex
 
 # The graph indexes' build parameters when none are given: hnswlib's README example.
 GRAPH_M, GRAPH_EF_CONSTRUCTION = 16, 200
+# 4-bit PQ: one sub-quantiser per 4 dimensions (2 bits scanned per dimension, 1/16 of float32),
+# candidates re-scored exactly: rescore * k (ragcore's default rescore, 4) = k_factor * k (faiss
+# IndexRefineFlat).
+PQ_DIMS_PER_CODE, PQ_RESCORE = 4, 4
 
 
 class System:
@@ -68,7 +73,8 @@ class RagcoreIVF(System):
     config = property(lambda self: f"nlist={self.nlist}")
 
     def build(self, x, sample):
-        self.index = IVFIndex(x.shape[1], self.nlist, "ip", self.dtype, seed=self.seed)
+        options = {"m": pq_codes(x.shape[1])} if self.dtype == "pq4" else {}
+        self.index = IVFIndex(x.shape[1], self.nlist, "ip", self.dtype, seed=self.seed, **options)
         self.index.train(sample, n_threads=self.threads)
         self.index.add(x, n_threads=self.threads)
 
@@ -116,24 +122,58 @@ class FaissIVFFlat(System):
 class FaissIVFRaBitQ(FaissIVFFlat):
     """faiss IndexIVFRaBitQ (1-bit codes, faiss's defaults) re-ranked by IndexRefineFlat
     (k_factor 8), so that its scores are exact as ragcore's rabitq are."""
-    family = "faiss IndexIVFRaBitQ+RefineFlat"
+    family, k_factor = "faiss IndexIVFRaBitQ+RefineFlat", 8
+
+    def make_base(self, quantizer, d):
+        import faiss
+
+        return faiss.IndexIVFRaBitQ(quantizer, d, self.nlist, faiss.METRIC_INNER_PRODUCT)
 
     def build(self, x, sample):
         import faiss
 
         faiss.omp_set_num_threads(self.threads)
         self.quantizer = faiss.IndexFlatL2(x.shape[1])
-        self.base = faiss.IndexIVFRaBitQ(self.quantizer, x.shape[1], self.nlist,
-                                         faiss.METRIC_INNER_PRODUCT)
+        self.base = self.make_base(self.quantizer, x.shape[1])
         self.base.cp.seed = self.seed
         self.index = faiss.IndexRefineFlat(self.base)
-        self.index.k_factor = 8
+        self.index.k_factor = self.k_factor
         self.index.train(sample)
         self.index.add(x)
 
     def search(self, queries, k):
         self.base.nprobe = self.value
         return self.index.search(queries, k)[1]
+
+
+class FaissIVFRaBitQFastScan(FaissIVFRaBitQ):
+    """faiss IndexIVFRaBitQFastScan (1-bit codes in blocks of 32, scanned by table look-ups)
+    re-ranked by IndexRefineFlat (k_factor 8)."""
+    family = "faiss IndexIVFRaBitQFastScan+RefineFlat"
+
+    def make_base(self, quantizer, d):
+        import faiss
+
+        return faiss.IndexIVFRaBitQFastScan(quantizer, d, self.nlist, faiss.METRIC_INNER_PRODUCT,
+                                            32, True, 1)
+
+
+class FaissIVFPQFastScan(FaissIVFRaBitQ):
+    """faiss IndexIVFPQFastScan (4-bit codes, one per PQ_DIMS_PER_CODE dimensions) re-ranked
+    by IndexRefineFlat (k_factor PQ_RESCORE), as ragcore IVF pq4 is."""
+    family, k_factor = "faiss IndexIVFPQFastScan+RefineFlat", PQ_RESCORE
+
+    def make_base(self, quantizer, d):
+        import faiss
+
+        return faiss.IndexIVFPQFastScan(quantizer, d, self.nlist, pq_codes(d), 4,
+                                        faiss.METRIC_INNER_PRODUCT)
+
+
+def pq_codes(d: int) -> int:
+    if d % PQ_DIMS_PER_CODE:
+        raise SystemExit(f"4-bit PQ systems need d divisible by {PQ_DIMS_PER_CODE}, got {d}")
+    return d // PQ_DIMS_PER_CODE
 
 
 class GraphSystem(System):
@@ -231,9 +271,14 @@ class Usearch(GraphSystem):
         return int(self.index.memory_usage)
 
 
-SYSTEM_NAMES = ("ragcore-f32", "ragcore-sq8", "ragcore-rabitq", "ragcore-hnsw", "ragcore-hnsw-int8",
-                "faiss-ivf", "faiss-ivf-rabitq", "faiss-hnsw", "hnswlib", "usearch")
-_IVF_DTYPES = {"ragcore-f32": "float32", "ragcore-sq8": "sq8", "ragcore-rabitq": "rabitq"}
+SYSTEM_NAMES = ("ragcore-f32", "ragcore-sq8", "ragcore-rabitq", "ragcore-pq4", "ragcore-hnsw",
+                "ragcore-hnsw-int8", "faiss-ivf", "faiss-ivf-rabitq", "faiss-ivf-rabitq-fastscan",
+                "faiss-ivfpq-fastscan", "faiss-hnsw", "hnswlib", "usearch")
+_IVF_DTYPES = {"ragcore-f32": "float32", "ragcore-sq8": "sq8", "ragcore-rabitq": "rabitq",
+               "ragcore-pq4": "pq4"}
+_FAISS_IVF = {"faiss-ivf": FaissIVFFlat, "faiss-ivf-rabitq": FaissIVFRaBitQ,
+              "faiss-ivf-rabitq-fastscan": FaissIVFRaBitQFastScan,
+              "faiss-ivfpq-fastscan": FaissIVFPQFastScan}
 _GRAPHS = {"ragcore-hnsw": RagcoreHNSW, "ragcore-hnsw-int8": RagcoreHNSWInt8,
            "faiss-hnsw": FaissHNSW, "hnswlib": Hnswlib, "usearch": Usearch}
 
@@ -245,9 +290,8 @@ def make_systems(names, nlists, nprobes, efs, threads: int, seed: int, M: int = 
     for name in names:
         if name in _IVF_DTYPES:
             systems += [RagcoreIVF(nprobes, threads, seed, nlist, _IVF_DTYPES[name]) for nlist in nlists]
-        elif name in ("faiss-ivf", "faiss-ivf-rabitq"):
-            kind = FaissIVFFlat if name == "faiss-ivf" else FaissIVFRaBitQ
-            systems += [kind(nprobes, threads, seed, nlist) for nlist in nlists]
+        elif name in _FAISS_IVF:
+            systems += [_FAISS_IVF[name](nprobes, threads, seed, nlist) for nlist in nlists]
         else:
             systems.append(_GRAPHS[name](efs, threads, seed, M, ef_construction))
     kept = [s for s in systems if s.available()]

@@ -1,7 +1,8 @@
 """ragcore Collection against Chroma and LanceDB (embedded, on disk), with the same
 embeddings given to all three (encoding is excluded).
 
-    .venv/bin/python bench/collection.py [--n 100000] [--queries 200] [--out bench/results/collection.json]
+    .venv/bin/python bench/collection.py [--n 100000] [--queries 200] [--systems ...]
+                                         [--out bench/results/collection.json]
 
 Corpus: the standard-library documentation (ragcore.cli.datasets.stdlib_docs) cut into
 chunks of at most 128 tokens and encoded once with the bundled all-MiniLM-L6-v2 (int8;
@@ -16,9 +17,11 @@ Measured, each system side by side in one process, the searches interleaved quer
 add throughput (batches of 5,000), the time to open the existing store and answer a first
 query, search latency p50 / p99 at k = 10 without and with each filter, recall@10 against
 exact filtered search (numpy, float64; a result within 1e-5 of the 10th exact score counts,
-as near-duplicate vectors tie to float32 rounding), and the bytes on disk. ragcore uses its flat (exact) index;
-Chroma its HNSW index (defaults); LanceDB its default (no vector index: a flat scan) with
-the filter applied before the search (prefilter).
+as near-duplicate vectors tie to float32 rounding), and the bytes on disk. Systems: ragcore
+with its flat (exact) index and with dense="hnsw" (M 16, ef_construction 200, ef 64); Chroma's
+HNSW index with its defaults (M 16, construction_ef 100, search_ef 10) and with ragcore's HNSW
+settings (chroma-matched); LanceDB's default (no vector index: a flat scan) with the filter
+applied before the search (prefilter).
 """
 
 from __future__ import annotations
@@ -77,13 +80,13 @@ def corpus(n: int, seed: int = 0):
 
 
 class Ragcore:
-    name = "ragcore"
+    name, dense = "ragcore", "flat"
 
     def __init__(self, path):
         from ragcore.rag.collection import Collection
 
         self.path, self._cls = path, Collection
-        self.col = Collection.create(path, encoder=_NoEncoder(), chunker="none",
+        self.col = Collection.create(path, encoder=_NoEncoder(), chunker="none", dense=self.dense,
                                      metadata_schema={"bucket": "int"})
 
     def add(self, ids, texts, vectors, buckets):
@@ -101,15 +104,20 @@ class Ragcore:
         return [m.id for m in self.col.search_by_vector(q, k=k, filter=flt)]
 
 
+class RagcoreHNSW(Ragcore):
+    name, dense = "ragcore-hnsw", "hnsw"  # M 16, ef_construction 200, ef 64
+
+
 class Chroma:
     name = "chroma"
+    settings = {"hnsw:space": "ip"}  # its defaults: M 16, construction_ef 100, search_ef 10
 
     def __init__(self, path):
         import chromadb
 
         self.path, self._chromadb = path, chromadb
         self.client = chromadb.PersistentClient(path=path)
-        self.col = self.client.create_collection("bench", metadata={"hnsw:space": "ip"})
+        self.col = self.client.create_collection("bench", metadata=self.settings)
 
     def add(self, ids, texts, vectors, buckets):
         for start in range(0, len(ids), 5000):  # below Chroma's maximum batch size
@@ -129,6 +137,13 @@ class Chroma:
         where = None if below is None else {"bucket": {"$lt": below}}
         got = self.col.query(query_embeddings=[q], n_results=k, where=where, include=[])
         return [int(i) for i in got["ids"][0]]
+
+
+class ChromaMatched(Chroma):
+    """Chroma's HNSW with ragcore's HNSW settings."""
+    name = "chroma-matched"
+    settings = {"hnsw:space": "ip", "hnsw:M": 16, "hnsw:construction_ef": 200,
+                "hnsw:search_ef": 64}
 
 
 class Lance:
@@ -197,11 +212,14 @@ def recall(got, scores, k, eps=1e-5) -> float:
     return sum(scores[i] >= kth - eps for i in got) / k
 
 
-def run(n: int, n_queries: int, workdir: str) -> dict:
+SYSTEMS = {cls.name: cls for cls in (Ragcore, RagcoreHNSW, Chroma, ChromaMatched, Lance)}
+
+
+def run(n: int, n_queries: int, workdir: str, names=tuple(SYSTEMS)) -> dict:
     texts, vectors, buckets, queries, base_chunks = corpus(n)
     queries = queries[np.random.default_rng(1).permutation(len(queries))[:n_queries]]
     ids = np.arange(n, dtype=np.int64)
-    systems = [cls(os.path.join(workdir, cls.name)) for cls in (Ragcore, Chroma, Lance)]
+    systems = [SYSTEMS[name](os.path.join(workdir, name)) for name in names]
     result = {"n": n, "queries": len(queries), "base_chunks": base_chunks, "systems": {}}
     meter = LoadMeter()
     for s in systems:  # add: each store in turn (a fresh start for each)
@@ -227,7 +245,8 @@ def run(n: int, n_queries: int, workdir: str) -> dict:
     for i, q in enumerate(queries):
         for f, below in FILTERS.items():
             truth = exact_scores(vectors, buckets, q, below)
-            order = systems[i % 3:] + systems[: i % 3]  # interleaved, rotating who goes first
+            first = i % len(systems)  # interleaved, rotating who goes first
+            order = systems[first:] + systems[:first]
             for s in order:
                 t = time.perf_counter()
                 got = s.search(q, 10, below)
@@ -262,12 +281,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="chunks (default 100,000)")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--systems", type=lambda v: v.split(","), default=list(SYSTEMS),
+                        help=f"comma-separated subset of {','.join(SYSTEMS)} (default: all)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     parser.add_argument("--workdir", default=None, help="where the stores go (default: a temp dir)")
     args = parser.parse_args()
     workdir = args.workdir or tempfile.mkdtemp(prefix="ragcore-bench-collection-")
     try:
-        result = run(args.n, args.queries, workdir)
+        unknown = sorted(set(args.systems) - set(SYSTEMS))
+        if unknown:
+            raise SystemExit(f"--systems: unknown {', '.join(unknown)}; expected from {', '.join(SYSTEMS)}")
+        result = run(args.n, args.queries, workdir, args.systems)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

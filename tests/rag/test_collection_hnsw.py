@@ -11,7 +11,7 @@ import pytest
 
 from _collection_data import (ForbiddenEncoder, HashEncoder, assert_same_ranking,
                               brute_force_dense, corpus, queries)
-import ragcore.rag._indexes as indexes_module
+import ragcore.dense.hnsw as hnsw_module
 from ragcore.rag._store import CollectionError
 from ragcore.rag.collection import Collection
 
@@ -44,16 +44,16 @@ def test_the_graph_serves_dense_search_exactly_at_full_ef(hnsw_collection):
     _check_exact(col, texts, list(range(N)))
 
 
-@pytest.mark.parametrize("exact_allow_max", [0, 4096])  # through the walk / scored alone
-def test_filters_inside_the_walk_and_on_the_exact_path(hnsw_collection, monkeypatch,
-                                                       exact_allow_max):
-    monkeypatch.setattr(indexes_module, "_EXACT_ALLOW_MAX", exact_allow_max)
+@pytest.mark.parametrize("factor", [0.0, 1e6])  # through the walk / the allowed scored alone
+def test_filters_inside_the_walk_and_on_the_exact_path(hnsw_collection, monkeypatch, factor):
+    monkeypatch.setattr(hnsw_module, "EXACT_FILTER_FACTOR", factor)
     col, texts, metadata = hnsw_collection
     flt = {"year": {"$gte": 2000}}
     allowed = [i for i in range(N) if metadata[i]["year"] >= 2000]
     _check_exact(col, texts, allowed, flt)
     for m in col.search("alpha beta", k=20, mode="dense", filter=flt):
         assert m.metadata["year"] >= 2000
+    assert col.indexes.dense.last_search["exact"] == (factor > 0)
 
 
 def test_deleted_chunks_never_appear_and_leave_the_graph(hnsw_collection, monkeypatch):

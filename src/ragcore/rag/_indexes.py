@@ -138,7 +138,10 @@ class Indexes:
         nq = len(vectors)
         if self.dense is None or len(self.dense) == 0 or (allow is not None and not len(allow)):
             return empty_hits(nq, k)
-        if allow is not None and len(allow) <= _EXACT_ALLOW_MAX:
+        # HNSWIndex chooses between its filtered walk and scoring the allowed vectors
+        # exactly itself (a measured threshold), from vectors in memory, not the database.
+        if allow is not None and len(allow) <= _EXACT_ALLOW_MAX and \
+                not isinstance(self.dense, HNSWIndex):
             return self._exact_dense(vectors, k, allow, conn)
         options = {}
         if isinstance(self.dense, IVFIndex):

@@ -113,8 +113,10 @@ class Collection:
         dense: "flat" (exact), "ivf", "hnsw", or a dict of options ({"kind": "ivf",
             "nlist": 256, "nprobe": 32, "dtype": "float32"}, {"kind": "flat", "dtype":
             "float16"}, {"kind": "hnsw", "M": 16, "ef_construction": 200, "ef": 64, "dtype":
-            "float32" | "float16" | "bfloat16" | "int8"}). "hnsw" is approximate; as for every
-            kind, a filter that allows at most 4,096 chunks is scored exactly.
+            "float32" | "float16" | "bfloat16" | "int8"}). "hnsw" is approximate; it applies a
+            filter inside the graph walk, or scores the allowed chunks exactly when they
+            are few (HNSWIndex's threshold); the other kinds score a filter allowing at
+            most 4,096 chunks exactly.
         bm25: BM25Index options (k1, b, variant, stopwords, ...).
         metadata_schema: {field: "str" | "int" | "float" | "bool"}: fields indexed in
             SQLite and whose values are type-checked; other fields may still be used.

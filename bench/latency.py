@@ -16,6 +16,7 @@ measure the other processes).
 
 Run:  .venv/bin/python bench/latency.py              (N = 1k, 20k, 100k)
       .venv/bin/python bench/latency.py --sizes 1000 --queries 200   (a quick look)
+      .venv/bin/python bench/latency.py --sizes        (batched against one per call only)
 Writes bench/results/latency.json and bench/results/latency.md.
 """
 
@@ -196,7 +197,7 @@ def report(results: dict, args) -> str:
     env = environment()
     lines = [f"Command: `{env['command']}`; CPU: {env.get('cpu', '')}; other processes used "
              f"{results['other_load_cores']:.1f} cores on average while it ran (shared machine).", ""]
-    names = [name for name in next(iter(results["dense"].values())) if name != "ivf_lists"]
+    names = [name for name in next(iter(results["dense"].values()), {}) if name != "ivf_lists"]
     rows = [[f"{int(n):,}"] + [fmt_us(res[name]) for name in names] +
             [f"**{res['faiss IndexFlatIP'][0] / res['FlatIndex'][0]:.2f}x**",
              f"**{res['faiss IndexIVFFlat'][0] / res['IVFIndex'][0]:.2f}x**"]
@@ -230,7 +231,8 @@ def report(results: dict, args) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 20_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 20_000, 100_000],
+                        help="none: only the batched against one-per-call comparison")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--ks", type=int, nargs="+", default=[10, 100])
     parser.add_argument("--bm25-batch-n", type=int, default=20_000)

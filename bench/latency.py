@@ -6,7 +6,8 @@ Dense (d = 384, random normal float32 rows and queries, inner product, k = 10):
 BM25 (the Zipfian corpus of bench/bm25.py, k1 = 1.2, b = 0.75, k = 10 and 100):
   ragcore BM25Index(variant="lucene_legacy", lucene_norms=True, no stopwords) vs tantivy
   (in RAM, default tokenizer, one searcher; parse_query + search per call), whose BM25 is the
-  same formula: top-k overlap is reported. And ragcore's one-query-per-call QPS against its own
+  same formula: top-k overlap is reported; and PISA (pyterrier-pisa, stemmer and stopwords
+  "none", block_max_wand, Transformer.search per call). And ragcore's one-query-per-call QPS against its own
   batched QPS (one call for all queries) at 20,000 documents.
 Everything runs on 1 thread (ragcore n_threads=1, faiss omp 1, hnswlib 1, tantivy's searcher
 is single-threaded per query). Calls are interleaved in blocks of 25 queries per system. p50 / p99 over the calls, in
@@ -27,6 +28,7 @@ from _common import LoadMeter, environment, markdown_table
 
 import argparse
 import math
+import tempfile
 import time
 
 import numpy as np
@@ -143,12 +145,31 @@ def run_bm25(n: int, n_queries: int, ks) -> dict:
                              stopwords=None)
     ours.index(texts, n_threads=2, show_progress=False)
     index, searcher = tantivy_index(texts)
-    del texts
+    with tempfile.TemporaryDirectory() as directory:
+        pisa = pisa_index(texts, directory)
+        del texts
+        return bm25_calls(ours, index, searcher, pisa, queries, n_queries, ks)
+
+
+def pisa_index(texts, directory):
+    """PISA through pyterrier-pisa (no stemming, no stopwords, 1 thread)."""
+    from pyterrier_pisa import PisaIndex
+
+    pisa = PisaIndex(f"{directory}/pisa", stemmer="none", stops="none", threads=1)
+    pisa.index({"docno": str(i), "text": t} for i, t in enumerate(texts))
+    return pisa
+
+
+def bm25_calls(ours, index, searcher, pisa, queries, n_queries, ks) -> dict:
     out = {}
     for k in ks:
+        # PISA's one-query call: Transformer.search, a DataFrame of k rows per call
+        # (its default algorithm, block_max_wand).
+        pisa_k = pisa.bm25(k1=1.2, b=0.75, num_results=k, threads=1)
         times = interleaved({
             "BM25Index": lambda i, k=k: ours.search(queries[i], k, n_threads=1),
             "tantivy": lambda i, k=k: searcher.search(index.parse_query(queries[i], ["body"]), k),
+            "PISA": lambda i: pisa_k.search(queries[i]),
         }, n_queries)
         out[k] = {name: percentiles(t) for name, t in times.items()}
         overlap = []
@@ -216,11 +237,14 @@ def report(results: dict, args) -> str:
     for n, res in results["bm25"].items():
         for k, r in res.items():
             rows.append([f"{int(n):,}", k, fmt_us(r["BM25Index"]), fmt_us(r["tantivy"]),
-                         f"**{r['tantivy'][0] / r['BM25Index'][0]:.2f}x**", f"{r['overlap']:.3f}"])
+                         fmt_us(r["PISA"]), f"**{r['tantivy'][0] / r['BM25Index'][0]:.2f}x**",
+                         f"**{r['PISA'][0] / r['BM25Index'][0]:.2f}x**", f"{r['overlap']:.3f}"])
     lines += ["BM25, one query per call, Zipfian corpus, k1 = 1.2, b = 0.75, 1 thread: p50 / p99 "
-              "microseconds (ratio: tantivy p50 / ragcore p50; overlap: share of ragcore's top-k "
+              "microseconds (ratios: the peer's p50 / ragcore's; PISA: pyterrier-pisa's "
+              "Transformer.search, a DataFrame per call; overlap: share of ragcore's top-k "
               "(lucene_legacy, lucene_norms) that tantivy returns, first 100 queries).", "",
-              markdown_table(["N", "k", "BM25Index", "tantivy", "ratio", "overlap"], rows), ""]
+              markdown_table(["N", "k", "BM25Index", "tantivy", "PISA", "tantivy ratio",
+                              "PISA ratio", "overlap"], rows), ""]
     rows = [[k, f"{r['batch']:,.0f}", f"{r['single']:,.0f}", f"**{r['single'] / r['batch']:.2f}x**"]
             for k, r in results["batch_vs_single"].items()]
     lines += [f"BM25Index at {args.bm25_batch_n:,} documents, {args.queries} queries, 1 thread: "

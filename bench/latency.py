@@ -6,7 +6,8 @@ Dense (d = 384, random normal float32 rows and queries, inner product, k = 10):
 BM25 (the Zipfian corpus of bench/bm25.py, k1 = 1.2, b = 0.75, k = 10 and 100):
   ragcore BM25Index(variant="lucene_legacy", lucene_norms=True, no stopwords) vs tantivy
   (in RAM, default tokenizer, one searcher; parse_query + search per call), whose BM25 is the
-  same formula: top-k overlap is reported. And ragcore's one-query-per-call QPS against its own
+  same formula: top-k overlap is reported; and PISA (pyterrier-pisa, stemmer and stopwords
+  "none", block_max_wand, Transformer.search per call). And ragcore's one-query-per-call QPS against its own
   batched QPS (one call for all queries) at 20,000 documents.
 Everything runs on 1 thread (ragcore n_threads=1, faiss omp 1, hnswlib 1, tantivy's searcher
 is single-threaded per query). Calls are interleaved in blocks of 25 queries per system. p50 / p99 over the calls, in
@@ -16,6 +17,7 @@ measure the other processes).
 
 Run:  .venv/bin/python bench/latency.py              (N = 1k, 20k, 100k)
       .venv/bin/python bench/latency.py --sizes 1000 --queries 200   (a quick look)
+      .venv/bin/python bench/latency.py --sizes        (batched against one per call only)
 Writes bench/results/latency.json and bench/results/latency.md.
 """
 
@@ -26,6 +28,7 @@ from _common import LoadMeter, environment, markdown_table
 
 import argparse
 import math
+import tempfile
 import time
 
 import numpy as np
@@ -142,12 +145,31 @@ def run_bm25(n: int, n_queries: int, ks) -> dict:
                              stopwords=None)
     ours.index(texts, n_threads=2, show_progress=False)
     index, searcher = tantivy_index(texts)
-    del texts
+    with tempfile.TemporaryDirectory() as directory:
+        pisa = pisa_index(texts, directory)
+        del texts
+        return bm25_calls(ours, index, searcher, pisa, queries, n_queries, ks)
+
+
+def pisa_index(texts, directory):
+    """PISA through pyterrier-pisa (no stemming, no stopwords, 1 thread)."""
+    from pyterrier_pisa import PisaIndex
+
+    pisa = PisaIndex(f"{directory}/pisa", stemmer="none", stops="none", threads=1)
+    pisa.index({"docno": str(i), "text": t} for i, t in enumerate(texts))
+    return pisa
+
+
+def bm25_calls(ours, index, searcher, pisa, queries, n_queries, ks) -> dict:
     out = {}
     for k in ks:
+        # PISA's one-query call: Transformer.search, a DataFrame of k rows per call
+        # (its default algorithm, block_max_wand).
+        pisa_k = pisa.bm25(k1=1.2, b=0.75, num_results=k, threads=1)
         times = interleaved({
             "BM25Index": lambda i, k=k: ours.search(queries[i], k, n_threads=1),
             "tantivy": lambda i, k=k: searcher.search(index.parse_query(queries[i], ["body"]), k),
+            "PISA": lambda i: pisa_k.search(queries[i]),
         }, n_queries)
         out[k] = {name: percentiles(t) for name, t in times.items()}
         overlap = []
@@ -196,7 +218,7 @@ def report(results: dict, args) -> str:
     env = environment()
     lines = [f"Command: `{env['command']}`; CPU: {env.get('cpu', '')}; other processes used "
              f"{results['other_load_cores']:.1f} cores on average while it ran (shared machine).", ""]
-    names = [name for name in next(iter(results["dense"].values())) if name != "ivf_lists"]
+    names = [name for name in next(iter(results["dense"].values()), {}) if name != "ivf_lists"]
     rows = [[f"{int(n):,}"] + [fmt_us(res[name]) for name in names] +
             [f"**{res['faiss IndexFlatIP'][0] / res['FlatIndex'][0]:.2f}x**",
              f"**{res['faiss IndexIVFFlat'][0] / res['IVFIndex'][0]:.2f}x**"]
@@ -215,11 +237,14 @@ def report(results: dict, args) -> str:
     for n, res in results["bm25"].items():
         for k, r in res.items():
             rows.append([f"{int(n):,}", k, fmt_us(r["BM25Index"]), fmt_us(r["tantivy"]),
-                         f"**{r['tantivy'][0] / r['BM25Index'][0]:.2f}x**", f"{r['overlap']:.3f}"])
+                         fmt_us(r["PISA"]), f"**{r['tantivy'][0] / r['BM25Index'][0]:.2f}x**",
+                         f"**{r['PISA'][0] / r['BM25Index'][0]:.2f}x**", f"{r['overlap']:.3f}"])
     lines += ["BM25, one query per call, Zipfian corpus, k1 = 1.2, b = 0.75, 1 thread: p50 / p99 "
-              "microseconds (ratio: tantivy p50 / ragcore p50; overlap: share of ragcore's top-k "
+              "microseconds (ratios: the peer's p50 / ragcore's; PISA: pyterrier-pisa's "
+              "Transformer.search, a DataFrame per call; overlap: share of ragcore's top-k "
               "(lucene_legacy, lucene_norms) that tantivy returns, first 100 queries).", "",
-              markdown_table(["N", "k", "BM25Index", "tantivy", "ratio", "overlap"], rows), ""]
+              markdown_table(["N", "k", "BM25Index", "tantivy", "PISA", "tantivy ratio",
+                              "PISA ratio", "overlap"], rows), ""]
     rows = [[k, f"{r['batch']:,.0f}", f"{r['single']:,.0f}", f"**{r['single'] / r['batch']:.2f}x**"]
             for k, r in results["batch_vs_single"].items()]
     lines += [f"BM25Index at {args.bm25_batch_n:,} documents, {args.queries} queries, 1 thread: "
@@ -230,7 +255,8 @@ def report(results: dict, args) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 20_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 20_000, 100_000],
+                        help="none: only the batched against one-per-call comparison")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--ks", type=int, nargs="+", default=[10, 100])
     parser.add_argument("--bm25-batch-n", type=int, default=20_000)

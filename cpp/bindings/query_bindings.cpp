@@ -104,20 +104,43 @@ py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::l
   return py::make_tuple(scores, ids, used);
 }
 
+// An instance of hits_type (ragcore.Hits, a frozen dataclass) holding the two arrays,
+// without its constructor's checks (the arrays were just written by native code) or
+// a Python frame: what Hits.of_native does, about 0.2 us less per call.
+py::object make_hits(const py::handle& hits_type, py::object scores, py::object ids) {
+  if (!PyType_Check(hits_type.ptr())) throw py::type_error("hits_type must be a class");
+  auto* type = reinterpret_cast<PyTypeObject*>(hits_type.ptr());
+  const py::tuple no_args;
+  py::object hits = py::reinterpret_steal<py::object>(
+      PyBaseObject_Type.tp_new(type, no_args.ptr(), nullptr));
+  if (!hits) throw py::error_already_set();
+  // Interned once and kept for the process (no destructor after the interpreter's end).
+  static PyObject* const scores_name = PyUnicode_InternFromString("scores");
+  static PyObject* const ids_name = PyUnicode_InternFromString("ids");
+  // object.__setattr__: past the frozen dataclass's __setattr__, as of_native does.
+  if (PyObject_GenericSetAttr(hits.ptr(), scores_name, scores.ptr()) != 0 ||
+      PyObject_GenericSetAttr(hits.ptr(), ids_name, ids.ptr()) != 0)
+    throw py::error_already_set();
+  return hits;
+}
+
 // One query text, auto algorithm: the per-call path of BM25Index.search(str, k). Returns
-// (scores, ids) [1, k] only, and reads the str without a list around it: what a RAG
-// service calls once per question, so every fixed cost here is paid per call.
-py::tuple search_one(const PyQueryEncoder& self, const Bm25Index& index, const py::str& query,
-                     size_t k, int n_threads) {
+// hits_type's instance of (scores, ids) [1, k], and reads the str without a list around
+// it: what a RAG service calls once per question, so every fixed cost here is paid per
+// call. A short query without a stemmer is encoded into per-thread arrays (no
+// allocation, no word map); others as encode_texts does.
+py::object search_one(const PyQueryEncoder& self, const Bm25Index& index, const py::str& query,
+                      size_t k, int n_threads, const py::handle& hits_type) {
   if (k == 0) throw std::invalid_argument("k must be >= 1");
-  check_result_size(1, k, index.num_docs());
+  // Only a k this large can fail the check: the count (a lock) is not asked otherwise.
+  if (k > kMaxPaddedResultBytes / kResultEntryBytes) check_result_size(1, k, index.num_docs());
   Py_ssize_t size = 0;
   const char* data = PyUnicode_AsUTF8AndSize(query.ptr(), &size);
   if (data == nullptr) {
     PyErr_Clear();
     throw py::value_error("document 0 cannot be encoded as UTF-8 (it holds a lone surrogate)");
   }
-  const std::vector<std::string_view> texts{std::string_view(data, static_cast<size_t>(size))};
+  const std::string_view text(data, static_cast<size_t>(size));
   py::array_t<float> scores({py::ssize_t{1}, static_cast<py::ssize_t>(k)});
   py::array_t<int64_t> ids({py::ssize_t{1}, static_cast<py::ssize_t>(k)});
   float* s = scores.mutable_data();
@@ -125,14 +148,20 @@ py::tuple search_one(const PyQueryEncoder& self, const Bm25Index& index, const p
   const QueryEncoder::StemFn stem = self.stem_fn();
   try {
     py::gil_scoped_release release;
-    const EncodedQueries q = self.encoder.encode_texts(texts, stem);
-    const QueryBatch batch{q.terms.data(), q.weights.data(), q.offsets.data(), 1};
+    thread_local EncodedQueries short_query;  // at most kShortQueryTerms terms: stays small
+    EncodedQueries long_query;
+    const EncodedQueries* q = &short_query;
+    if (!self.encoder.encode_short(text, short_query)) {
+      long_query = self.encoder.encode_texts({text}, stem);
+      q = &long_query;
+    }
+    const QueryBatch batch{q->terms.data(), q->weights.data(), q->offsets.data(), 1};
     uint8_t used = 0;
     index.search(batch, k, QueryAlgorithm::Auto, n_threads, s, i, &used);
   } catch (const Utf8Error& e) {
     throw py::value_error(e.what());
   }
-  return py::make_tuple(scores, ids);
+  return make_hits(hits_type, std::move(scores), std::move(ids));
 }
 
 }  // namespace
@@ -168,8 +197,9 @@ void register_query_encoder(py::module_& m) {
            py::arg("k"), py::arg("algorithm"), py::arg("n_threads"),
            "encode + index.search in one call (positional arguments: the per-call path).")
       .def("search_one", &search_one, py::arg("index"), py::arg("query"), py::arg("k"),
-           py::arg("n_threads"),
-           "One query text, algorithm auto: (scores, ids) [1, k] (positional arguments).")
+           py::arg("n_threads"), py::arg("hits_type"),
+           "One query text, algorithm auto: hits_type's instance of (scores, ids) [1, k] "
+           "(positional arguments).")
       .def_property_readonly("cached_words",
                              [](const PyQueryEncoder& self) {
                                py::gil_scoped_release release;

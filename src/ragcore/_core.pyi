@@ -137,6 +137,16 @@ class QueryEncoder:
     def encode(
         self, queries: list, *, pretokenized: bool = False
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64]]: ...
+    def search(
+        self, index: Bm25Index, queries: list, pretokenized: bool, k: int,
+        algorithm: QueryAlgorithm, n_threads: int,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+        """encode + index.search in one call: (scores, ids, algorithm codes)."""
+    def search_one(
+        self, index: Bm25Index, query: str, k: int, n_threads: int, hits_type: type
+    ) -> Any:
+        """One query text, algorithm auto: an instance of hits_type (ragcore.Hits) holding
+        (scores, ids) [1, k], built without its constructor's checks."""
     @property
     def cached_words(self) -> int: ...
     @property

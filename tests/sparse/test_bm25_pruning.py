@@ -159,3 +159,21 @@ def test_a_long_query_with_a_large_k_equals_the_top_k_of_all_scores():
         want = topk(index.get_scores(q)[None, :], index.ids, k)
         for algorithm in ("exhaustive", "maxscore", "auto"):
             assert_hits_equal(index.search([q], k, algorithm=algorithm), want)
+
+
+def test_cursor_moves_of_every_length_equal_the_top_k_of_all_scores():
+    # "b" sits in documents ever farther apart (gaps of 1 up to ~40,000 documents, i.e. 0 to
+    # ~300 blocks of "a"), so the cursors' block search moves by every stride: linear steps,
+    # galloping and the binary search in its last stride.
+    n = 60_000
+    at = sorted({int(1.3 ** j) for j in range(45) if int(1.3 ** j) < n})
+    rng = np.random.default_rng(5)
+    corpus = [["a"] * int(rng.integers(1, 4)) + ["c"] * int(rng.integers(0, 3)) for _ in range(n)]
+    for d in at:
+        corpus[d] = corpus[d] + ["b"] * int(rng.integers(1, 3))
+    index = build(corpus, variant="lucene")
+    for q in (["a", "b"], ["b", "c"], ["a", "b", "c"]):
+        for k in (1, 3, 17):
+            want = topk(index.get_scores(q)[None, :], index.ids, k)
+            for algorithm in ("exhaustive",) + PRUNED + ("auto",):
+                assert_hits_equal(index.search([q], k, algorithm=algorithm), want)

@@ -11,8 +11,10 @@ from hypothesis import given, settings, strategies as st
 
 import ragcore
 from ragcore import _core
-from ragcore.reference.sparse import bm25_query_terms
+from ragcore.reference.sparse import bm25_query_terms, bm25_scores
 from ragcore.sparse.tokenizer import QUERY_CACHE_WORDS
+
+from _hits_check import assert_hits_close, assert_hits_equal
 
 Stemmer = pytest.importorskip("Stemmer")
 
@@ -172,3 +174,37 @@ def test_concurrent_searches_and_adds_with_a_stemmer():
     assert not errors, errors[0]
     queries = ["connections3 runs0x0 data", "runs5x5 datum5"]
     assert encoded(index, queries) == expected(index, queries, False)
+
+
+# The one-str path encodes a query of at most 64 distinct terms (no stemmer) into
+# per-thread arrays with a linear de-duplication, and longer ones as a batch does.
+MANY = [f"w{i}" for i in range(100)] + ["the", "and"]
+
+
+@pytest.mark.parametrize("stopwords", [None, "en"])
+@settings(max_examples=40, deadline=None)
+@given(docs=st.lists(st.lists(st.sampled_from(MANY), min_size=1, max_size=30).map(" ".join),
+                     min_size=1, max_size=20),
+       words=st.lists(st.sampled_from(MANY + ["absent"]), max_size=150),
+       k=st.integers(1, 25))
+def test_one_str_query_equals_the_batch_and_the_reference(stopwords, docs, words, k):
+    index = ragcore.BM25Index(stopwords=stopwords)
+    index.index(docs)
+    query = " ".join(words)
+    got = index.search(query, k, n_threads=1)
+    assert type(got) is ragcore.Hits and got.scores.dtype == np.float32 and got.ids.dtype == np.int64
+    want = index.search([query], k, algorithm="auto")
+    assert_hits_equal(got, want)
+    def kept(tokens):
+        return [w for w in tokens if w not in index.stopwords]
+
+    ref = bm25_scores([kept(d.split()) for d in docs], kept(words))[None, :]
+    assert_hits_close(got, ref, np.arange(len(docs)), k, atol=1e-4 * (1 + np.abs(ref).max()))
+
+
+@settings(max_examples=30, deadline=None)
+@given(docs=st.lists(texts, min_size=1, max_size=6), query=texts, k=st.integers(1, 8))
+def test_one_str_query_with_a_stemmer_equals_the_batch(docs, query, k):
+    index = ragcore.BM25Index(stemmer="english")
+    index.index(docs)
+    assert_hits_equal(index.search(query, k), index.search([query], k))

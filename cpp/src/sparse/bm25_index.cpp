@@ -1,6 +1,7 @@
 #include "ragcore/sparse/bm25_index.h"
 
 #include <algorithm>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -306,23 +307,48 @@ Bm25Index::Impacts Bm25Index::impacts(int n_threads) const {
   return out;
 }
 
+// MaxScore and BMW need no accumulator: a one-query call then takes none from the
+// pool (two lock round trips saved per call). One left by an exception may hold a
+// query's sums: it is dropped, not given back.
+class Bm25Index::AccumulatorLease {
+ public:
+  explicit AccumulatorLease(const Bm25Index& owner)
+      : owner_(owner), exceptions_(std::uncaught_exceptions()) {}
+  AccumulatorLease(const AccumulatorLease&) = delete;
+  AccumulatorLease& operator=(const AccumulatorLease&) = delete;
+  ~AccumulatorLease() {
+    if (acc_ && std::uncaught_exceptions() == exceptions_) owner_.give_back(std::move(acc_));
+  }
+  Accumulator& get() {
+    if (!acc_) acc_ = owner_.take_accumulator();
+    return *acc_;
+  }
+
+ private:
+  const Bm25Index& owner_;
+  const int exceptions_;
+  std::unique_ptr<Accumulator> acc_;
+};
+
 void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm,
-                          Accumulator& acc, float* scores, int64_t* ids, uint8_t* used,
+                          AccumulatorLease& lease, float* scores, int64_t* ids, uint8_t* used,
                           const uint8_t* allowed) const {
   if (algorithm == QueryAlgorithm::Auto)
     algorithm = choose_algorithm(q.total_postings, k, ext_ids_.size());
   *used = static_cast<uint8_t>(algorithm);
+  Accumulator* const acc_ptr = algorithm == QueryAlgorithm::Exhaustive ? &lease.get() : nullptr;
   // Where external ids ascend with slots, the queue ranks slots (same order, and
   // no read of an external id - a cache miss - per entering candidate); they are
   // mapped to external ids at the end.
   TopKQueue queue(k);
   DocSink sink(queue, q.base, ids_ascending_ ? nullptr : ext_ids_.data(), allowed);
   auto matched = [&](uint32_t doc) {
-    if (algorithm == QueryAlgorithm::Exhaustive) return acc.has(doc);
+    if (acc_ptr) return acc_ptr->has(doc);
     return std::any_of(q.terms.begin(), q.terms.end(),
                        [&](const TermScorer& t) { return t.list().contains(doc); });
   };
-  if (algorithm == QueryAlgorithm::Exhaustive) {
+  if (acc_ptr) {
+    Accumulator& acc = *acc_ptr;
     acc.resize(ext_ids_.size());
     exhaustive_accumulate(q.terms, acc);
     const float floor = seed_threshold(q.terms, k, q.base, 2, allowed);
@@ -353,7 +379,7 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
       if (!queue.push(base_score, ids_ascending_ ? int64_t{doc} : ext_id)) break;
     }
   }
-  if (algorithm == QueryAlgorithm::Exhaustive) acc.drain([](uint32_t, double) {});
+  if (acc_ptr) acc_ptr->drain([](uint32_t, double) {});
   queue.finish(scores, ids);
   if (ids_ascending_)
     for (size_t i = 0; i < k; ++i)
@@ -389,7 +415,7 @@ void Bm25Index::search(const QueryBatch& queries, size_t k, QueryAlgorithm algor
   const int workers = queries.nq <= 1 ? 1
                                       : std::max(1, std::min<int>(resolve_threads(n_threads),
                                                                   static_cast<int>(queries.nq)));
-  auto run = [&](size_t qi, Accumulator& acc) {
+  auto run = [&](size_t qi, AccumulatorLease& acc) {
     const int64_t begin = queries.offsets[qi], end = queries.offsets[qi + 1];
     const PreparedQuery q = prepare(queries.terms + begin, queries.weights + begin,
                                     static_cast<size_t>(end - begin));
@@ -397,15 +423,13 @@ void Bm25Index::search(const QueryBatch& queries, size_t k, QueryAlgorithm algor
               allow.active() ? allowed.data() : nullptr);
   };
   if (workers == 1) {  // inline: no worker vector, no std::function per call
-    auto acc = take_accumulator();
-    for (size_t qi = 0; qi < queries.nq; ++qi) run(qi, *acc);
-    give_back(std::move(acc));
+    AccumulatorLease lease(*this);
+    for (size_t qi = 0; qi < queries.nq; ++qi) run(qi, lease);
     return;
   }
-  std::vector<std::unique_ptr<Accumulator>> accs(workers);
-  for (auto& a : accs) a = take_accumulator();
-  parallel_for(queries.nq, workers, [&](size_t qi, int worker) { run(qi, *accs[worker]); });
-  for (auto& a : accs) give_back(std::move(a));
+  std::vector<std::unique_ptr<AccumulatorLease>> leases(workers);
+  for (auto& l : leases) l = std::make_unique<AccumulatorLease>(*this);
+  parallel_for(queries.nq, workers, [&](size_t qi, int worker) { run(qi, *leases[worker]); });
 }
 
 void Bm25Index::get_scores(const int64_t* terms, const double* weights, size_t n,

@@ -88,6 +88,34 @@ EncodedQueries QueryEncoder::encode_tokens(const std::vector<std::vector<std::st
   return encode(words, stem);
 }
 
+bool QueryEncoder::encode_short(std::string_view text, EncodedQueries& out) const {
+  if (stems_) return false;
+  thread_local WordTokenizer tokenizer;  // its buffers are reused: no allocation per call
+  out.terms.clear();
+  out.weights.clear();
+  out.offsets.assign({0, 0});
+  bool fits = true;
+  std::shared_lock<std::shared_mutex> lock(terms_mutex_);
+  tokenizer.tokenize(text, 0, [&](std::string_view w) {
+    if (!fits || stopwords_.find(w) != StringIdMap::kMissing) return;
+    const uint32_t t = terms_.find(w);
+    if (t == StringIdMap::kMissing) return;
+    for (size_t i = 0; i < out.terms.size(); ++i)
+      if (out.terms[i] == t) {
+        out.weights[i] += 1.0;
+        return;
+      }
+    if (out.terms.size() == kShortQueryTerms) {
+      fits = false;
+      return;
+    }
+    out.terms.push_back(t);
+    out.weights.push_back(1.0);
+  });
+  out.offsets[1] = static_cast<int64_t>(out.terms.size());
+  return fits;
+}
+
 // The term id of each distinct word of the batch (-1: a stopword or not an index term).
 std::vector<int64_t> QueryEncoder::resolve(const Words& words, const StemFn& stem) const {
   const auto n = static_cast<uint32_t>(words.words.size());

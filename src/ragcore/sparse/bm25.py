@@ -256,7 +256,7 @@ class BM25Index:
         if (allow is None and type(queries) is str and type(k) is int and k > 0
                 and type(n_threads) is int and n_threads >= 0 and type(algorithm) is str
                 and algorithm == "auto"):  # one query, nothing to convert
-            return Hits.of_native(*self._encoder.search_one(self._native, queries, k, n_threads))
+            return self._encoder.search_one(self._native, queries, k, n_threads, Hits)
         return self._search(queries, k, n_threads, algorithm, allow)[0]
 
     def _search(self, queries, k, n_threads=0, algorithm="auto",

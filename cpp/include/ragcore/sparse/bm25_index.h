@@ -120,7 +120,8 @@ class Bm25Index {
     return static_cast<float>(bm25_tf_part(params_, tf, norm_[doc]) - g0_);
   }
   // allowed: one byte per slot (non-zero: may be returned), or null for all.
-  void run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm, Accumulator& acc,
+  class AccumulatorLease;  // one from the pool, taken on first use (exhaustive only)
+  void run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm, AccumulatorLease& acc,
                  float* scores, int64_t* ids, uint8_t* used, const uint8_t* allowed) const;
   void refresh_norms();
   // Each posting's score part and the block maxima of a term under the current

@@ -83,6 +83,14 @@ class QueryEncoder {
   EncodedQueries encode_tokens(const std::vector<std::vector<std::string_view>>& queries,
                                const StemFn& stem) const;
 
+  // One query text of at most kShortQueryTerms index-term tokens, without a stemmer:
+  // the per-call path. Writes what encode_texts({text}) would into out (cleared
+  // first, its capacity kept: a caller that reuses it allocates nothing) and
+  // returns true; returns false, out unspecified, where that path does not apply
+  // (a stemmer, or more terms: de-duplication here is a linear scan).
+  static constexpr size_t kShortQueryTerms = 64;
+  bool encode_short(std::string_view text, EncodedQueries& out) const;
+
   size_t cached_words() const;
   size_t cache_bytes() const;
 

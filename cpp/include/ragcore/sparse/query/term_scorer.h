@@ -111,6 +111,7 @@ class TermScorer {
     return w.rank_before + popcount64(w.bits & below);
   }
   void prefetch(size_t position) const { __builtin_prefetch(cache_->excess.data() + position); }
+  void prefetch_doc_bits(uint32_t doc) const { __builtin_prefetch(cache_->doc_bits.data() + (doc >> 6)); }
 
   // Upper bounds; never negative, since a document without the term gets 0 from it.
   double list_bound() const { return list_bound_; }

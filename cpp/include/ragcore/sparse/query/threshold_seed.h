@@ -98,6 +98,9 @@ inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, doub
   for (size_t ti = 0; ti < terms.size(); ++ti) {
     const TermScorer& t = terms[ti];
     if (t.has_doc_bits()) {
+      // The doc-bits entries first: each is a likely miss, and a load that waits on
+      // none can be in flight with the others.
+      for (size_t j = 0; j < n_docs; ++j) t.prefetch_doc_bits(s.docs[j]);
       for (size_t j = 0; j < n_docs; ++j) {
         s.positions[j] = t.position_of(s.docs[j]);
         if (s.positions[j] != TermScorer::kNoPosition) t.prefetch(s.positions[j]);

@@ -75,7 +75,7 @@ HnswIndex::HnswIndex(const HnswParams& p)
     : p_(p),
       kern_(dense_kernels(p.simd_level < 0 ? best_simd_level()
                                            : static_cast<SimdLevel>(p.simd_level))),
-      int8_kern_(int8_kernel(p.simd_level == static_cast<int>(SimdLevel::Scalar))),
+      int8_kern_(int8_kernel(kern_.level)),
       row_bytes_(p.d * storage_bytes(p.storage)),
       rng_state_(p.seed) {
   if (p.d == 0) fail("d must be >= 1");

@@ -197,7 +197,8 @@ const Int8Kernel& int8_kernel_at(const std::optional<SimdLevel>& simd_level) {
 
 py::array_t<int32_t> int8_dots_py(const py::array_t<int8_t, py::array::c_style>& q,
                                   const py::array_t<int8_t, py::array::c_style>& rows,
-                                  const std::optional<SimdLevel>& simd_level) {
+                                  const std::optional<SimdLevel>& simd_level, int repeats) {
+  if (repeats < 1) fail("repeats", "expected >= 1");
   if (q.ndim() != 1 || rows.ndim() != 2 || rows.shape(1) != q.shape(0))
     fail("rows", "expected a 2-D int8 array with len(q) columns");
   const size_t n = static_cast<size_t>(rows.shape(0)), d = static_cast<size_t>(q.shape(0));
@@ -209,7 +210,10 @@ py::array_t<int32_t> int8_dots_py(const py::array_t<int8_t, py::array::c_style>&
   std::vector<const int8_t*> ptrs(n);
   for (size_t j = 0; j < n; ++j) ptrs[j] = rows.data() + j * d;
   py::array_t<int32_t> out(n);
-  kernel.dot_gather(q.data(), ptrs.data(), n, d, out.mutable_data());
+  int32_t* dst = out.mutable_data();
+  const int8_t* qd = q.data();
+  py::gil_scoped_release release;
+  for (int r = 0; r < repeats; ++r) kernel.dot_gather(qd, ptrs.data(), n, d, dst);
   return out;
 }
 
@@ -217,9 +221,9 @@ void register_hnsw(py::module_& m) {
   m.def("quantize_int8", &quantize_int8_py, py::arg("x"),
         "(codes int8 [n, d], scales float32 [n]): HNSWIndex's int8 codes of each row.");
   m.def("int8_dots", &int8_dots_py, py::arg("q"), py::arg("rows"), py::kw_only(),
-        py::arg("simd_level") = py::none(),
+        py::arg("simd_level") = py::none(), py::arg("repeats") = 1,
         "int32 dot products of int8 codes (in [-127, 127]) by the kernel of a SIMD level "
-        "(None: the best available).");
+        "(None: the best available); repeats > 1 runs the kernel again (for benchmarks).");
   m.def("int8_kernel_name",
         [](const std::optional<SimdLevel>& level) { return std::string(int8_kernel_at(level).name); },
         py::arg("simd_level") = py::none(), "The name of the int8 kernel a SIMD level runs.");

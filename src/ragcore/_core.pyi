@@ -281,7 +281,7 @@ def rabitq_estimates(
 def quantize_int8(x: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
     """(codes int8 [n, d], scales float32 [n]): HNSWIndex's int8 codes of each row."""
 def int8_dots(q: npt.NDArray[np.int8], rows: npt.NDArray[np.int8], *,
-              simd_level: SimdLevel | None = None) -> npt.NDArray[np.int32]:
+              simd_level: SimdLevel | None = None, repeats: int = 1) -> npt.NDArray[np.int32]:
     """int32 dot products of int8 codes (in [-127, 127]) by the kernel of a SIMD level."""
 def int8_kernel_name(simd_level: SimdLevel | None = None) -> str: ...
 

@@ -13,23 +13,16 @@ One thread, so every graph depends only on its seed. Recall@10 against exact sea
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from ragcore import FlatIndex, HNSWIndex
 
-
-def clustered(n: int, d: int, seed: int, n_clusters: int = 32) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((n_clusters, d)).astype(np.float32)
-    x = centres[rng.integers(0, n_clusters, n)] + 0.6 * rng.standard_normal((n, d)).astype(np.float32)
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-
-
-def recall(got: np.ndarray, truth: np.ndarray) -> float:
-    return float(np.mean([len(set(g) & set(t)) / truth.shape[1]
-                          for g, t in zip(got.tolist(), truth.tolist())]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _hnsw_data import clustered, recall  # noqa: E402  (the test's data, so seed 0 is the test)
 
 
 def degrees(index: HNSWIndex) -> tuple[float, float]:

@@ -11,8 +11,8 @@ ratio to ragcore's.
     python bench/hnsw_interleaved.py [--data clustered|stdlib] [--n 50000] [--d 384]
 
 Large corpora (a build of 100k takes minutes per system): build each system once with
-``--build-only --store DIR`` (one system per run if need be; build time and memory are kept
-in DIR), then measure from the saved indexes with ``--store DIR`` (several runs with parts
+``--build-only --store DIR`` (one system per run if need be; build time, memory and the
+vectors themselves are kept in DIR), then measure from the saved indexes with ``--store DIR`` (several runs with parts
 of the ef sweep keep each one short).
 """
 
@@ -103,6 +103,25 @@ def load_all(systems, store: Path, n: int, d: int) -> None:
         s.build_s, s.memory = meta["build_s"], meta["memory"]
 
 
+DATA_FILE = "data.npz"
+
+
+def load_data(args) -> tuple[np.ndarray, np.ndarray]:
+    """(corpus, queries): from --store when it holds them, so that every run on a store
+    uses the vectors its indexes were built on (the stdlib set depends on the installed
+    packages, which may change between runs); else generated or looked up."""
+    if args.store is not None and (args.store / DATA_FILE).exists():
+        saved = np.load(args.store / DATA_FILE)
+        x, q = saved["x"], saved["q"]
+        if len(x) != args.n or len(q) < args.queries:
+            raise SystemExit(f"{args.store / DATA_FILE}: holds {len(x)} vectors and {len(q)} "
+                             f"queries, asked for {args.n} and {args.queries}")
+        return x, np.ascontiguousarray(q[: args.queries])
+    if args.data == "stdlib":
+        return stdlib_embeddings(args.n, args.queries, 0)
+    return data.clustered(args.n, args.d, 0, args.queries)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="clustered", choices=("clustered", "stdlib"))
@@ -122,10 +141,7 @@ def main() -> None:
     args = ap.parse_args()
     threads = os.cpu_count() or 1
     efs = [int(v) for v in args.ef.split(",")]
-    if args.data == "stdlib":
-        x, q = stdlib_embeddings(args.n, args.queries, 0)
-    else:
-        x, q = data.clustered(args.n, args.d, 0, args.queries)
+    x, q = load_data(args)
     systems, missing = make_systems(args.systems.split(","), [], [], efs, threads, 0, args.M,
                                     args.ef_construction)
     print(f"data {args.data} n={len(x)} d={x.shape[1]} queries={len(q)} threads={threads} "
@@ -134,6 +150,8 @@ def main() -> None:
         if args.store is None:
             raise SystemExit("--build-only needs --store")
         args.store.mkdir(parents=True, exist_ok=True)
+        if not (args.store / DATA_FILE).exists():
+            np.savez(args.store / DATA_FILE, x=x, q=q)
         build_all(systems, x, args.store)
         return
     exact = FlatIndex(x.shape[1])

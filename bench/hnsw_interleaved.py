@@ -9,17 +9,24 @@ FlatIndex. Prints the sweep and, at recall >= 0.95 and 0.99, each system's best 
 ratio to ragcore's.
 
     python bench/hnsw_interleaved.py [--data clustered|stdlib] [--n 50000] [--d 384]
+
+Large corpora (a build of 100k takes minutes per system): build each system once with
+``--build-only --store DIR`` (one system per run if need be; build time, memory and the
+vectors themselves are kept in DIR), then measure from the saved indexes with ``--store DIR`` (several runs with parts
+of the ef sweep keep each one short).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 
-from ragcore import FlatIndex
+from ragcore import FlatIndex, HNSWIndex
 from ragcore.cli.bench import data
 from ragcore.cli.bench.peers import make_systems
 from ragcore.cli.bench.stdlib_vectors import stdlib_embeddings
@@ -29,6 +36,90 @@ SYSTEMS = ("ragcore-hnsw", "ragcore-hnsw-int8", "hnswlib", "faiss-hnsw", "usearc
 
 def recall_at(ids, truth):
     return float(np.mean([len(set(a) & set(b)) / truth.shape[1] for a, b in zip(ids, truth)]))
+
+
+# ---- saving and loading each peer's index (the peers' own file formats) -----------
+
+def _save(system, path: Path) -> None:
+    if system.family.startswith("ragcore"):
+        system.index.save(path)
+    elif system.family == "hnswlib":
+        system.index.save_index(str(path))
+    elif system.family == "faiss IndexHNSWFlat":
+        import faiss
+
+        faiss.write_index(system.index, str(path))
+    else:
+        system.index.save(str(path))
+
+
+def _load(system, path: Path, n: int, d: int) -> None:
+    if system.family.startswith("ragcore"):
+        system.index = HNSWIndex.load(path)
+    elif system.family == "hnswlib":
+        import hnswlib
+
+        system.index = hnswlib.Index(space="ip", dim=d)
+        system.index.load_index(str(path), max_elements=n)
+    elif system.family == "faiss IndexHNSWFlat":
+        import faiss
+
+        faiss.omp_set_num_threads(system.threads)
+        system.index = faiss.read_index(str(path))
+    else:
+        from usearch.index import Index
+
+        system.index = Index.restore(str(path))
+
+
+def _stored(store: Path, system) -> tuple[Path, Path]:
+    name = system.family.replace(" ", "_")
+    return store / f"{name}.index", store / f"{name}.json"
+
+
+def build_all(systems, x, store: Path | None) -> None:
+    for s in systems:
+        t0 = time.perf_counter()
+        s.build(x, None)
+        s.build_s = time.perf_counter() - t0
+        s.memory = s.memory_bytes()
+        print(f"built {s.family}: {s.build_s:.1f} s, {s.memory / 2**20:.0f} MiB, "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+        if store is not None:
+            index_path, meta_path = _stored(store, s)
+            _save(s, index_path)
+            meta_path.write_text(json.dumps({"build_s": s.build_s, "memory": s.memory,
+                                             "n": len(x), "load": os.getloadavg()[0]}))
+            s.index = None
+
+
+def load_all(systems, store: Path, n: int, d: int) -> None:
+    for s in systems:
+        index_path, meta_path = _stored(store, s)
+        meta = json.loads(meta_path.read_text())
+        if meta["n"] != n:
+            raise SystemExit(f"{index_path}: built on {meta['n']} vectors, not {n}")
+        _load(s, index_path, n, d)
+        s.build_s, s.memory = meta["build_s"], meta["memory"]
+
+
+DATA_FILE = "data.npz"
+
+
+def load_data(args) -> tuple[np.ndarray, np.ndarray]:
+    """(corpus, queries): from --store when it holds them, so that every run on a store
+    uses the vectors its indexes were built on (the stdlib set depends on the installed
+    packages, which may change between runs); else generated or looked up."""
+    if args.store is not None and (args.store / DATA_FILE).exists():
+        saved = np.load(args.store / DATA_FILE)
+        x, q = saved["x"], saved["q"]
+        if len(x) != args.n or len(q) < args.queries:
+            raise SystemExit(f"{args.store / DATA_FILE}: holds {len(x)} vectors and {len(q)} "
+                             f"queries, asked for {args.n} and {args.queries}")
+        return x, np.ascontiguousarray(q[: args.queries])
+    if args.data == "stdlib":
+        return stdlib_embeddings(args.n, args.queries, 0)
+    return data.clustered(args.n, args.d, 0, args.queries)
 
 
 def main() -> None:
@@ -43,27 +134,35 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--b1-queries", type=int, default=200)
     ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--store", type=Path, default=None,
+                    help="folder of saved indexes: written by --build-only, read otherwise")
+    ap.add_argument("--build-only", action="store_true",
+                    help="build, time and save each system to --store, then stop")
     args = ap.parse_args()
     threads = os.cpu_count() or 1
     efs = [int(v) for v in args.ef.split(",")]
-    if args.data == "stdlib":
-        x, q = stdlib_embeddings(args.n, args.queries, 0)
-    else:
-        x, q = data.clustered(args.n, args.d, 0, args.queries)
-    exact = FlatIndex(x.shape[1])
-    exact.add(x)
-    truth = exact.search(q, 10).ids
-    del exact
+    x, q = load_data(args)
     systems, missing = make_systems(args.systems.split(","), [], [], efs, threads, 0, args.M,
                                     args.ef_construction)
     print(f"data {args.data} n={len(x)} d={x.shape[1]} queries={len(q)} threads={threads} "
           f"M={args.M} efC={args.ef_construction} load={os.getloadavg()[0]:.1f} missing={missing}")
-    for s in systems:
-        t0 = time.perf_counter()
-        s.build(x, None)
-        s.build_s = time.perf_counter() - t0
-        print(f"built {s.family}: {s.build_s:.1f} s, {s.memory_bytes() / 2**20:.0f} MiB",
-              flush=True)
+    if args.build_only:
+        if args.store is None:
+            raise SystemExit("--build-only needs --store")
+        args.store.mkdir(parents=True, exist_ok=True)
+        if not (args.store / DATA_FILE).exists():
+            np.savez(args.store / DATA_FILE, x=x, q=q)
+        build_all(systems, x, args.store)
+        return
+    exact = FlatIndex(x.shape[1])
+    exact.add(x)
+    truth = exact.search(q, 10).ids
+    del exact
+    if args.store is not None:
+        load_all(systems, args.store, len(x), x.shape[1])
+    else:
+        build_all(systems, x, None)
+    del x
     batch = np.ascontiguousarray(np.resize(q, (256, q.shape[1])))
     rows = []
     for ef in efs:
@@ -104,7 +203,7 @@ def main() -> None:
             print(f"  {fam:22s} b1 QPS {1e6 / p1[3]:7.0f} (ef={p1[1]})  b256 QPS {p256[4]:7.0f} "
                   f"(ef={p256[1]})  {ratio}")
     for s in systems:
-        print(f"build {s.family}: {s.build_s:.1f} s, memory {s.memory_bytes() / 2**20:.0f} MiB")
+        print(f"build {s.family}: {s.build_s:.1f} s, memory {s.memory / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -190,24 +191,42 @@ py::tuple quantize_int8_py(const py::array_t<float, py::array::c_style | py::arr
   return py::make_tuple(codes, scales);
 }
 
+const Int8Kernel& int8_kernel_at(const std::optional<SimdLevel>& simd_level) {
+  return int8_kernel(simd_level ? checked_simd_level(*simd_level) : best_simd_level());
+}
+
 py::array_t<int32_t> int8_dots_py(const py::array_t<int8_t, py::array::c_style>& q,
-                                  const py::array_t<int8_t, py::array::c_style>& rows, bool scalar) {
+                                  const py::array_t<int8_t, py::array::c_style>& rows,
+                                  const std::optional<SimdLevel>& simd_level, int repeats) {
+  if (repeats < 1) fail("repeats", "expected >= 1");
   if (q.ndim() != 1 || rows.ndim() != 2 || rows.shape(1) != q.shape(0))
     fail("rows", "expected a 2-D int8 array with len(q) columns");
   const size_t n = static_cast<size_t>(rows.shape(0)), d = static_cast<size_t>(q.shape(0));
+  // The kernels' contract (int8_dot.h): the AVX2 one would saturate on -128.
+  auto has_min = [](const int8_t* p, size_t len) { return std::find(p, p + len, -128) != p + len; };
+  if (has_min(q.data(), d)) fail("q", "codes must lie in [-127, 127]");
+  if (has_min(rows.data(), n * d)) fail("rows", "codes must lie in [-127, 127]");
+  const Int8Kernel& kernel = int8_kernel_at(simd_level);
   std::vector<const int8_t*> ptrs(n);
   for (size_t j = 0; j < n; ++j) ptrs[j] = rows.data() + j * d;
   py::array_t<int32_t> out(n);
-  int8_kernel(scalar).dot_gather(q.data(), ptrs.data(), n, d, out.mutable_data());
+  int32_t* dst = out.mutable_data();
+  const int8_t* qd = q.data();
+  py::gil_scoped_release release;
+  for (int r = 0; r < repeats; ++r) kernel.dot_gather(qd, ptrs.data(), n, d, dst);
   return out;
 }
 
 void register_hnsw(py::module_& m) {
   m.def("quantize_int8", &quantize_int8_py, py::arg("x"),
         "(codes int8 [n, d], scales float32 [n]): HNSWIndex's int8 codes of each row.");
-  m.def("int8_dots", &int8_dots_py, py::arg("q"), py::arg("rows"), py::arg("scalar") = false,
-        "int32 dot products of int8 codes by the run-time-chosen (or the scalar) kernel.");
-  m.def("int8_kernel_name", [] { return std::string(int8_kernel(false).name); });
+  m.def("int8_dots", &int8_dots_py, py::arg("q"), py::arg("rows"), py::kw_only(),
+        py::arg("simd_level") = py::none(), py::arg("repeats") = 1,
+        "int32 dot products of int8 codes (in [-127, 127]) by the kernel of a SIMD level "
+        "(None: the best available); repeats > 1 runs the kernel again (for benchmarks).");
+  m.def("int8_kernel_name",
+        [](const std::optional<SimdLevel>& level) { return std::string(int8_kernel_at(level).name); },
+        py::arg("simd_level") = py::none(), "The name of the int8 kernel a SIMD level runs.");
   py::class_<HnswIndex>(m, "HnswGraph", "HNSW graph over stored rows (ragcore.HNSWIndex's core).")
       .def(py::init(&make_graph), py::arg("d"), py::kw_only(), py::arg("metric"),
            py::arg("storage"), py::arg("M"), py::arg("ef_construction"), py::arg("seed") = 0,

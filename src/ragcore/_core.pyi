@@ -288,6 +288,13 @@ def rabitq_estimates(
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """Estimated scores and one-standard-deviation error bounds of one list's rows."""
 
+def quantize_int8(x: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+    """(codes int8 [n, d], scales float32 [n]): HNSWIndex's int8 codes of each row."""
+def int8_dots(q: npt.NDArray[np.int8], rows: npt.NDArray[np.int8], *,
+              simd_level: SimdLevel | None = None, repeats: int = 1) -> npt.NDArray[np.int32]:
+    """int32 dot products of int8 codes (in [-127, 127]) by the kernel of a SIMD level."""
+def int8_kernel_name(simd_level: SimdLevel | None = None) -> str: ...
+
 class HnswGraph:
     """HNSW graph over stored rows (ragcore.HNSWIndex's core)."""
 

@@ -26,19 +26,69 @@ def test_quantizer_equals_the_reference(n, d, seed, scale, zero_row):
     assert np.abs(codes.astype(np.int64)).max() <= 127
 
 
-@settings(max_examples=60, deadline=None)
+SIMD_LEVELS = [level for level in _core.SimdLevel.__members__.values()
+               if _core.simd_level_available(level)]
+KERNEL_NAMES = {"Scalar": ("scalar",), "Avx2": ("avx2",), "Avx512": ("avx512vnni", "avx512bw")}
+
+
+@settings(max_examples=80, deadline=None)
 @given(n=st.integers(0, 13), d=st.integers(1, 200), seed=st.integers(0, 10_000),
-       scalar=st.booleans())
-def test_int8_kernels_equal_the_integer_reference(n, d, seed, scalar):
+       level=st.sampled_from(SIMD_LEVELS), extremes=st.booleans())
+def test_int8_kernels_equal_the_integer_reference(n, d, seed, level, extremes):
     rng = np.random.default_rng(seed)
-    q = rng.integers(-127, 128, d).astype(np.int8)
-    rows = rng.integers(-127, 128, (n, d)).astype(np.int8)
-    got = _core.int8_dots(q, rows, scalar=scalar)
+    if extremes:  # +-127 everywhere: the largest pair sums (AVX2's int16 step must not saturate)
+        q = rng.choice(np.array([-127, 127], np.int8), d)
+        rows = rng.choice(np.array([-127, 0, 127], np.int8), (n, d))
+    else:
+        q = rng.integers(-127, 128, d).astype(np.int8)
+        rows = rng.integers(-127, 128, (n, d)).astype(np.int8)
+    got = _core.int8_dots(q, rows, simd_level=level)
     np.testing.assert_array_equal(got, int8_dots(q, rows))
+    np.testing.assert_array_equal(got, _core.int8_dots(q, rows, simd_level=_core.SimdLevel.Scalar))
 
 
-def test_the_kernel_is_chosen_at_run_time():
-    assert _core.int8_kernel_name() in ("avx512vnni", "avx512bw", "scalar")
+def test_codes_outside_the_quantiser_range_are_refused():
+    q = np.zeros(8, np.int8)
+    rows = np.zeros((2, 8), np.int8)
+    rows[1, 3] = -128
+    with pytest.raises(ValueError, match=r"rows.*\[-127, 127\]"):
+        _core.int8_dots(q, rows)
+    with pytest.raises(ValueError, match=r"q.*\[-127, 127\]"):
+        _core.int8_dots(np.full(8, -128, np.int8), rows[:1])
+
+
+def test_the_kernel_is_chosen_at_run_time_per_level():
+    assert _core.int8_kernel_name() in ("avx512vnni", "avx512bw", "avx2", "scalar")
+    for name, level in _core.SimdLevel.__members__.items():
+        if _core.simd_level_available(level):
+            assert _core.int8_kernel_name(level) in KERNEL_NAMES[name]
+        else:
+            with pytest.raises(ValueError, match="not available"):
+                _core.int8_kernel_name(level)
+
+
+def graph_at(level, snap, d, M):
+    g = _core.HnswGraph(d, metric=_core.Metric.InnerProduct, storage=_core.Storage.F32, M=M,
+                        ef_construction=24, simd_level=level, int8_walk=True)
+    g.restore(snap["vectors"].view(np.float32).reshape(-1, d), None, snap["ids"], snap["levels"],
+              snap["links0"], snap["upper"], snap["upper_offsets"], entry=int(snap["entry"]),
+              rng_state=int(snap["rng_state"]), borrow_vectors=False)
+    return g
+
+
+@pytest.mark.parametrize("level", SIMD_LEVELS, ids=str)
+def test_int8_walk_on_one_graph_finds_the_same_nodes_at_every_level(level):
+    x = clustered(600, 40, seed=8)
+    q = clustered(20, 40, seed=9)
+    built = ragcore.HNSWIndex(40, "ip", M=6, ef_construction=24, dtype="int8")
+    built.add(x, n_threads=1)
+    snap = built._graph.snapshot()
+    # ef = k: the hits are the walk's candidates, chosen on the code sums alone, which every
+    # kernel computes exactly; only the float32 re-scores' rounding may differ by level.
+    got = graph_at(level, snap, 40, 6).search(q, 10, ef=10, n_threads=1)
+    want = graph_at(_core.SimdLevel.Scalar, snap, 40, 6).search(q, 10, ef=10, n_threads=1)
+    np.testing.assert_array_equal(np.sort(got[1], axis=1), np.sort(want[1], axis=1))
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
 
 
 def test_estimates_approach_the_float_scores():

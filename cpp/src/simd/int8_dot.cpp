@@ -10,6 +10,7 @@ namespace ragcore {
 #ifdef RAGCORE_X86
 extern const Int8Kernel kInt8Avx512Vnni;
 extern const Int8Kernel kInt8Avx512Bw;
+extern const Int8Kernel kInt8Avx2;
 #endif
 
 namespace {
@@ -27,17 +28,18 @@ const Int8Kernel kInt8Scalar = {"scalar", dot_gather_scalar};
 
 }  // namespace
 
-const Int8Kernel& int8_kernel(bool scalar) {
-  static const Int8Kernel& best = []() -> const Int8Kernel& {
+const Int8Kernel& int8_kernel(SimdLevel level) {
+  dense_kernels(level);  // throws if the level is not available
+  switch (level) {
 #ifdef RAGCORE_X86
-    if (simd_level_available(SimdLevel::Avx512)) {
-      if (__builtin_cpu_supports("avx512vnni")) return kInt8Avx512Vnni;
-      return kInt8Avx512Bw;
-    }
+    case SimdLevel::Avx512:
+      return __builtin_cpu_supports("avx512vnni") ? kInt8Avx512Vnni : kInt8Avx512Bw;
+    case SimdLevel::Avx2:
+      return kInt8Avx2;
 #endif
-    return kInt8Scalar;
-  }();
-  return scalar ? kInt8Scalar : best;
+    default:
+      return kInt8Scalar;
+  }
 }
 
 float quantize_int8(const float* x, size_t d, int8_t* codes) {

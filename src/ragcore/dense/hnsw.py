@@ -46,7 +46,7 @@ class HNSWIndex:
         dtype: storage of the vectors: "float32", "float16", "bfloat16" or "int8".
             "int8" keeps the float32 vectors and, beside them, int8 codes (per vector:
             x ~ codes * max|x| / 127, d + 4 bytes); a search walks the graph scoring
-            codes against the int8-quantised query (AVX-512 VNNI where present), then
+            codes against the int8-quantised query (AVX-512 VNNI, BW or AVX2), then
             re-scores the walk's max(ef, k) candidates with the float32 vectors, so the
             returned scores are exact. The graph is built on the float32 vectors (the
             same graph as "float32"). Memory: 1.25x float32's for the vectors; with

@@ -43,7 +43,7 @@ def test_constructor_arguments_are_checked(kwargs, match):
 
 def test_dim_limit_and_training_size_are_checked(data):
     with pytest.raises(ValueError, match="dim"):
-        ragcore.IVFIndex(4096, 8, dtype="rabitq")
+        ragcore.IVFIndex(1 << 17, 8, dtype="rabitq")
     index = ragcore.IVFIndex(12, 8, dtype="rabitq")
     with pytest.raises(ValueError, match="needs at least 8"):
         index.train(data[:5])
@@ -93,10 +93,12 @@ def _crafted_cases(index):
         ({"params": {"bits": 2}}, "rows"),  # rows of 3-bit codes read as 2-bit ones
         ({"params": {"rescore": "everything"}}, "params.rescore"),
         ({"params": {"epsilon": -1}}, "params.epsilon"),
-        ({"params": {"dim": 4096}}, "params.dim"),
+        ({"params": {"dim": 1 << 17}}, "params.dim"),
         ({"arrays": {"rows": np.zeros((n, rows_bytes - 1), np.uint8)}}, "rows"),
-        ({"arrays": {"rotation": np.eye(16, 12, dtype=np.float32) * 2}}, "rotation"),
-        ({"arrays": {"rotation": np.zeros((8, 12), np.float32)}}, "rotation"),
+        ({"arrays": {"rotation": np.eye(16, 12, dtype=np.float32) * 2},
+          "drop": ["rabitq_layout"]}, "rotation"),  # layout 1: not orthonormal
+        ({"arrays": {"rotation": np.zeros((8, 12), np.float32)}, "drop": ["rabitq_layout"]},
+         "rotation"),
         ({"arrays": {"offsets": np.array([0, 5, 3] + [n] * 6, np.int64)}}, "offsets"),
         ({"arrays": {"exact": np.zeros((n - 1, 12), np.float32)}}, "exact"),
         ({"drop": ["rotation"]}, "rotation"),

@@ -20,6 +20,7 @@
 #include "ragcore/simd/simd.h"
 #include "ragcore/dense/kmeans.h"
 #include "ragcore/dense/rabitq.h"
+#include "ragcore/dense/rabitq_rotation.h"
 #include "ragcore/dense/rabitq_scan.h"
 #include "ragcore/topk/topk_batch.h"
 #include "ragcore/util/parallel.h"
@@ -79,7 +80,8 @@ class RabitqSearch {
  public:
   explicit RabitqSearch(const RabitqSearchArgs& a)
       : a_(a),
-        kern_(dense_kernels(best_simd_level())),
+        level_(best_simd_level()),
+        kern_(dense_kernels(level_)),
         scan_(rabitq_scan_kernel(a.simd_level < 0 ? best_simd_level()
                                                   : static_cast<SimdLevel>(a.simd_level))),
         row_bytes_(rabitq_row_bytes(a.dp, a.bits)),
@@ -175,7 +177,13 @@ class RabitqSearch {
     w.dots.resize(kScanBlock);
     w.est.resize(kScanBlock);
     w.width.resize(kScanBlock);
-    kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.rotation, a_.d, a_.dp, a_.d, w.rotated.data());
+    if (a_.rotation_signs) {
+      rabitq_fht_rotate_one(a_.rotation_signs, a_.rotation_rounds, a_.d, a_.dp, q,
+                            w.rotated.data(), level_);
+    } else {
+      kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.rotation, a_.d, a_.dp, a_.d,
+                                                     w.rotated.data());
+    }
     scan_.tables(w.rotated.data(), a_.dp, a_.bits, w.tables);
   }
 
@@ -296,6 +304,7 @@ class RabitqSearch {
   }
 
   const RabitqSearchArgs& a_;
+  const SimdLevel level_;
   const DenseKernels& kern_;
   const RabitqScanKernel& scan_;
   const size_t row_bytes_;
@@ -308,7 +317,8 @@ void check_args(const RabitqSearchArgs& a) {
   if (a.k == 0) fail("k must be >= 1");
   if (a.d == 0 || a.dp != rabitq_padded_dim(a.d)) fail("dp must be d rounded up to a multiple of 8");
   if (a.bits < 1 || a.bits > 8) fail("bits must be in [1, 8]");
-  if (a.nlist == 0 || !a.centroids || !a.centroid_sq_norms || !a.list_offsets || !a.rotation)
+  if (a.nlist == 0 || !a.centroids || !a.centroid_sq_norms || !a.list_offsets ||
+      !(a.rotation || (a.rotation_signs && a.rotation_rounds > 0)))
     fail("the index is not trained (no centroids or rotation)");
   if (a.nprobe < 1 || a.nprobe > a.nlist)
     fail("nprobe must be in [1, nlist = " + std::to_string(a.nlist) + "], got " + std::to_string(a.nprobe));

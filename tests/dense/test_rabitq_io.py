@@ -1,5 +1,7 @@
 """IVFIndex(dtype="rabitq"): arguments, save / load, damaged and crafted files."""
 
+import mmap
+
 import numpy as np
 import pytest
 
@@ -142,3 +144,39 @@ def test_any_code_bits_load_and_search_exactly(tmp_path, index, data):
     loaded = ragcore.IVFIndex.load(path)
     assert_hits_equal(loaded.search(data[:5], 4, nprobe=8, rescore="all"),
                       index.search(data[:5], 4, nprobe=8, rescore="all"))
+
+
+def _mapping_of(arr):
+    """The object an array's memory comes from (an mmap.mmap for a mapped file)."""
+    while isinstance(arr, np.ndarray):
+        arr = arr.base
+    return arr.obj if isinstance(arr, memoryview) else arr
+
+
+def test_mmap_load_maps_the_exact_rows_and_codes(tmp_path, index, data):
+    path = tmp_path / "rabitq.rc"
+    index.save(path)
+    mapped = ragcore.IVFIndex.load(path, mmap=True)
+    for name in ("exact", "rows", "ids"):
+        arr = getattr(mapped._lists, name)
+        assert not arr.flags.writeable and isinstance(_mapping_of(arr), mmap.mmap), name
+    assert not isinstance(_mapping_of(ragcore.IVFIndex.load(path)._lists.exact), mmap.mmap)
+    for rescore in ("bound", "all", 2):
+        assert_hits_equal(mapped.search(data[:30], 4, nprobe=3, rescore=rescore),
+                          index.search(data[:30], 4, nprobe=3, rescore=rescore))
+    assert_hits_equal(mapped.search(data[:1], 4), index.search(data[:1], 4))  # one-row path
+    # Changes build a new snapshot in memory; the mapped file is never written.
+    before = path.read_bytes()
+    mapped.add(data[:2])
+    mapped.remove([0, 1])
+    assert len(mapped) == len(index) and path.read_bytes() == before
+    assert not isinstance(_mapping_of(mapped._lists.exact), mmap.mmap)
+
+
+def test_crafted_files_are_refused_when_mapped(tmp_path, index):
+    path = tmp_path / "rabitq.rc"
+    for change, field in _crafted_cases(index):
+        index.save(path)
+        rewrite(path, KIND, **change)
+        with pytest.raises(IndexFileError, match=field):
+            ragcore.IVFIndex.load(path, mmap=True)

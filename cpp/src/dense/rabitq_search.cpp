@@ -23,6 +23,7 @@
 #include "ragcore/dense/rabitq_rotation.h"
 #include "ragcore/dense/rabitq_scan.h"
 #include "ragcore/topk/topk_batch.h"
+#include "ragcore/topk/topk_queue.h"
 #include "ragcore/util/parallel.h"
 
 namespace ragcore {
@@ -33,7 +34,8 @@ constexpr float kFloatMax = std::numeric_limits<float>::max();
 constexpr size_t kScanBlock = 256;  // rows estimated per kernel call
 constexpr size_t kPrefetchAhead = 4;  // exact rows requested ahead of their re-scoring
 
-// The best `k` candidates seen, exactly (a heap whose top is the worst kept).
+// The best `k` candidates seen, exactly (a heap whose top is the worst kept; the
+// comparison as a type, RanksBefore, so that the heap operations inline it).
 class KBest {
  public:
   explicit KBest(size_t k) : k_(k) { heap_.reserve(k); }
@@ -42,16 +44,16 @@ class KBest {
     const Candidate c{score, id};
     if (heap_.size() < k_) {
       heap_.push_back(c);
-      std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+      std::push_heap(heap_.begin(), heap_.end(), RanksBefore{});
     } else if (ranks_before(c, heap_.front())) {
-      std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+      std::pop_heap(heap_.begin(), heap_.end(), RanksBefore{});
       heap_.back() = c;
-      std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+      std::push_heap(heap_.begin(), heap_.end(), RanksBefore{});
     }
   }
   // Best first, padded with (-inf, -1) to k_out.
   void write(float* scores, int64_t* ids, size_t k_out) {
-    std::sort(heap_.begin(), heap_.end(), ranks_before);
+    std::sort(heap_.begin(), heap_.end(), RanksBefore{});
     for (size_t c = 0; c < k_out; ++c) {
       scores[c] = c < heap_.size() ? heap_[c].score : -kInf;
       ids[c] = c < heap_.size() ? heap_[c].id : kPaddingId;
@@ -291,7 +293,7 @@ class RabitqSearch {
       cands.erase(std::remove_if(cands.begin(), cands.end(),
                                  [&](const Candidate& c) { return c.score < floor; }),
                   cands.end());
-      std::sort(cands.begin(), cands.end(), ranks_before);
+      std::sort(cands.begin(), cands.end(), RanksBefore{});
       for (size_t c = 0; c < std::min(kPrefetchAhead, cands.size()); ++c) prefetch_row(cands[c].id);
       for (size_t c = 0; c < cands.size(); ++c) {
         if (cands[c].score < exact.threshold()) break;  // no later candidate can enter either

@@ -9,22 +9,9 @@ import ragcore
 from ragcore import IndexFileError
 from _crafted import rewrite, set_element, stored
 from _hits_check import assert_hits_equal
-from _ivf_data import clustered
+from _rabitq_fixtures import data, index  # noqa: F401 (fixtures)
 
 KIND = "IVFIndex"
-
-
-@pytest.fixture(scope="module")
-def data():
-    return clustered(400, 12, 8, seed=0)
-
-
-@pytest.fixture(scope="module", params=["ip", "l2"])
-def index(request, data):
-    index = ragcore.IVFIndex(12, 8, request.param, "rabitq", bits=3)
-    index.train(data)
-    index.add(data)
-    return index
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -109,13 +96,14 @@ def _crafted_cases(index):
     ]
 
 
-def test_crafted_files_are_refused(tmp_path, index):
+@pytest.mark.parametrize("mmap_load", [False, True])
+def test_crafted_files_are_refused(tmp_path, index, mmap_load):
     path = tmp_path / "rabitq.rc"
     for change, field in _crafted_cases(index):
         index.save(path)
         rewrite(path, KIND, **change)
         with pytest.raises(IndexFileError, match=field):
-            ragcore.IVFIndex.load(path)
+            ragcore.IVFIndex.load(path, mmap=mmap_load)
 
 
 @pytest.mark.parametrize("column, value", [(0, np.nan), (1, -1.0), (2, np.inf), (2, 1e30)])
@@ -171,12 +159,3 @@ def test_mmap_load_maps_the_exact_rows_and_codes(tmp_path, index, data):
     mapped.remove([0, 1])
     assert len(mapped) == len(index) and path.read_bytes() == before
     assert not isinstance(_mapping_of(mapped._lists.exact), mmap.mmap)
-
-
-def test_crafted_files_are_refused_when_mapped(tmp_path, index):
-    path = tmp_path / "rabitq.rc"
-    for change, field in _crafted_cases(index):
-        index.save(path)
-        rewrite(path, KIND, **change)
-        with pytest.raises(IndexFileError, match=field):
-            ragcore.IVFIndex.load(path, mmap=True)

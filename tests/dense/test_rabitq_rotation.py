@@ -12,6 +12,7 @@ from ragcore.dense._rabitq import ROTATION_ROUNDS, dense_rotation, rotation_sign
 from ragcore.reference import rabitq as ref
 from _crafted import rewrite, stored
 from _hits_check import assert_hits_equal
+from _rabitq_fixtures import data, index  # noqa: F401 (fixtures)
 from _ivf_data import clustered
 
 KIND = "IVFIndex"
@@ -81,19 +82,6 @@ def test_no_dimension_limit_of_the_dense_rotation():
     exact.add(x)
     assert_hits_equal(index.search(x[:5], 3, nprobe=4, rescore="all"), exact.search(x[:5], 3))
     np.testing.assert_array_equal(index.search(x[:5], 3, nprobe=4).ids, exact.search(x[:5], 3).ids)
-
-
-@pytest.fixture(scope="module")
-def data():
-    return clustered(400, 12, 8, seed=0)
-
-
-@pytest.fixture(scope="module", params=["ip", "l2"])
-def index(request, data):
-    index = ragcore.IVFIndex(12, 8, request.param, "rabitq", bits=3)
-    index.train(data)
-    index.add(data)
-    return index
 
 
 def _as_layout_1(path, index):

@@ -10,6 +10,7 @@
 
 #include "array_checks.h"
 #include "ragcore/dense/rabitq.h"
+#include "ragcore/dense/rabitq_rotation.h"
 #include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
@@ -51,6 +52,39 @@ py::tuple encode_py(const py::array& rot_residuals, const py::array& rot_centroi
   return py::make_tuple(rows, cosines);
 }
 
+// The rotation: uint8 [rounds, dp / 8] FHT-Kac sign bits, or a float32 [dp, d] matrix
+// (indexes saved before the structured rotation).
+void set_rotation(RabitqSearchArgs& a, const py::array& rotation) {
+  if (py::isinstance<py::array_t<uint8_t>>(rotation)) {
+    a.rotation_signs = matrix<uint8_t>(rotation, "rotation", a.dp / 8);
+    a.rotation_rounds = rows_of(rotation);
+    if (a.rotation_rounds == 0) fail("rotation", "expected at least one round of sign bits");
+    return;
+  }
+  a.rotation = matrix<float>(rotation, "rotation", a.d);
+  if (rows_of(rotation) != a.dp) fail("rotation", "expected dp rows");
+}
+
+py::array_t<float> fht_rotate_py(const py::array& x, const py::array& signs, int n_threads,
+                                 const std::optional<SimdLevel>& simd_level) {
+  const float* in = matrix<float>(x, "x");
+  const size_t n = rows_of(x), d = static_cast<size_t>(x.shape(1));
+  if (d == 0) fail("x", "expected at least one column");
+  const size_t dp = rabitq_padded_dim(d);
+  const uint8_t* bits = matrix<uint8_t>(signs, "signs", dp / 8);
+  const size_t rounds = rows_of(signs);
+  if (rounds == 0) fail("signs", "expected at least one round");
+  const int level = simd_level_code(simd_level);
+  const SimdLevel lv = level < 0 ? best_simd_level() : static_cast<SimdLevel>(level);
+  py::array_t<float> out({n, dp});
+  float* o = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    rabitq_fht_rotate(bits, rounds, d, dp, in, n, o, n_threads, lv);
+  }
+  return out;
+}
+
 // The index arrays as search arguments (checked for shape and dtype here, for
 // consistency by the kernel).
 RabitqSearchArgs index_args(const py::array& rows, const py::array& centroids,
@@ -68,8 +102,7 @@ RabitqSearchArgs index_args(const py::array& rows, const py::array& centroids,
   a.bits = bits;
   if (bits < 1 || bits > 8) fail("bits", "must be in [1, 8]");
   a.centroid_sq_norms = vector_data<float>(centroid_sq_norms, a.nlist, "centroid_sq_norms");
-  a.rotation = matrix<float>(rotation, "rotation", a.d);
-  if (rows_of(rotation) != a.dp) fail("rotation", "expected dp rows");
+  set_rotation(a, rotation);
   // A copy: checked, then followed without the GIL while the caller's array could change.
   const int64_t* offsets = vector_data<int64_t>(list_offsets, a.nlist + 1, "list_offsets");
   offsets_copy.assign(offsets, offsets + a.nlist + 1);
@@ -194,6 +227,10 @@ void register_rabitq(py::module_& m) {
   m.def("rabitq_encode", &encode_py, py::arg("rot_residuals"), py::arg("rot_centroids"),
         py::arg("labels"), py::kw_only(), py::arg("bits"), py::arg("n_threads") = 0,
         "RaBitQ rows (bit planes + 3 float32 factors) of rotated residuals; returns (rows, cosines).");
+  m.def("rabitq_fht_rotate", &fht_rotate_py, py::arg("x"), py::arg("signs"), py::kw_only(),
+        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
+        "FHT-Kac rotation of float32 rows [n, d] into [n, rabitq padded d] (signs: uint8 "
+        "[rounds, padded d / 8] sign bits).");
   m.def("rabitq_ivf_search", &search_py, py::arg("rows"), py::arg("queries"), py::arg("k"),
         py::kw_only(), py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"),
         py::arg("bits"), py::arg("list_offsets"), py::arg("ids"), py::arg("exact_rows"),

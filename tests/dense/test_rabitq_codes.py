@@ -8,7 +8,6 @@ from hypothesis import given, settings, strategies as st
 import ragcore
 from ragcore import _core
 from ragcore.reference import rabitq as ref
-from ragcore.dense._rabitq import random_rotation
 from _ivf_data import clustered
 
 
@@ -47,14 +46,6 @@ def test_more_bits_give_closer_codes():
     assert 0.78 < mean_cos[0] < 0.82  # 1 bit: E cos = sqrt(2 / pi) = 0.798 for Gaussian data
 
 
-def test_rotation_is_orthonormal_and_seeded():
-    p = random_rotation(13, 5)
-    assert p.shape == (16, 13)
-    np.testing.assert_allclose(p.T @ p, np.eye(13), atol=1e-5)
-    np.testing.assert_array_equal(p, random_rotation(13, 5))
-    assert not np.array_equal(p, random_rotation(13, 6))
-
-
 def _index(metric, bits, n=600, dim=24, nlist=6, seed=0):
     x = clustered(n, dim, nlist, seed=seed, spread=0.5)
     index = ragcore.IVFIndex(dim, nlist, metric, "rabitq", bits=bits, seed=seed)
@@ -83,7 +74,7 @@ def test_native_estimates_equal_reference_estimates(metric, bits, seed, simd):
             sq_norms=lists.sq_norms, metric=_core.Metric.L2 if metric == "l2" else _core.Metric.InnerProduct,
             simd_level=level)
         want_est, want_err = ref.estimates(
-            lists.rows[a:b], query[0], index._centroids[l], index._rotation, bits, metric,
+            lists.rows[a:b], query[0], index._centroids[l], index.rotation, bits, metric,
             None if lists.sq_norms is None else lists.sq_norms[a:b])
         scale = 1.0 + np.abs(want_est).max(initial=0.0)
         np.testing.assert_allclose(est, want_est, rtol=0, atol=2e-4 * scale)

@@ -1,5 +1,7 @@
 """IVFIndex(dtype="rabitq"): arguments, save / load, damaged and crafted files."""
 
+import mmap
+
 import numpy as np
 import pytest
 
@@ -7,22 +9,9 @@ import ragcore
 from ragcore import IndexFileError
 from _crafted import rewrite, set_element, stored
 from _hits_check import assert_hits_equal
-from _ivf_data import clustered
+from _rabitq_fixtures import data, index  # noqa: F401 (fixtures)
 
 KIND = "IVFIndex"
-
-
-@pytest.fixture(scope="module")
-def data():
-    return clustered(400, 12, 8, seed=0)
-
-
-@pytest.fixture(scope="module", params=["ip", "l2"])
-def index(request, data):
-    index = ragcore.IVFIndex(12, 8, request.param, "rabitq", bits=3)
-    index.train(data)
-    index.add(data)
-    return index
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -43,7 +32,7 @@ def test_constructor_arguments_are_checked(kwargs, match):
 
 def test_dim_limit_and_training_size_are_checked(data):
     with pytest.raises(ValueError, match="dim"):
-        ragcore.IVFIndex(4096, 8, dtype="rabitq")
+        ragcore.IVFIndex(1 << 17, 8, dtype="rabitq")
     index = ragcore.IVFIndex(12, 8, dtype="rabitq")
     with pytest.raises(ValueError, match="needs at least 8"):
         index.train(data[:5])
@@ -93,10 +82,12 @@ def _crafted_cases(index):
         ({"params": {"bits": 2}}, "rows"),  # rows of 3-bit codes read as 2-bit ones
         ({"params": {"rescore": "everything"}}, "params.rescore"),
         ({"params": {"epsilon": -1}}, "params.epsilon"),
-        ({"params": {"dim": 4096}}, "params.dim"),
+        ({"params": {"dim": 1 << 17}}, "params.dim"),
         ({"arrays": {"rows": np.zeros((n, rows_bytes - 1), np.uint8)}}, "rows"),
-        ({"arrays": {"rotation": np.eye(16, 12, dtype=np.float32) * 2}}, "rotation"),
-        ({"arrays": {"rotation": np.zeros((8, 12), np.float32)}}, "rotation"),
+        ({"arrays": {"rotation": np.eye(16, 12, dtype=np.float32) * 2},
+          "drop": ["rabitq_layout"]}, "rotation"),  # layout 1: not orthonormal
+        ({"arrays": {"rotation": np.zeros((8, 12), np.float32)}, "drop": ["rabitq_layout"]},
+         "rotation"),
         ({"arrays": {"offsets": np.array([0, 5, 3] + [n] * 6, np.int64)}}, "offsets"),
         ({"arrays": {"exact": np.zeros((n - 1, 12), np.float32)}}, "exact"),
         ({"drop": ["rotation"]}, "rotation"),
@@ -105,13 +96,14 @@ def _crafted_cases(index):
     ]
 
 
-def test_crafted_files_are_refused(tmp_path, index):
+@pytest.mark.parametrize("mmap_load", [False, True])
+def test_crafted_files_are_refused(tmp_path, index, mmap_load):
     path = tmp_path / "rabitq.rc"
     for change, field in _crafted_cases(index):
         index.save(path)
         rewrite(path, KIND, **change)
         with pytest.raises(IndexFileError, match=field):
-            ragcore.IVFIndex.load(path)
+            ragcore.IVFIndex.load(path, mmap=mmap_load)
 
 
 @pytest.mark.parametrize("column, value", [(0, np.nan), (1, -1.0), (2, np.inf), (2, 1e30)])
@@ -140,3 +132,30 @@ def test_any_code_bits_load_and_search_exactly(tmp_path, index, data):
     loaded = ragcore.IVFIndex.load(path)
     assert_hits_equal(loaded.search(data[:5], 4, nprobe=8, rescore="all"),
                       index.search(data[:5], 4, nprobe=8, rescore="all"))
+
+
+def _mapping_of(arr):
+    """The object an array's memory comes from (an mmap.mmap for a mapped file)."""
+    while isinstance(arr, np.ndarray):
+        arr = arr.base
+    return arr.obj if isinstance(arr, memoryview) else arr
+
+
+def test_mmap_load_maps_the_exact_rows_and_codes(tmp_path, index, data):
+    path = tmp_path / "rabitq.rc"
+    index.save(path)
+    mapped = ragcore.IVFIndex.load(path, mmap=True)
+    for name in ("exact", "rows", "ids"):
+        arr = getattr(mapped._lists, name)
+        assert not arr.flags.writeable and isinstance(_mapping_of(arr), mmap.mmap), name
+    assert not isinstance(_mapping_of(ragcore.IVFIndex.load(path)._lists.exact), mmap.mmap)
+    for rescore in ("bound", "all", 2):
+        assert_hits_equal(mapped.search(data[:30], 4, nprobe=3, rescore=rescore),
+                          index.search(data[:30], 4, nprobe=3, rescore=rescore))
+    assert_hits_equal(mapped.search(data[:1], 4), index.search(data[:1], 4))  # one-row path
+    # Changes build a new snapshot in memory; the mapped file is never written.
+    before = path.read_bytes()
+    mapped.add(data[:2])
+    mapped.remove([0, 1])
+    assert len(mapped) == len(index) and path.read_bytes() == before
+    assert not isinstance(_mapping_of(mapped._lists.exact), mmap.mmap)

@@ -20,8 +20,10 @@
 #include "ragcore/simd/simd.h"
 #include "ragcore/dense/kmeans.h"
 #include "ragcore/dense/rabitq.h"
+#include "ragcore/dense/rabitq_rotation.h"
 #include "ragcore/dense/rabitq_scan.h"
 #include "ragcore/topk/topk_batch.h"
+#include "ragcore/topk/topk_queue.h"
 #include "ragcore/util/parallel.h"
 
 namespace ragcore {
@@ -32,7 +34,8 @@ constexpr float kFloatMax = std::numeric_limits<float>::max();
 constexpr size_t kScanBlock = 256;  // rows estimated per kernel call
 constexpr size_t kPrefetchAhead = 4;  // exact rows requested ahead of their re-scoring
 
-// The best `k` candidates seen, exactly (a heap whose top is the worst kept).
+// The best `k` candidates seen, exactly (a heap whose top is the worst kept; the
+// comparison as a type, RanksBefore, so that the heap operations inline it).
 class KBest {
  public:
   explicit KBest(size_t k) : k_(k) { heap_.reserve(k); }
@@ -41,16 +44,16 @@ class KBest {
     const Candidate c{score, id};
     if (heap_.size() < k_) {
       heap_.push_back(c);
-      std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+      std::push_heap(heap_.begin(), heap_.end(), RanksBefore{});
     } else if (ranks_before(c, heap_.front())) {
-      std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+      std::pop_heap(heap_.begin(), heap_.end(), RanksBefore{});
       heap_.back() = c;
-      std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+      std::push_heap(heap_.begin(), heap_.end(), RanksBefore{});
     }
   }
   // Best first, padded with (-inf, -1) to k_out.
   void write(float* scores, int64_t* ids, size_t k_out) {
-    std::sort(heap_.begin(), heap_.end(), ranks_before);
+    std::sort(heap_.begin(), heap_.end(), RanksBefore{});
     for (size_t c = 0; c < k_out; ++c) {
       scores[c] = c < heap_.size() ? heap_[c].score : -kInf;
       ids[c] = c < heap_.size() ? heap_[c].id : kPaddingId;
@@ -79,7 +82,8 @@ class RabitqSearch {
  public:
   explicit RabitqSearch(const RabitqSearchArgs& a)
       : a_(a),
-        kern_(dense_kernels(best_simd_level())),
+        level_(best_simd_level()),
+        kern_(dense_kernels(level_)),
         scan_(rabitq_scan_kernel(a.simd_level < 0 ? best_simd_level()
                                                   : static_cast<SimdLevel>(a.simd_level))),
         row_bytes_(rabitq_row_bytes(a.dp, a.bits)),
@@ -175,7 +179,13 @@ class RabitqSearch {
     w.dots.resize(kScanBlock);
     w.est.resize(kScanBlock);
     w.width.resize(kScanBlock);
-    kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.rotation, a_.d, a_.dp, a_.d, w.rotated.data());
+    if (a_.rotation_signs) {
+      rabitq_fht_rotate_one(a_.rotation_signs, a_.rotation_rounds, a_.d, a_.dp, q,
+                            w.rotated.data(), level_);
+    } else {
+      kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.rotation, a_.d, a_.dp, a_.d,
+                                                     w.rotated.data());
+    }
     scan_.tables(w.rotated.data(), a_.dp, a_.bits, w.tables);
   }
 
@@ -283,7 +293,7 @@ class RabitqSearch {
       cands.erase(std::remove_if(cands.begin(), cands.end(),
                                  [&](const Candidate& c) { return c.score < floor; }),
                   cands.end());
-      std::sort(cands.begin(), cands.end(), ranks_before);
+      std::sort(cands.begin(), cands.end(), RanksBefore{});
       for (size_t c = 0; c < std::min(kPrefetchAhead, cands.size()); ++c) prefetch_row(cands[c].id);
       for (size_t c = 0; c < cands.size(); ++c) {
         if (cands[c].score < exact.threshold()) break;  // no later candidate can enter either
@@ -296,6 +306,7 @@ class RabitqSearch {
   }
 
   const RabitqSearchArgs& a_;
+  const SimdLevel level_;
   const DenseKernels& kern_;
   const RabitqScanKernel& scan_;
   const size_t row_bytes_;
@@ -308,7 +319,8 @@ void check_args(const RabitqSearchArgs& a) {
   if (a.k == 0) fail("k must be >= 1");
   if (a.d == 0 || a.dp != rabitq_padded_dim(a.d)) fail("dp must be d rounded up to a multiple of 8");
   if (a.bits < 1 || a.bits > 8) fail("bits must be in [1, 8]");
-  if (a.nlist == 0 || !a.centroids || !a.centroid_sq_norms || !a.list_offsets || !a.rotation)
+  if (a.nlist == 0 || !a.centroids || !a.centroid_sq_norms || !a.list_offsets ||
+      !(a.rotation || (a.rotation_signs && a.rotation_rounds > 0)))
     fail("the index is not trained (no centroids or rotation)");
   if (a.nprobe < 1 || a.nprobe > a.nlist)
     fail("nprobe must be in [1, nlist = " + std::to_string(a.nlist) + "], got " + std::to_string(a.nprobe));

@@ -1,6 +1,11 @@
 """RaBitQ pieces that live in Python: the seeded rotation, the row layout's sizes,
 the re-scoring choice and the checks of a file's RaBitQ arrays.
 
+The rotation is the structured FHT-Kac one (cpp/include/ragcore/dense/rabitq_rotation.h):
+ROTATION_ROUNDS rounds of seeded sign bits, stored as uint8 [rounds, padded_dim / 8].
+Files of layout 1 (before it) hold a dense float32 [padded_dim, dim] matrix instead; they
+still load and search with it.
+
 The codes, estimator and bound are native (cpp/include/ragcore/dense/rabitq.h).
 """
 
@@ -9,11 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
+from .._util.arrays import MAX_DIM
 from .._util.file_checks import FileFields
 
 FACTORS = 3          # float32 f_add, f_scale, f_err after the bit planes of each row
 MAX_BITS = 8
-MAX_RABITQ_DIM = 2048  # the rotation is a dense padded_dim x dim matrix
+MAX_RABITQ_DIM = MAX_DIM  # the structured rotation has no limit of its own
+MAX_DENSE_ROTATION_DIM = 2048  # layout-1 files: the rotation is a dense padded_dim x dim matrix
+ROTATION_ROUNDS = 4  # sign flips + Hadamard transforms, as rabitqlib's FhtKacRotator
+LAYOUT = 2  # params.rabitq_layout: 2 = FHT-Kac sign bits; 1 (absent) = dense matrix
 DEFAULT_EPSILON = 1.9  # the RaBitQ paper's choice: the bound's width in standard deviations
 RESCORE_MODES = ("bound", "all")
 MAX_RESCORE = 1 << 62  # an integer rescore: candidates per result (more than n keeps all)
@@ -29,14 +38,27 @@ def code_bytes(dim: int, bits: int) -> int:
     return bits * padded_dim(dim) // 8 + 4 * FACTORS
 
 
-def random_rotation(dim: int, seed: int) -> np.ndarray:
-    """float32 [padded_dim(dim), dim] with orthonormal columns: the first dim columns of a
-    Haar-random orthogonal matrix (QR of a Gaussian matrix, signs fixed by R's diagonal)."""
-    dp = padded_dim(dim)
-    g = np.random.default_rng(seed).standard_normal((dp, dp))
-    q, r = np.linalg.qr(g)
-    q *= np.where(np.diag(r) < 0, -1.0, 1.0)
-    return np.ascontiguousarray(q[:, :dim], dtype=np.float32)
+def rotation_signs(dim: int, seed: int) -> np.ndarray:
+    """uint8 [ROTATION_ROUNDS, padded_dim(dim) / 8]: the seeded sign bits of the FHT-Kac
+    rotation (bit p of round r set: coordinate p is negated before that round)."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, (ROTATION_ROUNDS, padded_dim(dim) // 8), dtype=np.uint8)
+
+
+def rotate(x: np.ndarray, rotation: np.ndarray, n_threads: int = 0) -> np.ndarray:
+    """float32 [n, padded_dim] rows P x of float32 rows x [n, dim]; rotation: sign bits
+    (uint8) or a layout-1 dense matrix (float32)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if rotation.dtype == np.uint8:
+        return _core.rabitq_fht_rotate(x, rotation, n_threads=n_threads)
+    return np.ascontiguousarray(x @ rotation.T, dtype=np.float32)
+
+
+def dense_rotation(rotation: np.ndarray, dim: int) -> np.ndarray:
+    """float32 [padded_dim, dim]: the matrix of the rotation (column i = P e_i)."""
+    if rotation.dtype != np.uint8:
+        return rotation.copy()
+    return np.ascontiguousarray(rotate(np.eye(dim, dtype=np.float32), rotation).T)
 
 
 def check_bits(bits) -> int:
@@ -67,9 +89,16 @@ def native_rescore(rescore):
     return _core.RabitqRescore.Count, int(rescore)
 
 
-def checked_rotation(f: FileFields, dim: int) -> np.ndarray:
-    """The file's rotation: float32 [padded_dim, dim], finite, orthonormal columns (the
-    error bound holds only for an orthogonal rotation)."""
+def checked_rotation(f: FileFields, dim: int, layout: int) -> np.ndarray:
+    """The file's rotation. Layout 2: uint8 sign bits [ROTATION_ROUNDS, padded_dim / 8]
+    (any bits give an orthogonal map). Layout 1: a float32 [padded_dim, dim] matrix,
+    finite, with orthonormal columns (the error bound holds only for an orthogonal
+    rotation)."""
+    if layout == LAYOUT:
+        return f.array("rotation", np.uint8, (ROTATION_ROUNDS, padded_dim(dim) // 8))
+    if dim > MAX_DENSE_ROTATION_DIM:
+        f.fail("params.dim", f"{dim} is above {MAX_DENSE_ROTATION_DIM}, the limit of the "
+               "dense rotation of layout-1 files")
     rotation = f.array("rotation", np.float32, (padded_dim(dim), dim))
     f.finite("rotation", rotation)
     gram = rotation.T.astype(np.float64) @ rotation.astype(np.float64)

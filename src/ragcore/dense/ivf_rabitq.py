@@ -1,7 +1,8 @@
 """IVFIndex with RaBitQ storage (``IVFIndex(..., dtype="rabitq", bits=...)``).
 
 Each vector is kept as the RaBitQ code of its residual to its list's centroid,
-rotated by a seeded random orthogonal matrix, plus three float factors, and as
+rotated by a seeded structured random rotation (sign flips and fast Hadamard
+transforms, O(dim log dim) per vector), plus three float factors, and as
 its exact float32 row. A search estimates every probed row from its code, keeps
 the rows that the estimator's error bound cannot rule out, and re-scores those
 exactly, so returned scores are exact scores.
@@ -24,8 +25,8 @@ from ..hits import Hits
 from ._lists import Lists
 from ._metric import METRICS, NATIVE_METRIC
 from ._rabitq import (
-    DEFAULT_EPSILON, MAX_RABITQ_DIM, check_bits, check_epsilon, checked_factors, checked_rotation,
-    code_bytes, native_rescore, random_rotation,
+    DEFAULT_EPSILON, LAYOUT, MAX_RABITQ_DIM, check_bits, check_epsilon, checked_factors,
+    checked_rotation, code_bytes, dense_rotation, native_rescore, rotate, rotation_signs,
 )
 from .ivf import INITS, MAX_ITER, MAX_SEED, IVFIndex, checked_training
 
@@ -39,7 +40,7 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
     train / add / remove / search / save / load as the other IVF storages.
 
     Args:
-        dim: dimensions per vector, 1 to 2048 (the rotation is a dense matrix).
+        dim: dimensions per vector, 1 to 65,536.
         nlist: number of lists; train needs >= nlist vectors.
         metric: "ip", "cosine" or "l2" (higher score is better).
         bits: bits per dimension of the codes, 1 to 8 (default 3). A row scans
@@ -78,9 +79,10 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
 
     @property
     def rotation(self) -> np.ndarray:
-        """float32 [padded dim, dim] copy of the random orthogonal rotation."""
+        """float32 [padded dim, dim]: the matrix of the random orthogonal rotation (built
+        on request: the index keeps only its sign bits)."""
         self._require_trained("rotation")
-        return self._rotation.copy()
+        return dense_rotation(self._rotation, self._dim)
 
     @property
     def last_search_counts(self) -> dict:
@@ -120,18 +122,17 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
 
     def encode(self, x: np.ndarray, labels: np.ndarray, n_threads: int = 0) -> np.ndarray:
         """uint8 rows (codes + factors) of prepared float32 vectors in lists `labels`."""
-        residuals = x - self._centroids[labels]
-        rotated = np.ascontiguousarray(residuals @ self._rotation.T, dtype=np.float32)
+        rotated = rotate(x - self._centroids[labels], self._rotation, n_threads)
         rows, _ = _core.rabitq_encode(rotated, self._rot_centroids, np.ascontiguousarray(labels),
                                       bits=self._bits, n_threads=n_threads)
         return rows
 
     def _set_centroids(self, centroids: np.ndarray, rotation: np.ndarray | None = None) -> None:
-        """The centroids, and the rotation (drawn from the seed unless given, as on load)."""
+        """The centroids, and the rotation (sign bits drawn from the seed unless given, as
+        on load: then sign bits or a layout-1 dense matrix)."""
         super()._set_centroids(centroids)
-        self._rotation = random_rotation(self._dim, self._seed) if rotation is None else rotation
-        self._rot_centroids = np.ascontiguousarray(self._centroids @ self._rotation.T,
-                                                   dtype=np.float32)
+        self._rotation = rotation_signs(self._dim, self._seed) if rotation is None else rotation
+        self._rot_centroids = rotate(self._centroids, self._rotation)
 
     # ---- search ---------------------------------------------------------
 
@@ -210,10 +211,15 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
             if lists.sq_norms is not None:
                 arrays["sq_norms"] = lists.sq_norms
             params = {"dim": self._dim, "nlist": self._nlist, "metric": self._metric,
-                      "dtype": "rabitq", "bits": self._bits, "rescore": self._rescore,
+                      "dtype": "rabitq", "rabitq_layout": self._layout(), "bits": self._bits, "rescore": self._rescore,
                       "epsilon": self._epsilon, "init": self._init, "max_iter": self._max_iter,
                       "seed": self._seed, "next_id": self._next_id, "training": self._training}
             write_index(path, FILE_KIND, params, arrays)
+
+    def _layout(self) -> int:
+        """2 (sign bits) unless this index came from a layout-1 file with a dense matrix."""
+        dense = self._rotation is not None and self._rotation.dtype != np.uint8
+        return 1 if dense else LAYOUT
 
     @classmethod
     def from_file(cls, f: FileFields) -> RabitqIVFIndex:
@@ -245,7 +251,8 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
         if "centroids" in f.arrays:
             centroids = f.array("centroids", np.float32, (nlist, dim))
             f.bounded_rows("centroids", centroids)
-            self._set_centroids(centroids, checked_rotation(f, dim))
+            layout = f.int_param("rabitq_layout", 1, LAYOUT) if "rabitq_layout" in f.params else 1
+            self._set_centroids(centroids, checked_rotation(f, dim, layout))
         elif n:
             f.fail("centroids", "missing, but the index holds vectors")
         sq_norms = self._checked_sq_norms(f, "exact", f.bounded_rows("exact", exact))

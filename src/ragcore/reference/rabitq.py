@@ -28,6 +28,40 @@ def padded_dim(dim: int) -> int:
     return (dim + 7) // 8 * 8
 
 
+def fht_kac_rotate(x: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """float64 [n, dp] rotation of rows x [n, d] by the FHT-Kac rotation of sign bits
+    signs [rounds, dp / 8] (ragcore/dense/rabitq_rotation.h): per round, flip the signs,
+    Walsh-Hadamard transform the leading (even rounds) or trailing (odd) 2^floor(log2 dp)
+    coordinates divided by sqrt of their count, then mix the two halves when that count
+    is below dp."""
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    n, d = x.shape
+    dp = padded_dim(d)
+    y = np.zeros((n, dp))
+    y[:, :d] = x
+    t = 1 << (dp.bit_length() - 1)
+    for r, bits in enumerate(signs):
+        flip = np.unpackbits(bits, bitorder="little")[:dp].astype(bool)
+        y[:, flip] *= -1.0
+        lo = 0 if r % 2 == 0 else dp - t
+        y[:, lo:lo + t] = _hadamard(y[:, lo:lo + t]) / math.sqrt(t)
+        if t < dp:
+            a, b = y[:, :dp // 2], y[:, dp // 2:]
+            y = np.concatenate([a + b, a - b], axis=1) / math.sqrt(2.0)
+    return y
+
+
+def _hadamard(y: np.ndarray) -> np.ndarray:
+    """Unnormalised Walsh-Hadamard transform of each row (length a power of two)."""
+    n, t = y.shape
+    h = 1
+    while h < t:
+        z = y.reshape(n, t // (2 * h), 2, h)
+        y = np.stack([z[:, :, 0] + z[:, :, 1], z[:, :, 0] - z[:, :, 1]], axis=2).reshape(n, t)
+        h *= 2
+    return y
+
+
 def bound_confidence(epsilon: float) -> float:
     """P(|Z| <= epsilon) for a standard normal Z: the stated confidence of the bound."""
     return math.erf(epsilon / math.sqrt(2.0))

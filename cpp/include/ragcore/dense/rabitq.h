@@ -2,7 +2,7 @@
 // the multi-bit "extended RaBitQ", SIGMOD 2025).
 //
 // A stored vector o of list l is kept as its residual r = o - c_l, rotated by a
-// random orthogonal matrix P (dp x d, dp = d rounded up to a multiple of 8) and
+// random orthogonal map P (FHT-Kac, rabitq_rotation.h; or a dense dp x d matrix, dp = d rounded up to a multiple of 8) and
 // quantised to `bits` bits per dimension: the code x (0 .. 2^bits - 1 per
 // dimension) stands for the grid vector y = x - (2^bits - 1) / 2, the one whose
 // direction is closest to P r (the best rescaling up to the one that lifts the
@@ -61,7 +61,11 @@ struct RabitqSearchArgs {
   const float* centroid_sq_norms = nullptr;  // nlist
   size_t nlist = 0;
   size_t d = 0;
-  const float* rotation = nullptr;  // dp x d, orthonormal columns
+  // The rotation P: FHT-Kac sign bits (rotation_rounds x dp / 8 bytes, see
+  // rabitq_rotation.h) or, for files of the first layout, a dense matrix.
+  const uint8_t* rotation_signs = nullptr;
+  size_t rotation_rounds = 0;
+  const float* rotation = nullptr;  // dp x d, orthonormal columns; used when no signs
   size_t dp = 0;                    // rabitq_padded_dim(d)
   size_t bits = 1;                  // 1..8
 

@@ -179,9 +179,15 @@ py::list select_many_py(const py::array& packed, size_t n, size_t m, const py::a
   if (f.active() && !id) fail("ids", "needed with allow");
   const SimdLevel lv = checked_simd_level(level);
   std::vector<Pq4Candidates> candidates(nq, Pq4Candidates(std::min(want, n)));
+  std::vector<const uint8_t*> lut_of(nq);
+  std::vector<Pq4Candidates*> out_of(nq);
+  for (size_t i = 0; i < nq; ++i) {
+    lut_of[i] = l + i * lut_bytes;
+    out_of[i] = &candidates[i];
+  }
   {
     py::gil_scoped_release release;
-    pq4_scan_select_many(p, n, m, l, lut_bytes, nq, 0, f, id, candidates.data(), lv);
+    pq4_scan_select_many(p, n, m, lut_of.data(), nq, 0, f, id, out_of.data(), lv);
   }
   py::list out;
   for (Pq4Candidates& c : candidates) out.append(candidates_tuple(c));

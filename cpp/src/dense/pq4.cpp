@@ -107,17 +107,14 @@ void pq4_scan_select(const uint8_t* packed, size_t n, size_t m, const uint8_t* l
   pq4_select_scalar(packed, n, m, luts, first_row, allow, ids, out);
 }
 
-void pq4_scan_select_many(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
-                          size_t lut_stride, size_t nq, uint32_t first_row,
-                          const AllowFilter& allow, const int64_t* ids, Pq4Candidates* outs,
-                          SimdLevel level) {
+void pq4_scan_select_many(const uint8_t* packed, size_t n, size_t m, const uint8_t* const* luts,
+                          size_t nq, uint32_t first_row, const AllowFilter& allow,
+                          const int64_t* ids, Pq4Candidates* const* outs, SimdLevel level) {
   check_select(n, m, first_row, allow, ids, level);
 #ifdef RAGCORE_X86
-  if (use_avx512(level))
-    return pq4_select_avx512_many(packed, n, m, luts, lut_stride, nq, first_row, allow, ids, outs);
+  if (use_avx512(level)) return pq4_select_avx512_many(packed, n, m, luts, nq, first_row, allow, ids, outs);
 #endif
-  for (size_t i = 0; i < nq; ++i)
-    pq4_scan_select(packed, n, m, luts + i * lut_stride, first_row, allow, ids, outs[i], level);
+  for (size_t i = 0; i < nq; ++i) pq4_scan_select(packed, n, m, luts[i], first_row, allow, ids, *outs[i], level);
 }
 
 float pq4_quantize_tables(const float* t, size_t m, uint8_t* luts) {
@@ -222,11 +219,17 @@ void pq4_search(const Pq4SearchArgs& a) {
     const size_t q0 = g * kGroupQueries, nq = std::min(kGroupQueries, a.nq - q0);
     std::vector<uint8_t> luts(nq * lut_bytes);
     std::vector<Pq4Candidates> candidates(nq, Pq4Candidates(want));
-    for (size_t i = 0; i < nq; ++i) tables.luts(a.queries + (q0 + i) * a.d, luts.data() + i * lut_bytes);
+    std::vector<const uint8_t*> lut_of(nq);
+    std::vector<Pq4Candidates*> out_of(nq);
+    for (size_t i = 0; i < nq; ++i) {
+      tables.luts(a.queries + (q0 + i) * a.d, luts.data() + i * lut_bytes);
+      lut_of[i] = luts.data() + i * lut_bytes;
+      out_of[i] = &candidates[i];
+    }
     for (size_t b = 0; b < pq4_blocks(a.n); b += kChunkBlocks) {
       const size_t rows = std::min(a.n - b * kPq4Block, kChunkBlocks * kPq4Block);
-      pq4_scan_select_many(a.packed + b * block_bytes, rows, a.m, luts.data(), lut_bytes, nq,
-                           static_cast<uint32_t>(b * kPq4Block), a.allow, a.ids, candidates.data(), level);
+      pq4_scan_select_many(a.packed + b * block_bytes, rows, a.m, lut_of.data(), nq,
+                           static_cast<uint32_t>(b * kPq4Block), a.allow, a.ids, out_of.data(), level);
     }
     for (size_t i = 0; i < nq; ++i)
       pq4_rescore(candidates[i].sorted(), a.queries + (q0 + i) * a.d, a.exact, a.sq_norms, a.ids,

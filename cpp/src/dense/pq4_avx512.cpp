@@ -126,14 +126,14 @@ void select_queries(const uint8_t* packed, size_t n, size_t m, const QueryScan* 
 
 }  // namespace
 
-void pq4_select_avx512_many(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
-                            size_t lut_stride, size_t nq, uint32_t first_row,
-                            const AllowFilter& allow, const int64_t* ids, Pq4Candidates* outs) {
+void pq4_select_avx512_many(const uint8_t* packed, size_t n, size_t m, const uint8_t* const* luts,
+                            size_t nq, uint32_t first_row, const AllowFilter& allow,
+                            const int64_t* ids, Pq4Candidates* const* outs) {
   const size_t pairs = pq4_pairs(m);
   QueryScan scans[kQueriesPerLoad];
   for (size_t q0 = 0; q0 < nq; q0 += kQueriesPerLoad) {
     const size_t count = std::min(kQueriesPerLoad, nq - q0);
-    for (size_t q = 0; q < count; ++q) scans[q].prepare(luts + (q0 + q) * lut_stride, pairs, outs + q0 + q);
+    for (size_t q = 0; q < count; ++q) scans[q].prepare(luts[q0 + q], pairs, outs[q0 + q]);
     switch (count) {
       case 1: select_queries<1>(packed, n, m, scans, first_row, allow, ids); break;
       case 2: select_queries<2>(packed, n, m, scans, first_row, allow, ids); break;
@@ -150,7 +150,8 @@ void pq4_select_avx512_many(const uint8_t* packed, size_t n, size_t m, const uin
 void pq4_select_avx512(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
                        uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
                        Pq4Candidates& out) {
-  pq4_select_avx512_many(packed, n, m, luts, 0, 1, first_row, allow, ids, &out);
+  Pq4Candidates* outs[1] = {&out};
+  pq4_select_avx512_many(packed, n, m, &luts, 1, first_row, allow, ids, outs);
 }
 
 }  // namespace ragcore

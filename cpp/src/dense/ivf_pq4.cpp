@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ragcore/dense/flat.h"
+#include "ivf_lists.h"
 #include "ragcore/dense/pq4.h"
 #include "ragcore/util/parallel.h"
 
@@ -68,28 +68,18 @@ void scan_by_list(const IvfPq4SearchArgs& a, const Pq4TableMaker& tables,
     std::vector<uint8_t> luts(nq * lut_bytes);
     std::vector<Pq4Candidates> candidates(nq, Pq4Candidates(want));
     for (size_t i = 0; i < nq; ++i) tables.luts(a.queries + (q0 + i) * a.d, luts.data() + i * lut_bytes);
-    // The share's queries that probe each list, list by list (a counting sort).
-    const int64_t* lists = probe.data() + q0 * a.nprobe;
-    std::vector<size_t> start(a.nlist + 1, 0);
-    for (size_t e = 0; e < nq * a.nprobe; ++e)
-      if (lists[e] >= 0 && static_cast<size_t>(lists[e]) < a.nlist) ++start[lists[e] + 1];
-    for (size_t l = 0; l < a.nlist; ++l) start[l + 1] += start[l];
-    std::vector<size_t> fill(start.begin(), start.end() - 1);
-    std::vector<uint32_t> who(start[a.nlist]);
-    for (size_t e = 0; e < nq * a.nprobe; ++e)
-      if (lists[e] >= 0 && static_cast<size_t>(lists[e]) < a.nlist)
-        who[fill[lists[e]]++] = static_cast<uint32_t>(e / a.nprobe);
+    const QueriesByList by_list(probe.data() + q0 * a.nprobe, nq, a.nprobe, a.nprobe, a.nlist);
     std::vector<const uint8_t*> lut_of;
     std::vector<Pq4Candidates*> out_of;
     for (size_t l = 0; l < a.nlist; ++l) {
       const size_t first = static_cast<size_t>(a.list_offsets[l]);
       const size_t rows = static_cast<size_t>(a.list_offsets[l + 1]) - first;
-      if (rows == 0 || start[l] == start[l + 1]) continue;
+      if (rows == 0 || by_list.count(l) == 0) continue;
       lut_of.clear();
       out_of.clear();
-      for (size_t j = start[l]; j < start[l + 1]; ++j) {
-        lut_of.push_back(luts.data() + who[j] * lut_bytes);
-        out_of.push_back(&candidates[who[j]]);
+      for (size_t j = 0; j < by_list.count(l); ++j) {
+        lut_of.push_back(luts.data() + by_list.of(l)[j] * lut_bytes);
+        out_of.push_back(&candidates[by_list.of(l)[j]]);
       }
       pq4_scan_select_many(a.packed + static_cast<size_t>(a.block_offsets[l]) * pair_bytes, rows, a.m,
                            lut_of.data(), lut_of.size(), static_cast<uint32_t>(first), a.allow,
@@ -123,23 +113,8 @@ void ivf_pq4_search(const IvfPq4SearchArgs& a) {
     for (size_t i = 0; i < a.nq; ++i)
       nearest_lists(a, kern, a.queries + i * a.d, probes, probe.data() + i * probes);
   } else {
-    std::vector<float> dist(a.nq * probes);
-    FlatSearchArgs c;
-    c.corpus = a.centroids;
-    c.n = a.nlist;
-    c.d = a.d;
-    c.corpus_stride = a.d;
-    c.sq_norms = a.centroid_sq_norms;
-    c.metric = Metric::L2;
-    c.queries = a.queries;
-    c.nq = a.nq;
-    c.query_stride = a.d;
-    c.k = probes;
-    c.out_scores = dist.data();
-    c.out_ids = probe.data();
-    c.n_threads = a.n_threads;
-    c.simd_level = a.simd_level;
-    flat_search(c);
+    coarse_probes(a.centroids, a.centroid_sq_norms, a.nlist, a.d, a.queries, a.nq, a.d, probes,
+                  a.n_threads, a.simd_level, probe.data());
   }
 
   const size_t want = pq4_candidates_wanted(a.n, a.k, a.rescore);
@@ -159,7 +134,7 @@ void ivf_pq4_search(const IvfPq4SearchArgs& a) {
       // them, and want after that, so fewer than k kept means fewer than k seen.
       if (r >= a.nprobe && candidates.size() >= a.k) break;
       const int64_t l = probe[qi * probes + r];
-      if (l < 0 || static_cast<size_t>(l) >= a.nlist) continue;  // padding of the coarse step
+      if (!valid_list(l, a.nlist)) continue;  // padding of the coarse step
       const size_t first = static_cast<size_t>(a.list_offsets[l]);
       const size_t rows = static_cast<size_t>(a.list_offsets[l + 1]) - first;
       if (rows == 0) continue;

@@ -134,6 +134,17 @@ py::object search_row_py(const py::array& packed, size_t m, const py::array& cen
   return run_search(a, k, pq4_search);
 }
 
+// (losses, rows) of the candidates, best first.
+py::tuple candidates_tuple(Pq4Candidates& candidates) {
+  const std::vector<uint64_t>& keys = candidates.sorted();
+  py::array_t<int64_t> losses(keys.size()), rows(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    losses.mutable_data()[i] = static_cast<int64_t>(keys[i] >> 32);
+    rows.mutable_data()[i] = static_cast<int64_t>(keys[i] & 0xFFFFFFFFu);
+  }
+  return py::make_tuple(losses, rows);
+}
+
 // The candidates of one scan (what the re-scoring sees): (losses, rows), best first.
 py::tuple select_py(const py::array& packed, size_t n, size_t m, const py::array& luts,
                     size_t want, SimdLevel level, const std::optional<py::array>& allow,
@@ -150,13 +161,37 @@ py::tuple select_py(const py::array& packed, size_t n, size_t m, const py::array
     py::gil_scoped_release release;
     pq4_scan_select(p, n, m, l, 0, f, id, candidates, lv);
   }
-  const std::vector<uint64_t>& keys = candidates.sorted();
-  py::array_t<int64_t> losses(keys.size()), rows(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    losses.mutable_data()[i] = static_cast<int64_t>(keys[i] >> 32);
-    rows.mutable_data()[i] = static_cast<int64_t>(keys[i] & 0xFFFFFFFFu);
+  return candidates_tuple(candidates);
+}
+
+// The candidates of one scan shared by several queries (pq4_scan_select_many): luts
+// nq x (pairs * 2) x 16; a list of (losses, rows) per query, best first.
+py::list select_many_py(const py::array& packed, size_t n, size_t m, const py::array& luts,
+                        size_t want, SimdLevel level, const std::optional<py::array>& allow,
+                        const std::optional<py::array>& ids, bool allow_by_row) {
+  if (m == 0 || m > 256) fail("m", "must be between 1 and 256");
+  if (luts.ndim() != 3) fail("luts", "expected a 3-D array (queries, tables, 16)");
+  const size_t nq = static_cast<size_t>(luts.shape(0)), lut_bytes = pq4_pairs(m) * 32;
+  const uint8_t* p = c_array<uint8_t>(packed, pq4_packed_bytes(n, m), "packed");
+  const uint8_t* l = c_array<uint8_t>(luts, nq * lut_bytes, "luts");
+  const AllowFilter f = allow_filter(allow, allow_by_row);
+  const int64_t* id = vector_data<int64_t>(ids, n, "ids");
+  if (f.active() && !id) fail("ids", "needed with allow");
+  const SimdLevel lv = checked_simd_level(level);
+  std::vector<Pq4Candidates> candidates(nq, Pq4Candidates(std::min(want, n)));
+  std::vector<const uint8_t*> lut_of(nq);
+  std::vector<Pq4Candidates*> out_of(nq);
+  for (size_t i = 0; i < nq; ++i) {
+    lut_of[i] = l + i * lut_bytes;
+    out_of[i] = &candidates[i];
   }
-  return py::make_tuple(losses, rows);
+  {
+    py::gil_scoped_release release;
+    pq4_scan_select_many(p, n, m, lut_of.data(), nq, 0, f, id, out_of.data(), lv);
+  }
+  py::list out;
+  for (Pq4Candidates& c : candidates) out.append(candidates_tuple(c));
+  return out;
 }
 
 // The index arrays of an IVFIndex dtype="pq4" as search arguments (checked for shape
@@ -261,6 +296,11 @@ void register_codes(py::module_& m) {
         py::arg("ids") = py::none(), py::arg("allow_by_row") = false,
         "The want smallest (loss, row) of a fast scan with the running threshold; "
         "returns (losses, rows) best first.");
+  m.def("pq4_select_many", &select_many_py, py::arg("packed"), py::arg("n"), py::arg("m"),
+        py::arg("luts"), py::arg("want"), py::arg("simd_level"), py::kw_only(),
+        py::arg("allow") = py::none(), py::arg("ids") = py::none(), py::arg("allow_by_row") = false,
+        "pq4_select for several queries sharing one scan (luts: queries x tables x 16); "
+        "a list of (losses, rows) per query, best first.");
   m.def("ivf_pq4_search", &ivf_search_py, py::arg("centroids"), py::arg("centroid_sq_norms"),
         py::arg("list_offsets"), py::arg("block_offsets"), py::arg("packed"), py::arg("m"),
         py::arg("codebooks"), py::arg("exact"), py::arg("sq_norms"), py::arg("ids"),

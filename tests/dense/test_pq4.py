@@ -120,6 +120,23 @@ def test_bad_input_is_a_clear_error():
         _core.pq4_pack(np.full((1, 2), 16, np.uint8), 2)
 
 
+def _random_scan(n, m, nq, seed, filtered, ties):
+    """Random codes and nq queries' byte tables (tiny ones when ties: most losses tie),
+    ids, and with filtered an allowed 30% of the rows (as a mask indexed by id)."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 16, (n, m)).astype(np.uint8)
+    luts = rng.integers(0, 2 if ties else 256, (nq, m, 16)).astype(np.uint8)
+    padded = np.zeros((nq, (m + 1) // 2 * 2, 16), dtype=np.uint8)
+    padded[:, :m] = luts
+    ids = rng.permutation(10 * n + 1)[:n].astype(np.int64)
+    allowed = rng.random(n) < 0.3 if filtered else None
+    mask = None
+    if filtered:
+        mask = np.zeros(10 * n + 1, dtype=np.uint8)
+        mask[ids[allowed]] = 1
+    return codes, _core.pq4_pack(codes, m), luts, padded, ids, allowed, mask
+
+
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(0, 300), m=st.integers(1, 40), want=st.integers(0, 120),
        seed=st.integers(0, 10_000), filtered=st.booleans(), ties=st.booleans())
@@ -127,19 +144,8 @@ def test_threshold_scan_keeps_the_reference_candidates_at_every_simd_level(n, m,
                                                                           filtered, ties):
     """The running threshold inside the SIMD loop keeps exactly the want smallest
     (loss, row) of the allowed rows: ties (few distinct losses) included."""
-    rng = np.random.default_rng(seed)
-    codes = rng.integers(0, 16, (n, m)).astype(np.uint8)
-    top = 2 if ties else 256  # tiny tables: most losses tie
-    luts = rng.integers(0, top, (m, 16)).astype(np.uint8)
-    padded = np.zeros(((m + 1) // 2 * 2, 16), dtype=np.uint8)
-    padded[:m] = luts
-    packed = _core.pq4_pack(codes, m)
-    ids = rng.permutation(10 * n + 1)[:n].astype(np.int64)
-    allowed = rng.random(n) < 0.3 if filtered else None
-    mask = None
-    if filtered:
-        mask = np.zeros(10 * n + 1, dtype=np.uint8)
-        mask[ids[allowed]] = 1
+    codes, packed, luts, padded, ids, allowed, mask = _random_scan(n, m, 1, seed, filtered, ties)
+    luts, padded = luts[0], padded[0]
     losses = ref_ann.pq_losses(codes, luts)
     want_rows = ref_ann.pq_candidates(losses, want, allowed)
     for level in LEVELS:
@@ -147,6 +153,24 @@ def test_threshold_scan_keeps_the_reference_candidates_at_every_simd_level(n, m,
                                                 ids=ids)
         np.testing.assert_array_equal(got_rows, want_rows)
         np.testing.assert_array_equal(got_losses, losses[want_rows])
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 300), m=st.integers(1, 40), nq=st.integers(1, 17), want=st.integers(0, 120),
+       seed=st.integers(0, 10_000), filtered=st.booleans(), ties=st.booleans())
+def test_a_scan_shared_by_several_queries_keeps_each_querys_reference_candidates(n, m, nq, want,
+                                                                                seed, filtered, ties):
+    """The AVX-512 scan serves up to 8 queries per load of the codes (nq up to 17: full
+    sets of 8 and every remainder); each query keeps exactly its own reference candidates."""
+    codes, packed, luts, padded, ids, allowed, mask = _random_scan(n, m, nq, seed, filtered, ties)
+    for level in LEVELS:
+        got = _core.pq4_select_many(packed, n, m, padded, want, level, allow=mask, ids=ids)
+        assert len(got) == nq
+        for lut, (got_losses, got_rows) in zip(luts, got):
+            losses = ref_ann.pq_losses(codes, lut)
+            want_rows = ref_ann.pq_candidates(losses, want, allowed)
+            np.testing.assert_array_equal(got_rows, want_rows)
+            np.testing.assert_array_equal(got_losses, losses[want_rows])
 
 
 @pytest.mark.parametrize("metric", ["ip", "l2"])

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ragcore/dense/ivf.h"
+#include "ivf_lists.h"
 #include "ragcore/dense/kmeans.h"
 #include "ragcore/util/parallel.h"
 #include "ragcore/topk/topk_batch.h"
@@ -116,31 +117,14 @@ class IvfSearch {
   // A probe is a list number only if the coarse search found one: a centroid
   // distance that is NaN (which validation should have made impossible) leaves
   // padding (-1) instead, and that is skipped, never indexed.
-  bool valid_probe(size_t i, size_t r) const {
-    const int64_t l = probe_[i * probes_ + r];
-    return l >= 0 && static_cast<size_t>(l) < a_.nlist;
-  }
+  bool valid_probe(size_t i, size_t r) const { return valid_list(probe_[i * probes_ + r], a_.nlist); }
 
   // probe_[i * probes_ + r]: the r-th nearest list of query i.
   void choose_lists() {
     probe_.resize(a_.nq * probes_);
-    std::vector<float> dist(a_.nq * probes_);
-    FlatSearchArgs c;
-    c.corpus = a_.centroids;
-    c.n = a_.nlist;
-    c.d = a_.d;
-    c.corpus_stride = a_.d;
-    c.sq_norms = a_.centroid_sq_norms;
-    c.metric = Metric::L2;
-    c.queries = a_.queries;
-    c.nq = a_.nq;
-    c.query_stride = a_.query_stride;
-    c.k = probes_;
-    c.out_scores = dist.data();
-    c.out_ids = probe_.data();
-    c.n_threads = threads_for(static_cast<double>(a_.nq) * a_.nlist * a_.d);
-    c.simd_level = a_.simd_level;
-    flat_search(c);
+    coarse_probes(a_.centroids, a_.centroid_sq_norms, a_.nlist, a_.d, a_.queries, a_.nq,
+                  a_.query_stride, probes_, threads_for(static_cast<double>(a_.nq) * a_.nlist * a_.d),
+                  a_.simd_level, probe_.data());
   }
 
   // ---- scan --------------------------------------------------------------
@@ -149,16 +133,8 @@ class IvfSearch {
   // once for all its queries; the lists are shared among the threads, each
   // keeping candidates for every query, merged at the end.
   void scan_probed_lists(TopKBatch& top, std::vector<size_t>& seen) {
-    std::vector<size_t> start(a_.nlist + 1, 0);
-    for (size_t i = 0; i < a_.nq; ++i)
-      for (size_t r = 0; r < a_.nprobe; ++r)
-        if (valid_probe(i, r)) ++start[probe_[i * probes_ + r] + 1];
-    for (size_t l = 0; l < a_.nlist; ++l) start[l + 1] += start[l];
-    std::vector<uint32_t> list_queries(start[a_.nlist]);
-    std::vector<size_t> fill(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < a_.nq; ++i)
-      for (size_t r = 0; r < a_.nprobe; ++r)
-        if (valid_probe(i, r)) list_queries[fill[probe_[i * probes_ + r]]++] = static_cast<uint32_t>(i);
+    const QueriesByList by_list(probe_.data(), a_.nq, probes_, a_.nprobe, a_.nlist);
+    const std::vector<size_t>& start = by_list.start;
 
     std::vector<size_t> tasks;
     double work = 0.0;
@@ -175,7 +151,7 @@ class IvfSearch {
     const int threads = threads_for(work);
     if (threads == 1) {
       for (size_t l : tasks)
-        scan_list(l, list_queries.data() + start[l], start[l + 1] - start[l], top, seen.data());
+        scan_list(l, by_list.of(l), start[l + 1] - start[l], top, seen.data());
       return;
     }
     std::vector<TopKBatch> per_worker;
@@ -184,7 +160,7 @@ class IvfSearch {
     for (int w = 0; w < threads; ++w) per_worker.emplace_back(a_.nq, kk_);
     parallel_for(tasks.size(), threads, [&](size_t t, int w) {
       const size_t l = tasks[t];
-      scan_list(l, list_queries.data() + start[l], start[l + 1] - start[l], per_worker[w],
+      scan_list(l, by_list.of(l), start[l + 1] - start[l], per_worker[w],
                 seen_per_worker[w].data());
     });
     for (size_t i = 0; i < a_.nq; ++i)

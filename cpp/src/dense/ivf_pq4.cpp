@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ragcore/dense/flat.h"
+#include "ivf_lists.h"
 #include "ragcore/dense/pq4.h"
 #include "ragcore/util/parallel.h"
 
@@ -50,6 +50,47 @@ void nearest_lists(const IvfPq4SearchArgs& a, const DenseKernels& kern, const fl
   for (size_t r = 0; r < probes; ++r) out[r] = dist[r].second;
 }
 
+// From this many queries (without a filter) a search scans list by list (scan_by_list).
+constexpr size_t kGroupedQueries = 8;
+
+// A batch without a filter: each thread takes a share of the queries and scans every
+// list its queries probe once, for all of them at a time (up to 8 per load of the codes:
+// pq4_scan_select_many), as faiss's IVF fast scan does for batches. A query's candidates
+// are the want smallest (loss, row) keys offered, whatever the order of the lists, so
+// the answers are those of the scan query by query, nearest list first.
+void scan_by_list(const IvfPq4SearchArgs& a, const Pq4TableMaker& tables,
+                  const std::vector<int64_t>& probe, size_t want, int threads, SimdLevel level,
+                  const DenseKernels& kern) {
+  const size_t lut_bytes = pq4_pairs(a.m) * 2 * 16, pair_bytes = pq4_pairs(a.m) * kPq4Block;
+  const size_t shares = static_cast<size_t>(threads);
+  parallel_for(shares, threads, [&](size_t s, int) {
+    const size_t q0 = s * a.nq / shares, nq = (s + 1) * a.nq / shares - q0;
+    std::vector<uint8_t> luts(nq * lut_bytes);
+    std::vector<Pq4Candidates> candidates(nq, Pq4Candidates(want));
+    for (size_t i = 0; i < nq; ++i) tables.luts(a.queries + (q0 + i) * a.d, luts.data() + i * lut_bytes);
+    const QueriesByList by_list(probe.data() + q0 * a.nprobe, nq, a.nprobe, a.nprobe, a.nlist);
+    std::vector<const uint8_t*> lut_of;
+    std::vector<Pq4Candidates*> out_of;
+    for (size_t l = 0; l < a.nlist; ++l) {
+      const size_t first = static_cast<size_t>(a.list_offsets[l]);
+      const size_t rows = static_cast<size_t>(a.list_offsets[l + 1]) - first;
+      if (rows == 0 || by_list.count(l) == 0) continue;
+      lut_of.clear();
+      out_of.clear();
+      for (size_t j = 0; j < by_list.count(l); ++j) {
+        lut_of.push_back(luts.data() + by_list.of(l)[j] * lut_bytes);
+        out_of.push_back(&candidates[by_list.of(l)[j]]);
+      }
+      pq4_scan_select_many(a.packed + static_cast<size_t>(a.block_offsets[l]) * pair_bytes, rows, a.m,
+                           lut_of.data(), lut_of.size(), static_cast<uint32_t>(first), a.allow,
+                           a.ids, out_of.data(), level);
+    }
+    for (size_t i = 0; i < nq; ++i)
+      pq4_rescore(candidates[i].sorted(), a.queries + (q0 + i) * a.d, a.exact, a.sq_norms, a.ids,
+                  a.d, a.metric, a.k, kern, a.out_scores + (q0 + i) * a.k, a.out_ids + (q0 + i) * a.k);
+  });
+}
+
 }  // namespace
 
 void ivf_pq4_search(const IvfPq4SearchArgs& a) {
@@ -72,29 +113,16 @@ void ivf_pq4_search(const IvfPq4SearchArgs& a) {
     for (size_t i = 0; i < a.nq; ++i)
       nearest_lists(a, kern, a.queries + i * a.d, probes, probe.data() + i * probes);
   } else {
-    std::vector<float> dist(a.nq * probes);
-    FlatSearchArgs c;
-    c.corpus = a.centroids;
-    c.n = a.nlist;
-    c.d = a.d;
-    c.corpus_stride = a.d;
-    c.sq_norms = a.centroid_sq_norms;
-    c.metric = Metric::L2;
-    c.queries = a.queries;
-    c.nq = a.nq;
-    c.query_stride = a.d;
-    c.k = probes;
-    c.out_scores = dist.data();
-    c.out_ids = probe.data();
-    c.n_threads = a.n_threads;
-    c.simd_level = a.simd_level;
-    flat_search(c);
+    coarse_probes(a.centroids, a.centroid_sq_norms, a.nlist, a.d, a.queries, a.nq, a.d, probes,
+                  a.n_threads, a.simd_level, probe.data());
   }
 
   const size_t want = pq4_candidates_wanted(a.n, a.k, a.rescore);
-  const size_t pair_bytes = pq4_pairs(a.m) * kPq4Block;
   const int threads = a.nq > 1 ? std::min<int>(resolve_threads(a.n_threads), static_cast<int>(a.nq)) : 1;
   const Pq4TableMaker tables(a.codebooks, a.m, a.d, a.metric);
+  if (!a.allow.active() && a.nq >= kGroupedQueries)
+    return scan_by_list(a, tables, probe, want, threads, level, kern);
+  const size_t pair_bytes = pq4_pairs(a.m) * kPq4Block;
   parallel_for(a.nq, threads, [&](size_t qi, int) {
     const float* q = a.queries + qi * a.d;
     std::vector<uint8_t> luts(pq4_pairs(a.m) * 2 * 16);
@@ -106,7 +134,7 @@ void ivf_pq4_search(const IvfPq4SearchArgs& a) {
       // them, and want after that, so fewer than k kept means fewer than k seen.
       if (r >= a.nprobe && candidates.size() >= a.k) break;
       const int64_t l = probe[qi * probes + r];
-      if (l < 0 || static_cast<size_t>(l) >= a.nlist) continue;  // padding of the coarse step
+      if (!valid_list(l, a.nlist)) continue;  // padding of the coarse step
       const size_t first = static_cast<size_t>(a.list_offsets[l]);
       const size_t rows = static_cast<size_t>(a.list_offsets[l + 1]) - first;
       if (rows == 0) continue;

@@ -23,6 +23,9 @@ void pq4_select_avx2(const uint8_t* packed, size_t n, size_t m, const uint8_t* l
 void pq4_select_avx512(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
                        uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
                        Pq4Candidates& out);
+void pq4_select_avx512_many(const uint8_t* packed, size_t n, size_t m, const uint8_t* const* luts,
+                            size_t nq, uint32_t first_row, const AllowFilter& allow,
+                            const int64_t* ids, Pq4Candidates* const* outs);
 #endif
 
 // Offers the vectors of one block whose bit is set in `lanes` (bit i: vector i of the

@@ -86,6 +86,14 @@ void pq4_scan_select(const uint8_t* packed, size_t n, size_t m, const uint8_t* l
                      uint32_t first_row, const AllowFilter& allow, const int64_t* ids,
                      Pq4Candidates& out, SimdLevel level);
 
+// pq4_scan_select for nq queries over the same codes: query i's tables luts[i], its
+// candidates outs[i]. The AVX-512 path scans up to 8 queries per load of each block's
+// codes (FAISS's qbs), the other levels one query at a time; every query keeps exactly
+// what pq4_scan_select keeps.
+void pq4_scan_select_many(const uint8_t* packed, size_t n, size_t m, const uint8_t* const* luts,
+                          size_t nq, uint32_t first_row, const AllowFilter& allow,
+                          const int64_t* ids, Pq4Candidates* const* outs, SimdLevel level);
+
 // Builds queries' byte tables from the codebooks, given by dimension: by_dim is
 // m x (d / m) x 16, per sub-quantiser and dimension of its part the 16 centroids'
 // values side by side (the codebooks m x 16 x (d / m), transposed once by the

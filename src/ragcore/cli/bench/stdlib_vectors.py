@@ -37,13 +37,15 @@ def stdlib_paragraphs(root=None) -> list[str]:
 
 
 def site_paragraphs() -> list[str]:
-    """The unique docstring paragraphs of the installed packages (site-packages), sorted,
-    cached under the ragcore cache keyed by the installed distributions' names."""
+    """The unique docstring paragraphs of the installed packages (site-packages), sorted.
+
+    Listed once per site-packages directory and kept under the ragcore cache: a package
+    installed later does not change the benchmark's data (it would reshuffle the seeded
+    selection); delete the file to list again. Callers print its digest (texts_digest)."""
     from ...encoders.models import cache_dir
 
     root = Path(sysconfig.get_paths()["purelib"])
-    installed = sorted(p.name for p in root.glob("*.dist-info"))
-    key = hashlib.sha256(json.dumps([str(root), installed]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(str(root).encode()).hexdigest()[:16]
     path = cache_dir() / "derived" / f"site_paragraphs_{key}.json"
     if path.exists():
         return json.loads(path.read_text(encoding="utf-8"))
@@ -53,6 +55,14 @@ def site_paragraphs() -> list[str]:
     tmp.write_text(json.dumps(texts), encoding="utf-8")
     tmp.replace(path)
     return texts
+
+
+def texts_digest(texts) -> str:
+    """A short digest of a text list: two runs used the same data when it matches."""
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode("utf-8") + b"\0")
+    return h.hexdigest()[:12]
 
 
 def _source_paragraphs(root: Path) -> set[str]:
@@ -101,7 +111,8 @@ def stdlib_embeddings(n: int, n_queries: int, seed: int) -> tuple[np.ndarray, np
         known = set(texts)
         extra = [t for t in site_paragraphs() if t not in known]
         print(f"  stdlib embeddings: the stdlib has {len(texts)} paragraphs; adding the "
-              f"{len(extra)} of the installed packages' docstrings", file=sys.stderr)
+              f"{len(extra)} of the installed packages' docstrings (list digest "
+              f"{texts_digest(extra)})", file=sys.stderr)
         texts += extra
     if n + n_queries > len(texts):
         raise SystemExit(f"--data stdlib: {len(texts)} paragraphs here, asked for {n} + "

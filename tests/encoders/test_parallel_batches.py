@@ -1,6 +1,6 @@
 """Sub-batches of one encode call on several threads: the vectors equal the
 one-thread path's bit for bit, the calls really run side by side, and one-call
-encodes (queries) keep the main session."""
+encodes (queries) and batching by count keep the main session."""
 
 from __future__ import annotations
 
@@ -99,6 +99,13 @@ def test_one_model_call_stays_on_the_main_session(derived_models):
     sequential = BiEncoder(derived_models["fp32"], providers="cpu", threads=2, parallel_batches=False)
     sequential.encode(POOL, warn=False)
     assert sequential._one_core_model is None
+    by_count = BiEncoder(derived_models["fp32"], providers="cpu", threads=2, token_budget=None,
+                         batch_size=2)  # large padded calls: slower side by side
+    by_count.encode(POOL, warn=False)
+    assert by_count._one_core_model is None
+    budgeted = BiEncoder(derived_models["fp32"], providers="cpu", threads=2, batch_size=2)
+    budgeted.encode(POOL, warn=False)
+    assert budgeted._one_core_model is not None
 
 
 @pytest.mark.parametrize("value", ["yes", 1, None])

@@ -65,11 +65,12 @@ class BiEncoder:
             model call (a query) runs it on onnxruntime's intra-op threads; a call
             that makes several (bulk encoding) runs them on `threads` Python
             threads at once, one core each (see parallel_batches).
-        parallel_batches: True (default): on CPU, the model calls of one encode
-            call run side by side on `threads` threads, each on an intra-op-1
-            session loaded next to the main one at first use (the model's memory
-            twice); the vectors are bit-identical to threads=1. False: one model
-            call at a time, on onnxruntime's intra-op threads.
+        parallel_batches: True (default): on CPU and with a token_budget, the
+            model calls of one encode call run side by side on `threads` threads,
+            each on an intra-op-1 session loaded next to the main one at first use
+            (the model's memory twice); the vectors are bit-identical to
+            threads=1. False, or token_budget=None (large padded calls, slower side
+            by side): one model call at a time, on onnxruntime's intra-op threads.
         io_binding: None (default): onnxruntime IOBinding on CUDA, plain runs on
             CPU; True / False forces either (same numbers on CPU).
     """
@@ -156,7 +157,10 @@ class BiEncoder:
                 for h, m in zip(model.run(batch), batch.attention_mask)]
 
     def _workers(self) -> int:
-        if not self.parallel_batches or self.provider != CPU_PROVIDER:
+        # Only small calls gain side by side: two 32-text padded calls at once ran at
+        # 0.61x one at a time on intra-op threads, 256-token calls at 1.14x
+        # (BENCHMARKS.md, "Encoder throughput"), so batching by count stays sequential.
+        if not self.parallel_batches or self.provider != CPU_PROVIDER or self.token_budget is None:
             return 1
         return self.threads or usable_cores()
 

@@ -35,8 +35,10 @@ with nearest-neighbour agreement). --before adds the dynamo fp32 export.
 Demo build: the demo's chunks (stdlib_docs(3000), Chunker(200, 40)), a seeded
 sample of --demo-chunks of them, encoded 256 at a time as the demo's embedding
 cache does, by the demo's encoder before the fused graph (the bundled int8 file,
-64 texts per call by count), by default_encoder() now and by
-default_encoder(precision="auto"), at onnxruntime's default threads; query
+64 texts per call by count, one call at a time), by default_encoder() with its
+model calls one at a time on onnxruntime's intra-op threads (the build before
+sub-batches ran side by side), by default_encoder() now and by
+default_encoder(precision="auto"), at every core; query
 encode p50 over 100 demo questions one at a time. The build is timed by wall
 clock and by the process's CPU time (onnxruntime's pool threads included).
 The cross-encoder is a tiny random BERT (no pre-trained cross-encoder ships in
@@ -87,7 +89,9 @@ def stdlib_paragraphs(count: int) -> list[str]:
 def ragcore_encoders(threads: int, fp16: bool = False, before: bool = False) -> tuple[dict, dict]:
     """{engine: BiEncoder} and {engine: why it is missing}; fp16: the fp16 export
     too (onnxruntime runs most fp16 ops in fp32 behind Casts on a CPU); before:
-    the dynamo fp32 export too."""
+    the dynamo fp32 export too. At threads > 1, also the fused fp32 graph with its
+    model calls one at a time on onnxruntime's intra-op threads (the engines'
+    default runs a call's sub-batches side by side, one core each)."""
     import ragcore
     from ragcore.encoders import derived, export, models
 
@@ -99,10 +103,14 @@ def ragcore_encoders(threads: int, fp16: bool = False, before: bool = False) -> 
         paths["fp32_before"] = export.export
     if fp16:
         paths["fp16"] = lambda: export.export(precision="fp16")
+    options = {name: {} for name in paths}
+    if threads > 1:
+        paths["fp32_intra_op"] = paths["fp32_fused"]
+        options["fp32_intra_op"] = {"parallel_batches": False}
     for name, path in paths.items():
         try:
             engines[name] = ragcore.BiEncoder(path(), providers="cpu", threads=threads,
-                                              max_length=256)
+                                              max_length=256, **options[name])
         except RuntimeError as err:  # a derived file that missed its check
             missing[name] = str(err)
     return engines, missing
@@ -201,7 +209,9 @@ def demo_rows(args) -> dict:
     from ragcore.encoders import default_encoder, models
     from ragcore.rag.chunking import Chunker
 
-    engines = {"before": ragcore.BiEncoder(models.INT8_NAME, batch_size=64, token_budget=None),
+    engines = {"before": ragcore.BiEncoder(models.INT8_NAME, batch_size=64, token_budget=None,
+                                           parallel_batches=False),
+               "one call at a time": default_encoder(parallel_batches=False),
                "now": default_encoder(), "auto": default_encoder(precision="auto")}
     now = engines["now"]
     data = stdlib_docs(max_docs=3000, seed=0)
@@ -282,22 +292,28 @@ def cross_encoder_rows(texts, args) -> list:
     return rows
 
 
-ENGINES = (("fp32_fused", "fp32 fused"), ("int8_fused", "int8 fused"),
+ENGINES = (("fp32_fused", "fp32 fused"), ("fp32_intra_op", "fp32 fused, calls one at a time"),
+           ("int8_fused", "int8 fused"),
            ("fp32_before", "fp32 before"), ("int8_bundled", "int8 bundled"), ("fp16", "fp16 (CPU)"))
 
 
+def ratio(ratios: dict, key: str) -> str:
+    return f"{ratios[key]:.2f}x" if key in ratios else ""
+
+
 def markdown(report) -> str:
-    present = [(k, label) for k, label in ENGINES if k in report["bi"][0]["texts_per_s"]]
-    cpu = "cpu_texts_per_s" in report["bi"][0]
+    present = [(k, label) for k, label in ENGINES
+               if any(k in r["texts_per_s"] for r in report["bi"])]  # some only at threads > 1
+    cpu = any("cpu_texts_per_s" in r for r in report["bi"])
     headers = ["threads", "batch", *[f"{label} texts/s" for _, label in present],
                "sentence-transformers texts/s", *[f"{label} / ST" for _, label in present],
                *([f"{label} / ST (CPU time)" for _, label in present] if cpu else []),
                "other load (cores)"]
     bi = markdown_table(headers, [
-        [r["threads"], r["batch"], *[fmt_num(r["texts_per_s"][k]) for k, _ in present],
+        [r["threads"], r["batch"], *[fmt_num(r["texts_per_s"].get(k)) for k, _ in present],
          fmt_num(r["texts_per_s"]["sentence_transformers"]),
-         *[f"{r['vs_st'][k]:.2f}x" for k, _ in present],
-         *([f"{r['cpu_vs_st'][k]:.2f}x" if "cpu_vs_st" in r else "" for k, _ in present] if cpu else []),
+         *[ratio(r["vs_st"], k) for k, _ in present],
+         *([ratio(r.get("cpu_vs_st", {}), k) for k, _ in present] if cpu else []),
          f"{r['load']['other_processes_cores'] + r['load']['steal_cores']:.2f}"] for r in report["bi"]])
     agree = report["agreement_min_cosine_to_st"]
     text = (f"{report['n_texts']} stdlib docstring paragraphs. Minimum cosine to sentence-transformers: "

@@ -9,22 +9,22 @@ import numpy as np
 TEXT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 PROVIDER_CHOICES = ("auto", "cpu", "cuda")
 _CUDA = "CUDAExecutionProvider"
-_CPU = "CPUExecutionProvider"
+CPU_PROVIDER = "CPUExecutionProvider"
 
 
 def _requested_providers(providers, available) -> list[str]:
     if isinstance(providers, (list, tuple)):
         return list(providers)
     if providers == "cpu":
-        return [_CPU]
+        return [CPU_PROVIDER]
     if providers == "cuda":
         if _CUDA not in available:
             raise RuntimeError(
                 "providers='cuda': onnxruntime has no CUDA provider here (install onnxruntime-gpu "
                 f"on a machine with an NVIDIA GPU); available: {', '.join(available)}")
-        return [_CUDA, _CPU]
+        return [_CUDA, CPU_PROVIDER]
     if providers == "auto":
-        return [_CUDA, _CPU] if _CUDA in available else [_CPU]
+        return [_CUDA, CPU_PROVIDER] if _CUDA in available else [CPU_PROVIDER]
     raise ValueError(f"unknown providers {providers!r}; expected one of "
                      f"{', '.join(map(repr, PROVIDER_CHOICES))} or a list of provider names")
 

@@ -2,9 +2,12 @@
 model's safetensors weights: no torch, no exporter and no optimizer pass.
 
 The graph is the one onnxruntime's BERT optimizer makes of a TorchScript export
-(EmbedLayerNormalization; per layer Attention, MatMul, SkipLayerNormalization,
-MatMul, BiasGelu, MatMul, SkipLayerNormalization), so a user without torch runs
-the same kernels. Output: last_hidden_state [batch, tokens, hidden]. The mask
+(EmbedLayerNormalization; per layer Attention, MatMul, BiasGelu, MatMul), except
+that each residual LayerNorm is Add, Add, LayerNormalization rather than the
+fused SkipLayerNormalization: onnxruntime 1.32's CPU SkipLayerNormalization is a
+scalar loop (Welford, one division per element), its LayerNormalization is
+vectorised, and the split graph ran 1.09x (fp32) and 1.17x (int8) the fused one
+(BENCHMARKS.md, "Encoder throughput"). Output: last_hidden_state [batch, tokens, hidden]. The mask
 goes in as attention_mask and becomes per-text key lengths
 (EmbedLayerNormalization's mask_index), so padding must be on the right, as
 ragcore's tokenizer pads.
@@ -129,13 +132,18 @@ def _layer(nodes, const, w, p: str, tag: str, x: str, heads: int, eps: float) ->
         [f"{tag}_attention_out"], name=f"{tag}/attention/output/dense/MatMul"))
 
     def skip_norm(product: str, residual: str, block: str, out: str) -> None:
-        """LayerNorm(product + bias + residual), block's dense bias and LayerNorm."""
+        """LayerNorm((product + bias) + residual), block's dense bias and LayerNorm,
+        in PyTorch's order of additions."""
         nodes.append(helper.make_node(
-            "SkipLayerNormalization",
-            [product, residual, const(f"{out}_ln_weight", w[f"{p}{block}.LayerNorm.weight"]),
-             const(f"{out}_ln_bias", w[f"{p}{block}.LayerNorm.bias"]),
-             const(f"{out}_dense_bias", w[f"{p}{block}.dense.bias"])],
-            [out], domain=_MS, epsilon=eps, name=f"{out}_SkipLayerNorm"))
+            "Add", [product, const(f"{out}_dense_bias", w[f"{p}{block}.dense.bias"])],
+            [f"{out}_biased"], name=f"{out}_bias"))
+        nodes.append(helper.make_node(
+            "Add", [f"{out}_biased", residual], [f"{out}_summed"], name=f"{out}_residual"))
+        nodes.append(helper.make_node(
+            "LayerNormalization",
+            [f"{out}_summed", const(f"{out}_ln_weight", w[f"{p}{block}.LayerNorm.weight"]),
+             const(f"{out}_ln_bias", w[f"{p}{block}.LayerNorm.bias"])],
+            [out], axis=-1, epsilon=eps, name=f"{out}_LayerNorm"))
 
     skip_norm(f"{tag}_attention_out", x, "attention.output", f"{tag}_attention_normed")
     nodes.append(helper.make_node(

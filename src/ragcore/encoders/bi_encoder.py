@@ -10,7 +10,8 @@ from .._util.arrays import check_choice, check_positive_int, check_threads
 from ..errors import TruncationWarning
 from .models import DEFAULT_NAME, resolve
 from ._batching import plan_batches
-from ._onnx import OnnxModel, embedding_rows
+from ._onnx import CPU_PROVIDER, OnnxModel, embedding_rows
+from ._parallel import map_in_order, usable_cores
 from ._text import TextTokenizer, check_texts
 
 POOLINGS = ("mean", "cls", "graph")
@@ -60,7 +61,16 @@ class BiEncoder:
             calls by batch_size only. Small calls keep the activations in the
             core's cache: on the CPUs measured (BENCHMARKS.md, "Encoder
             throughput") 256 tokens is fastest per text for fp32 and int8.
-        threads: onnxruntime intra-op threads (0: its default, all cores).
+        threads: cores one call may use (0: all of them). A call that makes one
+            model call (a query) runs it on onnxruntime's intra-op threads; a call
+            that makes several (bulk encoding) runs them on `threads` Python
+            threads at once, one core each (see parallel_batches).
+        parallel_batches: True (default): on CPU and with a token_budget, the
+            model calls of one encode call run side by side on `threads` threads,
+            each on an intra-op-1 session loaded next to the main one at first use
+            (the model's memory twice); the vectors are bit-identical to
+            threads=1. False, or token_budget=None (large padded calls, slower side
+            by side): one model call at a time, on onnxruntime's intra-op threads.
         io_binding: None (default): onnxruntime IOBinding on CUDA, plain runs on
             CPU; True / False forces either (same numbers on CPU).
     """
@@ -68,7 +78,7 @@ class BiEncoder:
     def __init__(self, model=DEFAULT_NAME, tokenizer_path=None, providers="auto",
                  max_length: int | None = None, pooling: str = "mean", normalize: bool = True,
                  batch_size: int = 64, threads: int = 0, io_binding: bool | None = None,
-                 token_budget: int | None = DEFAULT_TOKEN_BUDGET):
+                 token_budget: int | None = DEFAULT_TOKEN_BUDGET, parallel_batches: bool = True):
         spec = resolve(model)
         self.pooling = check_choice(pooling, "pooling", POOLINGS)
         self.normalize = bool(normalize)
@@ -76,7 +86,12 @@ class BiEncoder:
         self.token_budget = None if token_budget is None else check_positive_int(token_budget, "token_budget")
         max_length = spec.max_length if max_length is None else check_positive_int(max_length, "max_length")
         self.tokenizer = TextTokenizer(tokenizer_path or spec.tokenizer_path, max_length)
-        self.model = OnnxModel(spec.onnx_path, providers, check_threads(threads), io_binding)
+        if not isinstance(parallel_batches, bool):
+            raise TypeError(f"parallel_batches must be True or False, got {type(parallel_batches).__name__}")
+        self.parallel_batches = parallel_batches
+        self.threads = check_threads(threads)
+        self.model = OnnxModel(spec.onnx_path, providers, self.threads, io_binding)
+        self._one_core_model = None  # the intra-op-1 session of parallel calls, loaded at first use
         expected_rank = 2 if pooling == "graph" else 3
         if self.model.output_rank != expected_rank:
             raise ValueError(
@@ -105,19 +120,16 @@ class BiEncoder:
     def encode(self, texts, warn: bool = True) -> Embeddings:
         """float32 [len(texts), dim]; an empty list gives [0, dim]."""
         texts = check_texts(texts)
-        out = None  # allocated at the first batch: the probe in __init__ learns dim this way
-        truncated = 0
-        for rows, batch in self._batches(texts):
-            vectors = self._pool(self.model.run(batch), batch.attention_mask)
-            if out is None:
-                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
-            out[rows] = l2_normalize(vectors) if self.normalize else vectors
-            truncated += int(batch.truncated.sum())
+        batches = list(self._batches(texts))
+        vectors = self._run_each(batches, self._embed)
+        truncated = sum(int(batch.truncated.sum()) for _, batch in batches)
         if truncated and warn:
             warnings.warn(f"{truncated} of {len(texts)} texts were longer than max_length="
                           f"{self.max_length} tokens and were cut", TruncationWarning, stacklevel=2)
-        if out is None:
-            out = np.empty((0, self.dim), dtype=np.float32)
+        dim = vectors[0].shape[1] if vectors else self.dim  # the probe in __init__ learns dim here
+        out = np.empty((len(texts), dim), dtype=np.float32)
+        for (rows, _), v in zip(batches, vectors):
+            out[rows] = v
         result = out.view(Embeddings)
         result.truncated = truncated
         return result
@@ -128,12 +140,41 @@ class BiEncoder:
         if self.pooling == "graph":
             raise ValueError("encode_tokens needs token outputs; this model pools in its graph")
         texts = check_texts(texts)
+        batches = list(self._batches(texts))
         out: list[np.ndarray] = [np.empty((0, 0), np.float32)] * len(texts)
-        for rows, batch in self._batches(texts):
-            hidden = self.model.run(batch)
-            for row, h, m in zip(rows, hidden, batch.attention_mask):
-                out[row] = l2_normalize(h[m.astype(bool)].astype(np.float32))
+        for (rows, batch), hidden in zip(batches, self._run_each(batches, self._token_vectors)):
+            for row, tokens in zip(rows, hidden):
+                out[row] = tokens
         return out
+
+    def _embed(self, model: OnnxModel, batch) -> np.ndarray:
+        vectors = self._pool(model.run(batch), batch.attention_mask)
+        return l2_normalize(vectors) if self.normalize else vectors
+
+    @staticmethod
+    def _token_vectors(model: OnnxModel, batch) -> list[np.ndarray]:
+        return [l2_normalize(h[m.astype(bool)].astype(np.float32))
+                for h, m in zip(model.run(batch), batch.attention_mask)]
+
+    def _workers(self) -> int:
+        # Only small calls gain side by side: two 32-text padded calls at once ran at
+        # 0.61x one at a time on intra-op threads, 256-token calls at 1.14x
+        # (BENCHMARKS.md, "Encoder throughput"), so batching by count stays sequential.
+        if not self.parallel_batches or self.provider != CPU_PROVIDER or self.token_budget is None:
+            return 1
+        return self.threads or usable_cores()
+
+    def _run_each(self, batches: list, fn) -> list:
+        """[fn(model, batch) for each (rows, batch)], in order: side by side on one
+        core each when several model calls and cores are there, else one at a time
+        on the main session's intra-op threads."""
+        workers = self._workers()
+        if workers <= 1 or len(batches) <= 1:
+            return [fn(self.model, batch) for _, batch in batches]
+        if self._one_core_model is None:
+            self._one_core_model = OnnxModel(self.model.path, [CPU_PROVIDER], 1, False)
+        model = self._one_core_model
+        return map_in_order(lambda item: fn(model, item[1]), batches, workers)
 
     def _batches(self, texts):
         """(input rows, TokenBatch) over texts sorted by length, longest first,

@@ -3,9 +3,9 @@ before it is kept (models.py says where they live). Neither needs torch.
 
 - fused fp32 (``FUSED_NAME``): the model's safetensors weights written straight
   into onnxruntime's fused BERT operators (bert_graph.py: EmbedLayerNormalization,
-  Attention, SkipLayerNormalization, BiasGelu), the graph onnxruntime's BERT
-  optimizer makes of a TorchScript export (the same outputs, bit for bit, on
-  this model). Kept at cosine >= FUSED_MIN_COSINE to the PyTorch embeddings of
+  Attention, BiasGelu; the residual LayerNorms as Add and LayerNormalization,
+  faster on CPU than SkipLayerNormalization), the graph onnxruntime's BERT
+  optimizer makes of a TorchScript export but for those. Kept at cosine >= FUSED_MIN_COSINE to the PyTorch embeddings of
   CHECK_TEXTS stored in check_vectors.npz (made with
   ``pytorch_embeddings``; tests/encoders recompute them with torch); for
   weights other than those stored vectors were made from, PyTorch itself is

@@ -46,7 +46,7 @@ PRECISIONS = {"int8": FUSED_INT8_NAME, "fp32": FUSED_NAME, "fp16": FP16_NAME,
 EXPORT_FILE = "model.onnx"
 # A new recipe (or onnxruntime, whose optimizer writes the graph) gives a new
 # file name: a cached file made another way is never taken for this one.
-DERIVED_RECIPES = {FUSED_NAME: "fused-bert-from-safetensors/1",
+DERIVED_RECIPES = {FUSED_NAME: "fused-bert-from-safetensors/2-layernorm-unfused",
                    FUSED_INT8_NAME: "ort-dynamic-int8-per-channel+smoothquant-0.8-ffn-output-fp32/2"}
 _SOURCE_FILES = ("model.safetensors", "config.json", "tokenizer.json")
 

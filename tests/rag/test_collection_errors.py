@@ -146,7 +146,7 @@ def test_create_refuses_existing_or_unwritable_paths(tmp_path, monkeypatch):
     with pytest.raises(CollectionError, match="not empty"):
         Collection.create(tmp_path / "full")
     with pytest.raises(ValueError, match="dense"):
-        Collection.create(tmp_path / "d", dense="hnsw")
+        Collection.create(tmp_path / "d", dense="annoy")
     with pytest.raises(ValueError, match="variant"):
         Collection.create(tmp_path / "d", bm25={"variant": "nope"})
     with pytest.raises(ValueError, match="metadata_schema"):

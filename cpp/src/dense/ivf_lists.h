@@ -6,33 +6,19 @@
 #include <cstdint>
 #include <vector>
 
-#include "ragcore/dense/flat.h"
+#include "ragcore/dense/kmeans.h"
 
 namespace ragcore {
 
 // probes[i * k + r]: the r-th nearest list of query i by squared L2 to the centroids
-// (how vectors were assigned), through FlatIndex's search; -1 padding where a distance
-// is NaN (callers skip it, see valid_list).
+// (how vectors were assigned); -1 padding where a distance is NaN (callers skip it, see
+// valid_list).
 inline void coarse_probes(const float* centroids, const float* centroid_sq_norms, size_t nlist,
                           size_t d, const float* queries, size_t nq, size_t query_stride,
                           size_t k, int n_threads, int simd_level, int64_t* probes) {
   std::vector<float> dist(nq * k);
-  FlatSearchArgs c;
-  c.corpus = centroids;
-  c.n = nlist;
-  c.d = d;
-  c.corpus_stride = d;
-  c.sq_norms = centroid_sq_norms;
-  c.metric = Metric::L2;
-  c.queries = queries;
-  c.nq = nq;
-  c.query_stride = query_stride;
-  c.k = k;
-  c.out_scores = dist.data();
-  c.out_ids = probes;
-  c.n_threads = n_threads;
-  c.simd_level = simd_level;
-  flat_search(c);
+  nearest_centroids(queries, nq, query_stride, d, centroids, centroid_sq_norms, nlist, k,
+                    n_threads, simd_level, probes, dist.data());
 }
 
 inline bool valid_list(int64_t l, size_t nlist) { return l >= 0 && static_cast<size_t>(l) < nlist; }

@@ -222,9 +222,10 @@ void row_sq_norms(const float* x, size_t n, size_t d, float* out) {
   }
 }
 
-void assign_nearest(const float* x, size_t n, size_t d, const float* centroids,
-                    const float* centroid_sq_norms, size_t k, int n_threads, int simd_level,
-                    int64_t* out_label, float* out_dist) {
+void nearest_centroids(const float* queries, size_t nq, size_t query_stride, size_t d,
+                       const float* centroids, const float* centroid_sq_norms, size_t k,
+                       size_t k_best, int n_threads, int simd_level, int64_t* out_ids,
+                       float* out_scores) {
   FlatSearchArgs a;
   a.corpus = centroids;
   a.n = k;
@@ -232,15 +233,22 @@ void assign_nearest(const float* x, size_t n, size_t d, const float* centroids,
   a.corpus_stride = d;
   a.sq_norms = centroid_sq_norms;
   a.metric = Metric::L2;
-  a.queries = x;
-  a.nq = n;
-  a.query_stride = d;
-  a.k = 1;
-  a.out_scores = out_dist;
-  a.out_ids = out_label;
+  a.queries = queries;
+  a.nq = nq;
+  a.query_stride = query_stride;
+  a.k = k_best;
+  a.out_scores = out_scores;
+  a.out_ids = out_ids;
   a.n_threads = n_threads;
   a.simd_level = simd_level;
   flat_search(a);
+}
+
+void assign_nearest(const float* x, size_t n, size_t d, const float* centroids,
+                    const float* centroid_sq_norms, size_t k, int n_threads, int simd_level,
+                    int64_t* out_label, float* out_dist) {
+  nearest_centroids(x, n, d, d, centroids, centroid_sq_norms, k, 1, n_threads, simd_level,
+                    out_label, out_dist);
   for (size_t i = 0; i < n; ++i) out_dist[i] = std::max(0.0f, -out_dist[i]);  // score = -distance
 }
 

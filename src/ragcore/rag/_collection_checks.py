@@ -76,8 +76,6 @@ def dense_settings(dense) -> dict:
     if kind == "hnsw":
         from ..dense.hnsw import HNSWIndex
 
-        for name in ("M", "ef_construction", "ef"):
-            check_positive_int(out[name], f"dense[{name!r}]")
         try:  # every option checked now, before anything is written
             HNSWIndex(1, out["metric"], out["M"], out["ef_construction"], out["dtype"], ef=out["ef"])
         except ValueError as err:

@@ -46,6 +46,14 @@ struct KMeansResult {
 KMeansResult kmeans_train(const float* x, size_t n, size_t d, const KMeansParams& params,
                           float* centroids);
 
+// The k_best nearest of k centroids (squared L2) to each of nq rows (row stride
+// query_stride), through FlatIndex's search: out_ids[i * k_best + r] (-1 padding where a
+// distance is NaN) and out_scores the same places' minus squared distances.
+void nearest_centroids(const float* queries, size_t nq, size_t query_stride, size_t d,
+                       const float* centroids, const float* centroid_sq_norms, size_t k,
+                       size_t k_best, int n_threads, int simd_level, int64_t* out_ids,
+                       float* out_scores);
+
 // Nearest centroid (squared L2) of each row: out_label[i] in [0, k), and out_dist[i]
 // its squared distance (clamped at 0). centroid_sq_norms: k squared norms.
 void assign_nearest(const float* x, size_t n, size_t d, const float* centroids,

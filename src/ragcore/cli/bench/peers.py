@@ -119,15 +119,13 @@ class FaissIVFFlat(System):
         return int(faiss.serialize_index(self.index).nbytes)
 
 
-class FaissIVFRaBitQ(FaissIVFFlat):
-    """faiss IndexIVFRaBitQ (1-bit codes, faiss's defaults) re-ranked by IndexRefineFlat
-    (k_factor 8), so that its scores are exact as ragcore's rabitq are."""
-    family, k_factor = "faiss IndexIVFRaBitQ+RefineFlat", 8
+class FaissIVFRefined(FaissIVFFlat):
+    """A faiss IVF code index (make_base) re-ranked by IndexRefineFlat (k_factor), so that
+    its scores are exact as those of ragcore's code storages are."""
+    k_factor = 8
 
     def make_base(self, quantizer, d):
-        import faiss
-
-        return faiss.IndexIVFRaBitQ(quantizer, d, self.nlist, faiss.METRIC_INNER_PRODUCT)
+        raise NotImplementedError
 
     def build(self, x, sample):
         import faiss
@@ -146,7 +144,17 @@ class FaissIVFRaBitQ(FaissIVFFlat):
         return self.index.search(queries, k)[1]
 
 
-class FaissIVFRaBitQFastScan(FaissIVFRaBitQ):
+class FaissIVFRaBitQ(FaissIVFRefined):
+    """faiss IndexIVFRaBitQ (1-bit codes, faiss's defaults), k_factor 8."""
+    family = "faiss IndexIVFRaBitQ+RefineFlat"
+
+    def make_base(self, quantizer, d):
+        import faiss
+
+        return faiss.IndexIVFRaBitQ(quantizer, d, self.nlist, faiss.METRIC_INNER_PRODUCT)
+
+
+class FaissIVFRaBitQFastScan(FaissIVFRefined):
     """faiss IndexIVFRaBitQFastScan (1-bit codes in blocks of 32, scanned by table look-ups)
     re-ranked by IndexRefineFlat (k_factor 8)."""
     family = "faiss IndexIVFRaBitQFastScan+RefineFlat"
@@ -158,7 +166,7 @@ class FaissIVFRaBitQFastScan(FaissIVFRaBitQ):
                                             32, True, 1)
 
 
-class FaissIVFPQFastScan(FaissIVFRaBitQ):
+class FaissIVFPQFastScan(FaissIVFRefined):
     """faiss IndexIVFPQFastScan (4-bit codes, one per PQ_DIMS_PER_CODE dimensions) re-ranked
     by IndexRefineFlat (k_factor PQ_RESCORE), as ragcore IVF pq4 is."""
     family, k_factor = "faiss IndexIVFPQFastScan+RefineFlat", PQ_RESCORE

@@ -85,7 +85,8 @@ def test_every_user_string_has_its_enum_member():
     assert _storage.NATIVE_STORAGE["sq8"] is _core.Storage.SQ8
     assert bm25._NATIVE_ALGORITHM == {
         "auto": _core.QueryAlgorithm.Auto, "exhaustive": _core.QueryAlgorithm.Exhaustive,
-        "maxscore": _core.QueryAlgorithm.MaxScore, "bmw": _core.QueryAlgorithm.BlockMaxWand}
+        "maxscore": _core.QueryAlgorithm.MaxScore, "bmw": _core.QueryAlgorithm.BlockMaxWand,
+        "bmp": _core.QueryAlgorithm.BlockMaxPruning}
     # The registry's variants, in its order, are the native variants in theirs.
     native_order = sorted(_core.Variant.__members__.values(), key=int)
     assert [bm25._NATIVE_VARIANT[name] for name in VARIANTS] == native_order

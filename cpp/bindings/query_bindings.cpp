@@ -86,7 +86,7 @@ void encode_then(const PyQueryEncoder& self, const py::list& queries, bool preto
 py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::list& queries,
                  bool pretokenized, size_t k, QueryAlgorithm algorithm, int n_threads) {
   if (k == 0) throw std::invalid_argument("k must be >= 1");
-  if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxWand)
+  if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxPruning)
     throw std::invalid_argument("algorithm: unknown value");
   check_result_size(queries.size(), k, index.num_docs());
   const auto nq = static_cast<py::ssize_t>(queries.size());

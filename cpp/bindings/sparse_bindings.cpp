@@ -164,7 +164,8 @@ void register_bm25(py::module_& m) {
       .value("Auto", QueryAlgorithm::Auto)
       .value("Exhaustive", QueryAlgorithm::Exhaustive)
       .value("MaxScore", QueryAlgorithm::MaxScore)
-      .value("BlockMaxWand", QueryAlgorithm::BlockMaxWand);
+      .value("BlockMaxWand", QueryAlgorithm::BlockMaxWand)
+      .value("BlockMaxPruning", QueryAlgorithm::BlockMaxPruning);
 
   py::class_<Vocabulary>(m, "Vocabulary")
       .def(py::init<>())
@@ -227,7 +228,7 @@ void register_bm25(py::module_& m) {
               const std::optional<py::array>& allow, bool allow_by_row) {
              if (k == 0) throw std::invalid_argument("k must be >= 1");
              const AllowFilter filter = ragcore_bindings::allow_filter(allow, allow_by_row);
-             if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxWand)
+             if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxPruning)
                throw std::invalid_argument("algorithm: unknown value");
              const CheckedQueries queries = checked_queries(terms, weights, offsets);
              const QueryBatch q = queries.batch();

@@ -294,7 +294,7 @@ def check_index(index, kind: str, directory: str) -> None:
         queries = [" ".join(words[: i + 1]) for i in range(len(words))] * 2
         for k in (1, max(n, 1), n + 2):
             results = [index.search(queries, k, algorithm=a) for a in
-                       ("exhaustive", "maxscore", "bmw")]
+                       ("exhaustive", "maxscore", "bmw", "bmp")]
             for hits in results:
                 _check_hits(hits, ids, k, n)
             for hits in results[1:]:

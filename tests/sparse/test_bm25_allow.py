@@ -13,7 +13,7 @@ from _hits_check import assert_hits_close, assert_hits_equal
 from ragcore.hits import Hits
 from ragcore.reference import bm25_scores
 
-ALGORITHMS = ("exhaustive", "maxscore", "bmw", "auto")
+ALGORITHMS = ("exhaustive", "maxscore", "bmw", "bmp", "auto")
 
 
 def filter_after_exhaustive(index, qs, k, allowed_ids) -> Hits:

@@ -117,7 +117,7 @@ def test_largest_k1_and_delta_keep_scores_finite_and_algorithms_agreeing(variant
     index = BM25Index(k1=1000.0, delta=1000.0, b=1.0, variant=variant)
     index.add(TEXTS * 40)
     queries = ["quick dog", "brown brown fox", "lazy afternoon butter"]
-    results = [index.search(queries, 7, algorithm=a) for a in ("exhaustive", "maxscore", "bmw")]
+    results = [index.search(queries, 7, algorithm=a) for a in ("exhaustive", "maxscore", "bmw", "bmp")]
     assert np.isfinite(results[0].scores).all()
     for other in results[1:]:
         np.testing.assert_array_equal(other.ids, results[0].ids)

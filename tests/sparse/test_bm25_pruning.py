@@ -12,7 +12,7 @@ from ragcore.reference import topk
 from _bm25_corpora import VARIANTS, build, corpora, queries, zipf_corpus, zipf_queries
 from _hits_check import assert_hits_equal
 
-PRUNED = ("maxscore", "bmw")
+PRUNED = ("maxscore", "bmw", "bmp")
 
 
 def assert_same_as_exhaustive(index, qs, k, n_threads=1):
@@ -123,7 +123,7 @@ def test_ascending_and_unordered_ids_give_the_brute_force_top_k():
     stages.append(unordered)
     for idx in stages:
         for k in (1, 10, 100):
-            for algorithm in ("exhaustive", "maxscore", "bmw", "auto"):
+            for algorithm in ("exhaustive", "maxscore", "bmw", "bmp", "auto"):
                 hits = idx.search(qs, k, n_threads=1, algorithm=algorithm)
                 for row, q in enumerate(qs):
                     want_scores, want_ids = brute_force_top_k(idx, q, k)
@@ -157,7 +157,7 @@ def test_a_long_query_with_a_large_k_equals_the_top_k_of_all_scores():
     long_query = [f"t{i}" for i in range(100)]
     for q, k in ((long_query, 30_000), (["t3", "t50"], 10), (long_query, 5)):
         want = topk(index.get_scores(q)[None, :], index.ids, k)
-        for algorithm in ("exhaustive", "maxscore", "auto"):
+        for algorithm in ("exhaustive", "maxscore", "bmp", "auto"):
             assert_hits_equal(index.search([q], k, algorithm=algorithm), want)
 
 
@@ -177,3 +177,29 @@ def test_cursor_moves_of_every_length_equal_the_top_k_of_all_scores():
             want = topk(index.get_scores(q)[None, :], index.ids, k)
             for algorithm in ("exhaustive",) + PRUNED + ("auto",):
                 assert_hits_equal(index.search([q], k, algorithm=algorithm), want)
+
+
+# Block-max pruning (block_max_pruning_query.h) bounds and scores ranges of 64 slots: terms
+# in at least 1/64 of the slots through their doc bits, rarer ones through their own range
+# entries. Here documents sit at both ends of ranges, some ranges are emptied by removals,
+# frequent and rare terms mix, and the same index answers queries one by one and in batches
+# (the per-query range table must be clean after each query).
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 900), variant=st.sampled_from(VARIANTS),
+       k=st.integers(1, 40))
+def test_block_max_pruning_equals_the_top_k_of_all_scores(seed, n, variant, k):
+    rng = np.random.default_rng(seed)
+    vocab = ["f0", "f1", "f2"] + [f"r{i}" for i in range(40)]
+    p = np.array([40.0, 20.0, 10.0] + [1.0] * 40)
+    corpus = [list(rng.choice(vocab, size=int(rng.integers(1, 12)), p=p / p.sum())) for _ in range(n)]
+    index = build(corpus, variant=variant)
+    gone = np.flatnonzero(rng.random(n) < 0.2)
+    if 0 < len(gone) < n:
+        index.remove(gone)
+    qs = [list(rng.choice(vocab, size=int(rng.integers(1, 6)), replace=False)) for _ in range(6)]
+    batch = index.search(qs, k, algorithm="bmp")
+    for row, q in enumerate(qs):
+        want = topk(index.get_scores(q)[None, :], index.ids, k)
+        assert_hits_equal(index.search([q], k, algorithm="bmp"), want)
+        np.testing.assert_array_equal(np.asarray(batch.ids)[row], np.asarray(want.ids)[0])
+        np.testing.assert_array_equal(np.asarray(batch.scores)[row], np.asarray(want.scores)[0])

@@ -14,7 +14,7 @@ from _hits_check import assert_hits_equal
 def assert_same_results(a: BM25Index, b: BM25Index, qs, k: int) -> None:
     assert len(a) == len(b)
     assert a.avgdl == b.avgdl
-    for algorithm in ("exhaustive", "maxscore", "bmw"):
+    for algorithm in ("exhaustive", "maxscore", "bmw", "bmp"):
         assert_hits_equal(a.search(qs, k, algorithm=algorithm), b.search(qs, k, algorithm=algorithm))
     order_a, order_b = np.argsort(a.ids), np.argsort(b.ids)
     for q in qs:

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "ragcore/util/parallel.h"
+#include "ragcore/sparse/query/block_max_pruning_query.h"
 #include "ragcore/sparse/query/block_max_wand_query.h"
 #include "ragcore/sparse/query/exhaustive_query.h"
 #include "ragcore/sparse/query/maxscore_query.h"
@@ -91,33 +92,42 @@ void Bm25Index::refresh_id_order() {
     if (by_ext_id_[i].second < by_ext_id_[i - 1].second) ids_ascending_ = false;
 }
 
-const TermCache& Bm25Index::term_cache(size_t term) const {
-  if (cache_ready_[term].load(std::memory_order_acquire)) return caches_[term];
+const TermCache& Bm25Index::term_cache(size_t term, bool with_ranges) const {
+  const uint8_t want = with_ranges ? kCacheWithRanges : kCacheReady;
+  if (cache_ready_[term].load(std::memory_order_acquire) >= want) return caches_[term];
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  if (cache_ready_[term].load(std::memory_order_relaxed)) return caches_[term];
+  const uint8_t have = cache_ready_[term].load(std::memory_order_relaxed);
+  if (have >= want) return caches_[term];
   const PostingList& list = lists_[term];
   TermCache& c = caches_[term];
-  c.excess.resize(list.size());
-  c.block_max.assign(list.num_blocks(), 0.0f);
-  c.list_max = 0.0f;
-  uint32_t docs[kBlockSize], tfs[kBlockSize];
-  for (size_t b = 0; b < list.num_blocks(); ++b) {
-    const size_t n = list.decode(b, docs, tfs);
-    float* excess = c.excess.data() + b * kBlockSize;
-    for (size_t i = 0; i < n; ++i) {
-      excess[i] = posting_excess(tfs[i], docs[i]);
-      c.block_max[b] = std::max(c.block_max[b], excess[i]);
+  std::vector<uint32_t> all_docs(list.size());
+  uint32_t tfs[kBlockSize];
+  if (have == 0) {
+    c.excess.resize(list.size());
+    c.block_max.assign(list.num_blocks(), 0.0f);
+    c.list_max = 0.0f;
+    for (size_t b = 0; b < list.num_blocks(); ++b) {
+      uint32_t* docs = all_docs.data() + b * kBlockSize;
+      const size_t n = list.decode(b, docs, tfs);
+      float* excess = c.excess.data() + b * kBlockSize;
+      for (size_t i = 0; i < n; ++i) {
+        excess[i] = posting_excess(tfs[i], docs[i]);
+        c.block_max[b] = std::max(c.block_max[b], excess[i]);
+      }
+      c.list_max = std::max(c.list_max, c.block_max[b]);
     }
-    c.list_max = std::max(c.list_max, c.block_max[b]);
+    build_doc_bits(list, ext_ids_.size(), c);
+    std::vector<uint32_t> order(list.num_blocks());
+    for (uint32_t b = 0; b < order.size(); ++b) order[b] = b;
+    const size_t best = std::min(order.size(), TermCache::kBestBlocks);
+    std::partial_sort(order.begin(), order.begin() + best, order.end(),
+                      [&](uint32_t a, uint32_t b) { return c.block_max[a] > c.block_max[b]; });
+    c.best_blocks.assign(order.begin(), order.begin() + best);
+  } else {
+    for (size_t b = 0; b < list.num_blocks(); ++b) list.decode_docs(b, all_docs.data() + b * kBlockSize);
   }
-  build_doc_bits(list, ext_ids_.size(), c);
-  std::vector<uint32_t> order(list.num_blocks());
-  for (uint32_t b = 0; b < order.size(); ++b) order[b] = b;
-  const size_t best = std::min(order.size(), TermCache::kBestBlocks);
-  std::partial_sort(order.begin(), order.begin() + best, order.end(),
-                    [&](uint32_t a, uint32_t b) { return c.block_max[a] > c.block_max[b]; });
-  c.best_blocks.assign(order.begin(), order.begin() + best);
-  cache_ready_[term].store(1, std::memory_order_release);
+  if (with_ranges) build_doc_ranges(all_docs, c.excess, ext_ids_.size(), !c.doc_bits.empty(), c.ranges);
+  cache_ready_[term].store(want, std::memory_order_release);
   return c;
 }
 
@@ -250,14 +260,14 @@ bool Bm25Index::term_weight(int64_t term, double multiplicity, double& weight) c
 }
 
 Bm25Index::PreparedQuery Bm25Index::prepare(const int64_t* terms, const double* weights,
-                                            size_t n) const {
+                                            size_t n, bool with_ranges) const {
   PreparedQuery q;
   q.terms.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     double weight = 0.0;
     if (!term_weight(terms[i], weights[i], weight)) continue;
     const auto t = static_cast<size_t>(terms[i]);
-    q.terms.emplace_back(lists_[t], term_cache(t), weight, q.terms.size());
+    q.terms.emplace_back(lists_[t], term_cache(t, with_ranges), weight, q.terms.size());
     q.base += weight * g0_;
     q.total_postings += lists_[t].size();
   }
@@ -366,6 +376,8 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
                                      allowed));
     if (algorithm == QueryAlgorithm::MaxScore) {
       MaxScoreQuery(q.terms, sink).run();
+    } else if (algorithm == QueryAlgorithm::BlockMaxPruning) {
+      BlockMaxPruningQuery(q.terms, sink, ext_ids_.size()).run();
     } else {
       BlockMaxWandQuery(q.terms, sink).run();
     }
@@ -418,7 +430,8 @@ void Bm25Index::search(const QueryBatch& queries, size_t k, QueryAlgorithm algor
   auto run = [&](size_t qi, AccumulatorLease& acc) {
     const int64_t begin = queries.offsets[qi], end = queries.offsets[qi + 1];
     const PreparedQuery q = prepare(queries.terms + begin, queries.weights + begin,
-                                    static_cast<size_t>(end - begin));
+                                    static_cast<size_t>(end - begin),
+                                    algorithm == QueryAlgorithm::BlockMaxPruning);
     run_query(q, k, algorithm, acc, scores + qi * k, ids + qi * k, algorithm_used + qi,
               allow.active() ? allowed.data() : nullptr);
   };
@@ -490,7 +503,7 @@ size_t Bm25Index::memory_bytes() const {
   for (const auto& l : lists_) bytes += l.memory_bytes();
   for (const auto& c : caches_)
     bytes += (c.excess.capacity() + c.block_max.capacity()) * sizeof(float) +
-             c.doc_bits.capacity() * sizeof(TermCache::DocBits);
+             c.doc_bits.capacity() * sizeof(TermCache::DocBits) + c.ranges.memory_bytes();
   bytes += ext_ids_.capacity() * sizeof(int64_t) + lengths_.capacity() * sizeof(uint32_t) +
            scoring_len_.capacity() * sizeof(uint32_t) + norm_.capacity() * sizeof(double) +
            by_ext_id_.capacity() * sizeof(by_ext_id_[0]);

@@ -28,6 +28,7 @@ _NATIVE_VARIANT = {
 _NATIVE_ALGORITHM = {
     "auto": _core.QueryAlgorithm.Auto, "exhaustive": _core.QueryAlgorithm.Exhaustive,
     "maxscore": _core.QueryAlgorithm.MaxScore, "bmw": _core.QueryAlgorithm.BlockMaxWand,
+    "bmp": _core.QueryAlgorithm.BlockMaxPruning,
 }
 ALGORITHMS = tuple(_NATIVE_ALGORITHM)
 _ALGORITHM_NAME = {int(member): name for name, member in _NATIVE_ALGORITHM.items()}
@@ -247,7 +248,8 @@ class BM25Index:
 
         queries: a str (one query), a list of str, or a list of token lists.
         algorithm: "auto" (chosen per query from its lists and k), or force "exhaustive"
-        (term-at-a-time), "maxscore" or "bmw" (Block-Max WAND); all return the same hits.
+        (term-at-a-time), "maxscore", "bmw" (Block-Max WAND) or "bmp" (block-max pruning
+        over ranges of 64 documents); all return the same hits.
         allow: only these ids may be returned (an id list or array, or a boolean mask
         indexed by id); applied inside every algorithm, so the hits are exactly the top-k
         of the allowed documents. Rows are padded with id -1 / score -inf only when k

@@ -27,7 +27,9 @@
 namespace ragcore {
 
 // Crosses to Python as ragcore._core.QueryAlgorithm (cpp/bindings/sparse_bindings.cpp).
-enum class QueryAlgorithm : int { Auto = 0, Exhaustive = 1, MaxScore = 2, BlockMaxWand = 3 };
+enum class QueryAlgorithm : int {
+  Auto = 0, Exhaustive = 1, MaxScore = 2, BlockMaxWand = 3, BlockMaxPruning = 4
+};
 
 // A batch of queries: query q is terms[offsets[q] .. offsets[q+1]) with the
 // matching weights (how often the term occurs in the query), in query order,
@@ -111,7 +113,9 @@ class Bm25Index {
 
  private:
   struct PreparedQuery;
-  PreparedQuery prepare(const int64_t* terms, const double* weights, size_t n) const;
+  // with_ranges: the terms' caches get their DocRanges too (block-max pruning only).
+  PreparedQuery prepare(const int64_t* terms, const double* weights, size_t n,
+                        bool with_ranges = false) const;
   // The weight of a query term under the current statistics, or false when no
   // live document holds it.
   bool term_weight(int64_t term, double multiplicity, double& weight) const;
@@ -129,7 +133,10 @@ class Bm25Index {
   // its list) and kept until the next change. Queries then read one float per
   // posting instead of computing the formula, and get exact block-max bounds;
   // adds and removes pay nothing for it.
-  const TermCache& term_cache(size_t term) const;
+  // Its DocRanges (block-max pruning's) are built only with_ranges, on the term's
+  // first such query: up to 13 bytes per posting that the other algorithms never read.
+  const TermCache& term_cache(size_t term, bool with_ranges = false) const;
+  static constexpr uint8_t kCacheReady = 1, kCacheWithRanges = 2;  // cache_ready_ values
   void refresh_id_order();  // after every change: sets ids_ascending_
   std::unique_ptr<Accumulator> take_accumulator() const;
   void give_back(std::unique_ptr<Accumulator> acc) const;

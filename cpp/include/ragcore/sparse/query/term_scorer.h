@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ragcore/sparse/posting_list.h"
+#include "ragcore/sparse/query/doc_ranges.h"
 
 namespace ragcore {
 
@@ -41,6 +42,7 @@ struct TermCache {
     uint32_t rank_before;
   };
   std::vector<DocBits> doc_bits;
+  DocRanges ranges;  // per range of 64 slots: block-max pruning's bounds and postings
 };
 
 // The build targets baseline x86-64, where __builtin_popcountll is a library

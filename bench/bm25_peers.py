@@ -9,7 +9,8 @@ stemming, 1 thread each, k = 10 and 100:
            block_max_wand (its default) and maxscore; the faster is PISA's figure;
   tantivy  in-RAM index, default tokenizer; parse_query + search per query (it has no batch
            call); its BM25 is lucene_legacy with Lucene's norms, so the top-k of both is
-           checked (overlap of the documents with a positive score, first 200 queries);
+           checked (overlap of the documents with a positive score, first 200 queries;
+           PISA's overlap too, though its BM25 uses true lengths and its own tokenizer);
   bm25s    numba backend, method "lucene", indexed from the corpus's token ids (no Python
            tokenizer: zipf only), query tokens prepared beforehand (not timed); against
            "ragcore lucene", a second BM25Index with bm25s's formula (variant "lucene", true
@@ -101,6 +102,10 @@ class Pisa:
     def batch(self, queries, k):
         frame = self.pd.DataFrame({"qid": [str(i) for i in range(len(queries))], "query": queries})
         return self.retriever(k).transform(frame)
+
+    def ids(self, query, k):
+        rows = self.batch([query], k)
+        return {int(d) for d, s in zip(rows["docno"], rows["score"]) if s > 0}
 
 
 class Tantivy:
@@ -214,6 +219,9 @@ def run_corpus(texts, queries, ks, rounds, skip, cache=None, token_ids=None,
         tv = next((s for s in systems if s.name == "tantivy"), None)
         if tv is not None:
             result["tantivy_overlap"] = {k: overlap(ours, tv, queries[:200], k) for k in ks}
+        pisa = next((s for s in systems if s.name.startswith("PISA")), None)
+        if pisa is not None:
+            result["pisa_overlap"] = {k: overlap(ours, pisa, queries[:200], k) for k in ks}
         bm, twin = (next((s for s in systems if s.name == name), None)
                     for name in ("bm25s numba", "ragcore lucene"))
         if bm is not None:
@@ -237,6 +245,7 @@ def report(results: dict, args) -> str:
             cells.append(f"**{q['ragcore'] / q['tantivy']:.2f}x**" if "tantivy" in q else "-")
             cells.append(f"**{q['ragcore lucene'] / q['bm25s numba']:.1f}x**"
                          if "bm25s numba" in q else "-")
+            cells.append(f"{res.get('pisa_overlap', {}).get(k, float('nan')):.3f}")
             cells.append(f"{res.get('tantivy_overlap', {}).get(k, float('nan')):.3f}")
             cells.append(f"{q['ragcore lucene']:,.0f}" if "ragcore lucene" in q else "-")
             cells.append(f"{res.get('bm25s_overlap', {}).get(k, float('nan')):.3f}")
@@ -246,7 +255,7 @@ def report(results: dict, args) -> str:
               "index with bm25s's formula, / bm25s):", "",
               markdown_table(["corpus", "k", "ragcore", "ragcore one per call", "PISA bmw",
                               "PISA maxscore", "tantivy", "bm25s numba", "vs PISA", "vs tantivy",
-                              "vs bm25s", "tantivy overlap", "ragcore lucene",
+                              "vs bm25s", "PISA overlap", "tantivy overlap", "ragcore lucene",
                               "bm25s overlap"], rows)]
     return "\n".join(lines) + "\n"
 
@@ -332,7 +341,8 @@ def main() -> None:
         n_docs = args.n if corpus.name.startswith("zipf") else len(corpus.texts())
         print(f"{corpus.name}: {n_docs:,} documents, {len(queries)} queries", flush=True)
         results["corpora"][f"{corpus.name.rstrip('0123456789')} ({n_docs:,} docs)"] = run_corpus(
-            corpus.texts, queries, args.ks, args.rounds, set(args.skip), args.cache,
+            corpus.texts, queries, args.ks, args.rounds, set(args.skip),
+            corpus.cache,  # None for stdlib: --cache keeps the zipf indexes only
             corpus.token_ids, args.build_only)
         corpus.release()
     if args.build_only:

@@ -203,3 +203,17 @@ def test_block_max_pruning_equals_the_top_k_of_all_scores(seed, n, variant, k):
         assert_hits_equal(index.search([q], k, algorithm="bmp"), want)
         np.testing.assert_array_equal(np.asarray(batch.ids)[row], np.asarray(want.ids)[0])
         np.testing.assert_array_equal(np.asarray(batch.scores)[row], np.asarray(want.scores)[0])
+
+
+def test_block_max_pruning_of_a_query_too_long_for_its_range_table():
+    # 1,563 ranges x 11,000 rarer terms passes the 2^24 entries of the per-query range table
+    # (block_max_pruning_query.h, kMaxWhere): the ranges are then found by binary search.
+    rng = np.random.default_rng(3)
+    vocab = np.array([f"t{i}" for i in range(30_000)])
+    corpus = [list(vocab[rng.integers(0, 30_000, size=3)]) for _ in range(100_000)]
+    index = build(corpus, variant="lucene")
+    long_query = list(vocab[rng.permutation(30_000)[:11_000]])
+    for q in (long_query, long_query[:50]):
+        for k in (1, 10):
+            want = index.search([q], k, algorithm="exhaustive")
+            assert_hits_equal(index.search([q], k, algorithm="bmp"), want)

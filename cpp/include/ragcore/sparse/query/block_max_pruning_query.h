@@ -76,6 +76,9 @@ class BlockMaxPruningQuery {
  private:
   static constexpr size_t kBatch = 8;
   static constexpr uint32_t kDense = ~uint32_t{0};
+  // The range table of a query: at most 2^24 entries (64 MiB; e.g. 1,000 rarer terms
+  // over 1M slots), else binary searches; one of more than 2^22 is freed after the query.
+  static constexpr size_t kMaxWhere = size_t{1} << 24, kKeptWhere = size_t{1} << 22;
   struct Lane {  // one query term in one range
     uint64_t mask;   // bit o: slot r * 64 + o has the term
     uint32_t first;  // position of the term's first posting in the range
@@ -89,6 +92,7 @@ class BlockMaxPruningQuery {
     // DocRanges, 0 if none; all 0 between queries (clear_where resets what was set).
     std::vector<uint32_t> where;
     size_t n_sparse = 0;
+    bool use_where = false;
     std::vector<Lane> lanes;  // kBatch x terms
     uint64_t candidates[kBatch];
   };
@@ -98,16 +102,23 @@ class BlockMaxPruningQuery {
     s.n_sparse = 0;
     for (size_t i = 0; i < terms_.size(); ++i)
       s.sparse[i] = terms_[i].cache().ranges.dense ? kDense : static_cast<uint32_t>(s.n_sparse++);
-    if (s.where.size() < n_ranges_ * s.n_sparse) s.where.resize(n_ranges_ * s.n_sparse, 0);
+    s.use_where = n_ranges_ * s.n_sparse <= kMaxWhere;
+    if (s.use_where && s.where.size() < n_ranges_ * s.n_sparse) s.where.resize(n_ranges_ * s.n_sparse, 0);
+  }
+
+  // 1 + the entry of range r in sparse term i's DocRanges, 0 if none.
+  uint32_t entry(const Scratch& s, size_t i, uint32_t r) const {
+    return s.use_where ? s.where[r * s.n_sparse + s.sparse[i]] : terms_[i].cache().ranges.find(r);
   }
 
   void clear_where(Scratch& s) const {
+    if (!s.use_where) return;
     for (size_t i = 0; i < terms_.size(); ++i) {
       if (s.sparse[i] == kDense) continue;
       for (uint32_t r : terms_[i].cache().ranges.ids) s.where[r * s.n_sparse + s.sparse[i]] = 0;
     }
     // A query of very many terms must not leave its table to the thread for good.
-    if (s.where.size() > (size_t{1} << 22)) s.where = std::vector<uint32_t>();
+    if (s.where.size() > kKeptWhere) s.where = std::vector<uint32_t>();
   }
 
   void add_bounds(Scratch& s) const {
@@ -116,7 +127,7 @@ class BlockMaxPruningQuery {
     for (size_t i = 0; i < terms_.size(); ++i) {
       const TermScorer& t = terms_[i];
       const DocRanges& r = t.cache().ranges;
-      if (!r.dense) {  // its entries by range, whatever its weight (it is scored)
+      if (!r.dense && s.use_where) {  // its entries by range, whatever its weight (it is scored)
         for (size_t j = 0; j < r.ids.size(); ++j)
           s.where[r.ids[j] * s.n_sparse + s.sparse[i]] = static_cast<uint32_t>(j + 1);
       }
@@ -164,7 +175,7 @@ class BlockMaxPruningQuery {
       const TermCache& c = terms_[i].cache();
       if (s.sparse[i] == kDense) {
         __builtin_prefetch(c.doc_bits.data() + r);
-      } else if (const uint32_t j = s.where[r * s.n_sparse + s.sparse[i]]) {
+      } else if (const uint32_t j = entry(s, i, r)) {
         __builtin_prefetch(c.ranges.start.data() + (j - 1));
       }
     }
@@ -182,7 +193,7 @@ class BlockMaxPruningQuery {
         const TermCache::DocBits& w = c.doc_bits[r];
         lane = {w.bits, w.rank_before};
         if (frequent_may_enter) candidates |= w.bits;
-      } else if (const uint32_t j = s.where[r * s.n_sparse + s.sparse[i]]) {
+      } else if (const uint32_t j = entry(s, i, r)) {
         lane = {c.ranges.mask(j - 1), c.ranges.start[j - 1]};
         candidates |= lane.mask;
       } else {

@@ -8,7 +8,8 @@
 // one vectorised pass, and finds its postings of a range in its doc bits. A
 // rarer term keeps only its non-empty ranges (ascending), each with its maximum
 // and the position of its first posting, and each posting's offset in its range
-// (one byte): the query scatters its maxima, and its entries into a table by range.
+// (one byte): the query scatters its maxima, and its entries into a table by range
+// (or, for a query whose table would be too large, binary-searches them).
 // Memory: at most 4 (dense) or 13 (sparse) bytes per posting, next to the 4 of
 // TermCache::excess.
 #pragma once
@@ -34,6 +35,12 @@ struct DocRanges {
 
   size_t memory_bytes() const {
     return (max.capacity() + ids.capacity() + start.capacity()) * 4 + offset.capacity();
+  }
+
+  // Sparse only: 1 + the entry of range r, 0 if the term has no posting there.
+  uint32_t find(uint32_t r) const {
+    const auto it = std::lower_bound(ids.begin(), ids.end(), r);
+    return it == ids.end() || *it != r ? 0 : static_cast<uint32_t>(it - ids.begin()) + 1;
   }
 
   // Sparse only: the mask of the slots of non-empty range j (its entry, not its

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "array_checks.h"
+#include "search_results.h"
 #include "ragcore/dense/ivf.h"
 #include "ragcore/dense/kmeans.h"
-#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -117,20 +117,6 @@ void set_index_args(IvfIndexArgs& out, const py::array& rows, const py::array& c
   }
 }
 
-// Allocates the results [nq, k] and runs ivf_search without the GIL.
-py::tuple run_ivf_search(IvfSearchArgs& a) {
-  check_result_size(a.nq, a.k, a.n);
-  py::array_t<float> scores({a.nq, a.k});
-  py::array_t<int64_t> out_ids({a.nq, a.k});
-  a.out_scores = scores.mutable_data();
-  a.out_ids = out_ids.mutable_data();
-  {
-    py::gil_scoped_release release;
-    ivf_search(a);
-  }
-  return py::make_tuple(scores, out_ids);
-}
-
 py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t k,
                         const py::array& centroids, const py::array& centroid_sq_norms,
                         const py::array& list_offsets, Storage storage, const py::array& ids,
@@ -157,7 +143,7 @@ py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t 
   a.simd_level = simd_level_code(simd_level);
   IvfStageTimes times;
   a.stages = &times;
-  py::tuple found = run_ivf_search(a);
+  py::tuple found = run_search(a, k, ivf_search);
   py::dict stages;
   stages["coarse"] = times.coarse;
   stages["scan"] = times.scan;
@@ -191,7 +177,7 @@ py::object ivf_search_row_py(const py::array& rows, const py::handle& query, siz
   a.nprobe = nprobe;
   a.rescore = rescore;
   a.n_threads = n_threads;
-  return run_ivf_search(a);
+  return run_search(a, k, ivf_search);
 }
 
 }  // namespace

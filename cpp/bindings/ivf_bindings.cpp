@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "array_checks.h"
+#include "search_results.h"
 #include "ragcore/dense/ivf.h"
 #include "ragcore/dense/kmeans.h"
-#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -75,28 +75,30 @@ py::tuple assign_py(const py::array& x, const py::array& centroids, int n_thread
   return py::make_tuple(labels, dist);
 }
 
-py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t k,
-                        const py::array& centroids, const py::array& centroid_sq_norms,
-                        const py::array& list_offsets, Storage storage, const py::array& ids,
-                        const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
-                        const std::optional<py::array>& code_min,
-                        const std::optional<py::array>& code_scale,
-                        const std::optional<py::array>& exact_rows, size_t rescore,
-                        const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
-                        const std::optional<SimdLevel>& simd_level) {
+// The index side of an ivf_search call; owns a copy of the list offsets, because the
+// search checks them and then follows them without the GIL, when another thread could
+// change the caller's array in between.
+struct IvfIndexArgs {
+  IvfSearchArgs a;
+  std::vector<int64_t> offsets;
+};
+
+void set_index_args(IvfIndexArgs& out, const py::array& rows, const py::array& centroids,
+                    const py::array& centroid_sq_norms, const py::array& list_offsets,
+                    Storage storage, const py::array& ids, const std::optional<py::array>& sq_norms,
+                    Metric metric, const std::optional<py::array>& code_min,
+                    const std::optional<py::array>& code_scale,
+                    const std::optional<py::array>& exact_rows) {
   if (storage < Storage::F32 || storage > Storage::SQ8) fail("storage", "unknown value");
   if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
-  IvfSearchArgs a;
+  IvfSearchArgs& a = out.a;
   a.centroids = float_rows(centroids, "centroids");
   a.nlist = static_cast<size_t>(centroids.shape(0));
   a.d = static_cast<size_t>(centroids.shape(1));
   a.centroid_sq_norms = vector_data<float>(centroid_sq_norms, a.nlist, "centroid_sq_norms");
-  // A copy: the search checks the offsets and then follows them without the GIL, when
-  // another thread could change the caller's array in between.
   const int64_t* offsets = vector_data<int64_t>(list_offsets, a.nlist + 1, "list_offsets");
-  const std::vector<int64_t> offsets_copy =
-      offsets ? std::vector<int64_t>(offsets, offsets + a.nlist + 1) : std::vector<int64_t>();
-  a.list_offsets = offsets ? offsets_copy.data() : nullptr;
+  if (offsets) out.offsets.assign(offsets, offsets + a.nlist + 1);
+  a.list_offsets = offsets ? out.offsets.data() : nullptr;
   a.storage = storage;
   if (rows.ndim() != 2 || static_cast<size_t>(rows.shape(1)) != a.d ||
       static_cast<size_t>(rows.itemsize()) != storage_bytes(a.storage) ||
@@ -113,6 +115,21 @@ py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t 
     if (static_cast<size_t>(exact_rows->shape(0)) != a.n) fail("exact_rows", "expected n rows");
     a.exact_rows = float_rows(*exact_rows, "exact_rows", a.d);
   }
+}
+
+py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t k,
+                        const py::array& centroids, const py::array& centroid_sq_norms,
+                        const py::array& list_offsets, Storage storage, const py::array& ids,
+                        const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
+                        const std::optional<py::array>& code_min,
+                        const std::optional<py::array>& code_scale,
+                        const std::optional<py::array>& exact_rows, size_t rescore,
+                        const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
+                        const std::optional<SimdLevel>& simd_level) {
+  IvfIndexArgs index;
+  set_index_args(index, rows, centroids, centroid_sq_norms, list_offsets, storage, ids, sq_norms,
+                 metric, code_min, code_scale, exact_rows);
+  IvfSearchArgs& a = index.a;
   a.rescore = rescore;
   a.query_stride = row_stride_elements(queries, "queries");
   if (!py::isinstance<py::array_t<float>>(queries) || static_cast<size_t>(queries.shape(1)) != a.d)
@@ -124,23 +141,43 @@ py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t 
   a.allow = allow_filter(allow, allow_by_row);
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
-
-  check_result_size(a.nq, k, a.n);
-  py::array_t<float> scores({a.nq, k});
-  py::array_t<int64_t> out_ids({a.nq, k});
-  a.out_scores = scores.mutable_data();
-  a.out_ids = out_ids.mutable_data();
   IvfStageTimes times;
   a.stages = &times;
-  {
-    py::gil_scoped_release release;
-    ivf_search(a);
-  }
+  py::tuple found = run_search(a, k, ivf_search);
   py::dict stages;
   stages["coarse"] = times.coarse;
   stages["scan"] = times.scan;
   stages["rescore"] = times.rescore;
-  return py::make_tuple(scores, out_ids, stages);
+  return py::make_tuple(found[0], found[1], stages);
+}
+
+// IVFIndex.search's one-query path (float32, float16, bfloat16, sq8 lists): positional
+// arguments, no stage times, and the query checked here in nanoseconds. None when the
+// query is not one contiguous float32 row of d finite values with a norm in range: the
+// Python checks then say what is wrong.
+py::object ivf_search_row_py(const py::array& rows, const py::handle& query, size_t k,
+                             const py::array& centroids, const py::array& centroid_sq_norms,
+                             const py::array& list_offsets, Storage storage, const py::array& ids,
+                             const std::optional<py::array>& sq_norms, Metric metric,
+                             size_t nprobe, const std::optional<py::array>& code_min,
+                             const std::optional<py::array>& code_scale,
+                             const std::optional<py::array>& exact_rows, size_t rescore,
+                             double max_sq_norm, int n_threads) {
+  const size_t d = centroids.ndim() == 2 ? static_cast<size_t>(centroids.shape(1)) : 0;
+  const float* v = one_clean_row(query, d, max_sq_norm);
+  if (!v) return py::none();
+  IvfIndexArgs index;
+  set_index_args(index, rows, centroids, centroid_sq_norms, list_offsets, storage, ids, sq_norms,
+                 metric, code_min, code_scale, exact_rows);
+  IvfSearchArgs& a = index.a;
+  a.queries = v;
+  a.query_stride = d;
+  a.nq = 1;
+  a.k = k;
+  a.nprobe = nprobe;
+  a.rescore = rescore;
+  a.n_threads = n_threads;
+  return run_search(a, k, ivf_search);
 }
 
 }  // namespace
@@ -166,4 +203,8 @@ void register_ivf(py::module_& m) {
         py::arg("rescore") = 4, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         "Approximate top-k over inverted lists; returns (scores, ids, seconds per stage).");
+  m.def("ivf_search_row", &ivf_search_row_py,
+        "ivf_search of one clean float32 row (positional: the one-query path), without stage "
+        "times; None when the query is not one contiguous, finite float32 row of norm^2 <= "
+        "max_sq_norm.");
 }

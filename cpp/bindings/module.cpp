@@ -10,10 +10,10 @@
 #include <string>
 
 #include "array_checks.h"
+#include "search_results.h"
 #include "ragcore/dense/flat.h"
 #include "ragcore/dense/types.h"
 #include "ragcore/simd/simd.h"
-#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -54,20 +54,6 @@ void register_enums(py::module_& m) {
       .value("Avx512", SimdLevel::Avx512);
 }
 
-// Allocates the results [nq, k], runs flat_search without the GIL; returns (scores, ids).
-py::tuple run_flat_search(FlatSearchArgs& a) {
-  check_result_size(a.nq, a.k, a.n);
-  py::array_t<float> scores({a.nq, a.k});
-  py::array_t<int64_t> out_ids({a.nq, a.k});
-  a.out_scores = scores.mutable_data();
-  a.out_ids = out_ids.mutable_data();
-  {
-    py::gil_scoped_release release;
-    flat_search(a);
-  }
-  return py::make_tuple(scores, out_ids);
-}
-
 py::tuple flat_search_py(const py::array& corpus, const py::array& queries, size_t k,
                          Storage storage, Metric metric, const std::optional<py::array>& ids,
                          const std::optional<py::array>& sq_norms, int n_threads, DensePath path,
@@ -105,7 +91,7 @@ py::tuple flat_search_py(const py::array& corpus, const py::array& queries, size
   a.tile_rows = tile_rows;
   a.tile_depth = tile_depth;
   a.allow = allow_filter(allow, allow_by_row);
-  return run_flat_search(a);
+  return run_search(a, a.k, flat_search);
 }
 
 // FlatIndex.search's one-query path: positional arguments, the first n rows of the
@@ -144,7 +130,7 @@ py::object flat_search_row(const py::array& corpus, size_t n, const py::handle& 
   a.nq = 1;
   a.k = k;
   a.n_threads = n_threads;
-  return run_flat_search(a);
+  return run_search(a, a.k, flat_search);
 }
 
 }  // namespace

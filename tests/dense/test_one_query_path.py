@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 from _query_inputs import DIM, query_inputs, search_outcome
-from hypothesis import given, settings
+from hypothesis import given, settings, strategies as st
 
 import ragcore
 from ragcore._util.arrays import as_float_matrix, one_float32_row
@@ -97,3 +97,90 @@ def test_hnsw_one_query_equals_its_row_of_a_batch(dtype):
             got = index.search(single, 5, ef=12)
             np.testing.assert_array_equal(got.ids, batch.ids[i : i + 1])
             np.testing.assert_array_equal(got.scores, batch.scores[i : i + 1])
+
+
+IVF_DTYPES = ("float32", "float16", "bfloat16", "sq8")
+
+
+def _ivf_index(dtype: str, metric: str, n: int = 300, seed: int = 0, nlist: int = 4):
+    x = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    index = ragcore.IVFIndex(DIM, nlist=nlist, metric=metric, dtype=dtype)
+    index.train(x)
+    index.add(x)
+    return index
+
+
+_IVF_INDEXES = {(d, m): _ivf_index(d, m) for d in IVF_DTYPES for m in ("ip", "l2")}
+
+
+@pytest.mark.parametrize("dtype", IVF_DTYPES)
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+@settings(max_examples=100, deadline=None)
+@given(x=query_inputs())
+def test_ivf_native_row_path_equals_the_full_path(dtype, metric, x):
+    index = _IVF_INDEXES[dtype, metric]
+    # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
+    assert search_outcome(index, x, 0) == search_outcome(index, x, np.int64(0))
+    assert search_outcome(index, x, 0, nprobe=3) == search_outcome(index, x, np.int64(0), nprobe=3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(dtype=st.sampled_from(IVF_DTYPES), metric=st.sampled_from(["ip", "l2", "cosine"]),
+       seed=st.integers(0, 2**16), n=st.integers(1, 300), k=st.integers(1, 30),
+       nprobe=st.integers(1, 4), rescore=st.integers(1, 6))
+def test_ivf_one_query_equals_its_row_of_a_batch(dtype, metric, seed, n, k, nprobe, rescore):
+    index = _ivf_index(dtype, metric, max(n, 4), seed)
+    queries = np.random.default_rng(seed + 1).standard_normal((5, DIM)).astype(np.float32)
+    batch = index.search(queries, k, nprobe=nprobe, rescore=rescore, n_threads=1)
+    for i, q in enumerate(queries):
+        for single in (q, q[None, :]):
+            got = index.search(single, k, nprobe=nprobe, rescore=rescore)
+            np.testing.assert_array_equal(got.ids, batch.ids[i : i + 1])
+            np.testing.assert_array_equal(got.scores, batch.scores[i : i + 1])
+            assert got.ids.dtype == np.int64 and got.scores.dtype == np.float32
+
+
+class _BatchRefused:
+    """ragcore._core with ivf_search refused: a search that still answers went through
+    the one-query function."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        if name == "ivf_search":
+            raise AssertionError("ivf_search called: the one-query path was not taken")
+        return getattr(self._real, name)
+
+
+@pytest.mark.parametrize("dtype", IVF_DTYPES)
+def test_a_clean_row_takes_the_ivf_row_path(dtype, monkeypatch):
+    index = _IVF_INDEXES[dtype, "l2"]
+    query = np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
+    expected = index.search(query[None, :], 5, n_threads=np.int64(0))
+    assert index.last_stage_seconds  # the full path reports its stages ...
+    monkeypatch.setattr(ragcore.dense.ivf, "_core", _BatchRefused(ragcore.dense.ivf._core))
+    got = index.search(query, 5)
+    np.testing.assert_array_equal(got.ids, expected.ids)
+    assert index.last_stage_seconds == {}  # ... the row path takes none
+    with pytest.raises(AssertionError, match="not taken"):  # a numpy n_threads: the full path
+        index.search(query, 5, n_threads=np.int64(0))
+
+
+@pytest.mark.parametrize("dtype", IVF_DTYPES)
+def test_ivf_bad_arguments_are_still_refused(dtype):
+    index = _IVF_INDEXES[dtype, "ip"]
+    q = np.ones(DIM, dtype=np.float32)
+    for k, error in ((0, ValueError), (True, TypeError), (2.0, TypeError)):
+        with pytest.raises(error, match="k"):
+            index.search(q, k)
+    for nprobe in (0, 5, -1):
+        with pytest.raises(ValueError, match="nprobe"):
+            index.search(q, 3, nprobe=nprobe)
+    with pytest.raises(ValueError, match="rescore"):
+        index.search(q, 3, rescore=0)
+    with pytest.raises((TypeError, ValueError), match="n_threads"):
+        index.search(q, 3, n_threads=-1)
+    untrained = ragcore.IVFIndex(DIM, nlist=2, dtype=dtype)
+    with pytest.raises(RuntimeError, match="train"):
+        untrained.search(q, 3)

@@ -161,7 +161,7 @@ class FlatIndex:
                 and n_threads >= 0 and self._metric != "cosine" and not self._search_options):
             found = self._search_row(queries, k, n_threads)  # one clean row: checked natively
             if found is not None:
-                return Hits(*found)
+                return Hits.of_native(*found)
         k = check_positive_int(k, "k")
         n_threads = check_threads(n_threads)
         q = as_float_matrix(queries, "queries", self._dim)

@@ -10,7 +10,7 @@ from .. import _core
 from .._util.allow import allow_mask
 from .._util.arrays import (
     MAX_DIM, MAX_NLIST, MAX_NORM, as_float_matrix, check_choice, check_limit,
-    check_positive_int, check_threads, one_float32_row, plain_row_args,
+    ONE_ROW_SQ_NORM_LIMIT, check_positive_int, check_threads, one_float32_row, plain_row_args,
 )
 from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
@@ -28,7 +28,7 @@ _FILE_DTYPE_RENAMES = {"int8": "sq8"}
 _NATIVE_INIT = {"kmeans++": _core.KMeansInit.KMeansPlusPlus, "random": _core.KMeansInit.Random}
 INITS = tuple(_NATIVE_INIT)
 _FILE_KIND = "IVFIndex"
-_NO_STAGES: dict = {}  # the stages of a one-query pq4 search (read only through a copy)
+_NO_STAGES: dict = {}  # the stages of a one-query search (read only through a copy)
 MAX_ITER = 1 << 20  # k-means iterations at most
 MAX_SEED = (1 << 64) - 1
 _UNIT_TOLERANCE = 0.05  # squared norm of a stored unit vector: 1 within storage rounding
@@ -159,7 +159,8 @@ class IVFIndex:
 
     @property
     def last_stage_seconds(self) -> dict:
-        """Seconds per stage (coarse, scan, rescore) of this thread's last search."""
+        """Seconds per stage (coarse, scan, rescore) of this thread's last search; empty
+        after a search of one clean row, whose native path takes no stage times."""
         return dict(getattr(self._local, "stages", {}))
 
     def memory_bytes(self) -> int:
@@ -294,8 +295,8 @@ class IVFIndex:
         rescore: sq8 and pq4: candidates re-scored exactly per result (rescore * k).
         n_threads: 0 uses all cores.
         """
-        if self._pq4 is not None and allow is None and self._metric != "cosine":
-            found = self._search_pq4_row(queries, k, nprobe, rescore, n_threads)
+        if allow is None and self._metric != "cosine":
+            found = self._search_row(queries, k, nprobe, rescore, n_threads)
             if found is not None:  # one clean row with plain arguments, checked natively
                 self._local.stages = _NO_STAGES
                 return Hits.of_native(*found)
@@ -326,7 +327,7 @@ class IVFIndex:
         self._local.stages = stages
         return Hits(scores, ids)
 
-    def _search_pq4_row(self, query, k, nprobe, rescore, n_threads):
+    def _search_row(self, query, k, nprobe, rescore, n_threads):
         """(scores, ids) of one contiguous, finite float32 row with plain int arguments in
         range; None for anything else."""
         if nprobe is None:
@@ -334,9 +335,16 @@ class IVFIndex:
         if (self._centroids is None or not plain_row_args(n_threads, k, nprobe, rescore)
                 or nprobe > self._nlist):
             return None
-        return _ivf_pq4.search_row(
-            self._pq4, self._centroids, self._centroid_sq_norms, self._m, self._pq4_by_dim,
-            NATIVE_METRIC[self._metric], query, k, nprobe, rescore, n_threads)
+        if self._pq4 is not None:
+            return _ivf_pq4.search_row(
+                self._pq4, self._centroids, self._centroid_sq_norms, self._m, self._pq4_by_dim,
+                NATIVE_METRIC[self._metric], query, k, nprobe, rescore, n_threads)
+        lists = self._lists
+        return _core.ivf_search_row(
+            lists.rows, query, k, self._centroids, self._centroid_sq_norms, lists.offsets,
+            NATIVE_STORAGE[self._dtype], lists.ids, lists.sq_norms, NATIVE_METRIC[self._metric],
+            nprobe, self._code_min, self._code_scale, lists.exact, rescore,
+            ONE_ROW_SQ_NORM_LIMIT, n_threads)
 
     # ---- persistence ----------------------------------------------------
 

@@ -53,6 +53,23 @@ def _trained(x, m, metric="ip", ids=None):
     return index
 
 
+def test_codebooks_learn_from_at_most_4096_rows_drawn_by_the_seed():
+    """As faiss's ProductQuantizer: each codebook's k-means sees 256 points per code at
+    most, the same seeded rows for every sub-quantiser; a smaller sample is used whole."""
+    x = clustered(4096 + 500, 8, seed=7)
+    pick = np.sort(np.random.default_rng(3).choice(len(x), 4096, replace=False))
+    for index in (ragcore.PQIndex(8, 2, seed=3), ragcore.IVFIndex(8, 4, dtype="pq4", m=2, seed=3)):
+        index.train(x)
+        books = index.centroids if isinstance(index, ragcore.PQIndex) else index._pq4_books  # noqa: SLF001
+        for j in range(2):
+            want = _core.kmeans(np.ascontiguousarray(x[pick, 4 * j : 4 * j + 4]), 16, seed=3 + j)[0]
+            np.testing.assert_array_equal(books[j], want)
+    small = ragcore.PQIndex(8, 2, seed=3)
+    small.train(x[:4096])
+    np.testing.assert_array_equal(small.centroids[1],
+                                  _core.kmeans(np.ascontiguousarray(x[:4096, 4:]), 16, seed=4)[0])
+
+
 def test_codes_are_the_reference_nearest_centroids():
     x = clustered(800, 24, seed=1)
     index = _trained(x, 6)

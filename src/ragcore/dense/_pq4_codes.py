@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _core
 from .._util.arrays import MAX_NORM
+from ._kmeans_sample import kmeans_sample
 
 CODES = 16  # 4-bit codes: 16 centroids per sub-quantiser
 MAX_M = 256  # 16-bit sums of m byte-table entries cannot overflow
@@ -28,10 +29,13 @@ def check_m(dim: int, m) -> int:
 
 
 def train_codebooks(x: np.ndarray, m: int, seed: int, n_threads: int) -> np.ndarray:
-    """float32 [m, 16, dim / m]: k-means (squared L2) on each sub-quantiser's part of x."""
+    """float32 [m, 16, dim / m]: k-means (squared L2) on each sub-quantiser's part of x,
+    or of at most 256 * 16 rows of x drawn by the seed (kmeans_sample), the same rows
+    for every sub-quantiser, as faiss's ProductQuantizer trains."""
     if len(x) < CODES:
         raise ValueError(f"sample has {len(x)} vectors; training 4-bit codes needs at least "
                          f"{CODES} (one per code)")
+    x = kmeans_sample(x, CODES, seed)
     dsub = x.shape[1] // m
     books = np.empty((m, CODES, dsub), dtype=np.float32)
     for j in range(m):  # one native k-means per sub-quantiser

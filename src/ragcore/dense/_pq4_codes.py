@@ -51,13 +51,10 @@ def by_dimension(books: np.ndarray) -> np.ndarray:
 
 
 def encode(x: np.ndarray, books: np.ndarray, n_threads: int) -> np.ndarray:
-    """uint8 [n, m]: per sub-quantiser, the nearest centroid (squared L2)."""
-    m, _, dsub = books.shape
-    codes = np.empty((len(x), m), dtype=np.uint8)
-    for j in range(m):
-        part = np.ascontiguousarray(x[:, j * dsub : (j + 1) * dsub])
-        codes[:, j] = _core.assign_nearest(part, books[j], n_threads=n_threads)[0]
-    return codes
+    """uint8 [n, m]: per sub-quantiser, the nearest centroid (squared L2, ties to the
+    lower code), all sub-quantisers in one native pass over the rows."""
+    return _core.pq4_encode(np.ascontiguousarray(x, dtype=np.float32), by_dimension(books),
+                            books.shape[0], n_threads=n_threads)
 
 
 def pack_lists(codes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

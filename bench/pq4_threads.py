@@ -5,7 +5,8 @@ calls interleaved, median of --reps rounds:
     python bench/pq4_threads.py [--data clustered|stdlib|FILE.npy] [--n 100000] [--m 96]
                                 [--nlist 256] [--settings 64:8,32:4] [--reps 25]
 
-Prints, per nprobe:rescore setting, each system's QPS on 1 and 2 threads, its gain from the
+Prints the build's CPU time on one thread (train on 20,000 rows, add all), then, per
+nprobe:rescore setting, each system's QPS on 1 and 2 threads, its gain from the
 second thread and ragcore's ratio to faiss on 2 threads. On a machine shared with other work
 both systems lose their second core at times (their gains fall together, to ~1x): rerun and
 keep the rounds where neither lost it. See BENCHMARKS.md ("IVF with 4-bit PQ").
@@ -39,13 +40,20 @@ def main() -> None:
     x, q = load_data(args)
     d = x.shape[1]
     sample = x[np.random.default_rng(0).permutation(len(x))[:20_000]]
+    # Built on one thread, timed in CPU seconds (what other load on the machine disturbs least).
+    faiss.omp_set_num_threads(1)
     ivf = IVFIndex(d, args.nlist, "ip", "pq4", m=args.m)
-    ivf.train(sample)
-    ivf.add(x)
     theirs = faiss.IndexRefineFlat(faiss.IndexIVFPQFastScan(
         faiss.IndexFlatL2(d), d, args.nlist, args.m, 4, faiss.METRIC_INNER_PRODUCT))
-    theirs.train(sample)
-    theirs.add(x)
+    steps = {"ragcore train": lambda: ivf.train(sample, n_threads=1),
+             "ragcore add": lambda: ivf.add(x, n_threads=1),
+             "faiss train": lambda: theirs.train(sample), "faiss add": lambda: theirs.add(x)}
+    cpu = {}
+    for name, step in steps.items():
+        t = time.process_time()
+        step()
+        cpu[name] = time.process_time() - t
+    print("build on one thread, CPU s: " + ", ".join(f"{name} {s:.2f}" for name, s in cpu.items()))
     batch = np.ascontiguousarray(np.resize(q, (256, d)))
     print(f"data {args.data}: n={len(x)}, d={d}, batch 256, load {os.getloadavg()[0]:.1f}")
     for setting in args.settings.split(","):

@@ -6,7 +6,9 @@ exact scores), at equal nlist and nprobe, on the same data and queries, interlea
                            [--bits 1,2,3,4] [--k-factor 2,4,8] [--data clustered|stdlib]
 
 Prints recall@10 against FlatIndex, QPS at batch 1 (one thread) and at batch 256 (all
-threads), and bytes scanned per vector (codes + per-vector factors), as a markdown table.
+threads), and bytes scanned per vector (codes + per-vector factors) and kept (that, the
+exact float32 row, the id: ragcore's bytes_per_vector, faiss's code_size + its
+IndexRefineFlat copy + id), as a markdown table.
 ragcore re-scores with its error bound (rescore="bound", epsilon 1.9); faiss with
 k_factor. --data stdlib uses the cached stdlib paragraph embeddings (held-out texts as
 queries; computed with the bundled encoder on the first run and cached, never downloaded).
@@ -82,8 +84,9 @@ def main() -> None:
     sample = x[np.random.default_rng(0).permutation(n)[:min(n, 40 * args.nlist)]]
     print(f"n={n}, d={d}, {args.data}, {len(q)} queries, nlist={args.nlist}, {threads} threads, "
           f"load {os.getloadavg()[0]:.1f}; float32 row = {4 * d} bytes")
-    print("| system | bits | bytes scanned / vector | nprobe | rescore | recall@10 | QPS b1 | QPS b1 (CPU s) | QPS b256 |")
-    print("|---|---:|---:|---:|---|---:|---:|---:|---:|")
+    print("| system | bits | bytes scanned / vector | kept | nprobe | rescore | recall@10 | QPS b1 | "
+          "QPS b1 (CPU s) | QPS b256 |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
     builds = []
     for bits in (int(v) for v in args.bits.split(",")):
         t = time.perf_counter()
@@ -100,12 +103,12 @@ def main() -> None:
             refine.add(x)
             builds.append(f"faiss {kind} {bits} bits {time.perf_counter() - t:.1f} s")
             peers[kind] = (refine, base, quantizer)
-        scanned = ours.bytes_per_vector()["scanned"]
+        scanned, kept = ours.bytes_per_vector()["scanned"], ours.bytes_per_vector()["kept"]
         for nprobe in (int(v) for v in args.nprobe.split(",")):
             def ours_fn(block, n_threads=1):
                 return ours.search(block, 10, nprobe=nprobe, n_threads=n_threads).ids
 
-            rows = [("ragcore IVF rabitq", scanned, "bound", ours_fn, lambda b: ours_fn(b, 0))]
+            rows = [("ragcore IVF rabitq", (scanned, kept), "bound", ours_fn, lambda b: ours_fn(b, 0))]
             for kind, (refine, base, _) in peers.items():
                 for kf in (int(v) for v in args.k_factor.split(",")):
                     params = faiss.IndexRefineSearchParameters(
@@ -114,8 +117,9 @@ def main() -> None:
                     def theirs_fn(block, refine=refine, params=params):
                         return refine.search(block, 10, params=params)[1]
 
-                    rows.append((f"faiss {kind}+RefineFlat", base.code_size, f"k_factor {kf}",
-                                 theirs_fn, theirs_fn))
+                    kept_theirs = base.code_size + 4 * d + 8
+                    rows.append((f"faiss {kind}+RefineFlat", (base.code_size, kept_theirs),
+                                 f"k_factor {kf}", theirs_fn, theirs_fn))
             results = {name + r: [recall(fn(q), truth)] for name, _, r, fn, _ in rows}
             faiss.omp_set_num_threads(1)
             for rep in range(3):  # interleaved repeats, median of the medians
@@ -128,7 +132,7 @@ def main() -> None:
                 res = results[name + r]
                 b1 = float(np.median([w for w, _ in res[1:4]]))
                 b1_cpu = float(np.median([c for _, c in res[1:4]]))
-                print(f"| {name} | {bits} | {size} | {nprobe} | {r} | {res[0]:.3f} | {b1:,.0f} | "
+                print(f"| {name} | {bits} | {size[0]} | {size[1]} | {nprobe} | {r} | {res[0]:.3f} | {b1:,.0f} | "
                       f"{b1_cpu:,.0f} | {res[4]:,.0f} |", flush=True)
     print("build (train + add): " + "; ".join(builds))
     print(f"load after: {os.getloadavg()[0]:.1f}")

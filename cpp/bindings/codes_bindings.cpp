@@ -53,6 +53,22 @@ py::array_t<uint8_t> pack_py(const py::array& codes, size_t m) {
   return packed;
 }
 
+py::array_t<uint8_t> encode_py(const py::array& x, const py::array& by_dim, size_t m,
+                               int n_threads) {
+  if (x.ndim() != 2) fail("x", "expected n x d");
+  const size_t n = static_cast<size_t>(x.shape(0)), d = static_cast<size_t>(x.shape(1));
+  if (m == 0 || m > 256 || d == 0 || d % m) fail("m", "must divide the dimension and be 1..256");
+  const float* rows = c_array<float>(x, n * d, "x");
+  const float* books = c_array<float>(by_dim, d * 16, "by_dim");
+  py::array_t<uint8_t> codes({n, m});
+  uint8_t* out = codes.mutable_data();
+  {
+    py::gil_scoped_release release;
+    pq4_encode(rows, n, d, books, m, out, n_threads);
+  }
+  return codes;
+}
+
 py::array_t<uint16_t> scan_py(const py::array& packed, size_t n, size_t m, const py::array& luts,
                               SimdLevel level) {
   const uint8_t* p = c_array<uint8_t>(packed, pq4_packed_bytes(n, m), "packed");
@@ -276,6 +292,10 @@ py::object ivf_search_row_py(const py::array& centroids, const py::array& centro
 void register_codes(py::module_& m) {
   m.def("pq4_pack", &pack_py, py::arg("codes"), py::arg("m"),
         "4-bit codes (n x m, each < 16) in the fast-scan block layout.");
+  m.def("pq4_encode", &encode_py, py::arg("x"), py::arg("by_dim"), py::arg("m"),
+        py::arg("n_threads") = 0,
+        "uint8 codes (n x m): per part of each row, the nearest of 16 centroids (squared L2, "
+        "ties to the lower code); by_dim: the codebooks by dimension, m x (d / m) x 16.");
   m.def("pq4_scan", &scan_py, py::arg("packed"), py::arg("n"), py::arg("m"), py::arg("luts"),
         py::arg("simd_level"), "16-bit losses of n packed vectors for byte tables luts.");
   m.def("pq4_quantize_tables", &quantize_py, py::arg("tables"),

@@ -321,6 +321,10 @@ class HnswGraph:
 
 def pq4_pack(codes: npt.NDArray[np.uint8], m: int) -> npt.NDArray[np.uint8]:
     """4-bit codes (n x m, each < 16) in the fast-scan block layout."""
+def pq4_encode(x: npt.NDArray[np.float32], by_dim: npt.NDArray[np.float32], m: int,
+               n_threads: int = 0) -> npt.NDArray[np.uint8]:
+    """uint8 codes (n x m): per part of each row, the nearest of 16 centroids (squared L2,
+    ties to the lower code); by_dim: the codebooks by dimension, m x (d / m) x 16."""
 def pq4_scan(packed: npt.NDArray[np.uint8], n: int, m: int, luts: npt.NDArray[np.uint8],
              simd_level: SimdLevel) -> npt.NDArray[np.uint16]:
     """16-bit losses of n packed vectors for byte tables luts."""

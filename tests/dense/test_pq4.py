@@ -53,6 +53,58 @@ def _trained(x, m, metric="ip", ids=None):
     return index
 
 
+def test_codebooks_learn_from_at_most_4096_rows_drawn_by_the_seed():
+    """As faiss's ProductQuantizer: each codebook's k-means sees 256 points per code at
+    most, the same seeded rows for every sub-quantiser; a smaller sample is used whole."""
+    x = clustered(4096 + 500, 8, seed=7)
+    pick = np.sort(np.random.default_rng(3).choice(len(x), 4096, replace=False))
+    for index in (ragcore.PQIndex(8, 2, seed=3), ragcore.IVFIndex(8, 4, dtype="pq4", m=2, seed=3)):
+        index.train(x)
+        books = index.centroids if isinstance(index, ragcore.PQIndex) else index._pq4_books  # noqa: SLF001
+        for j in range(2):
+            want = _core.kmeans(np.ascontiguousarray(x[pick, 4 * j : 4 * j + 4]), 16, seed=3 + j)[0]
+            np.testing.assert_array_equal(books[j], want)
+    small = ragcore.PQIndex(8, 2, seed=3)
+    small.train(x[:4096])
+    np.testing.assert_array_equal(small.centroids[1],
+                                  _core.kmeans(np.ascontiguousarray(x[:4096, 4:]), 16, seed=4)[0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 700), m=st.sampled_from([1, 2, 3, 5, 8]), dsub=st.integers(1, 5),
+       seed=st.integers(0, 10_000), n_threads=st.sampled_from([1, 2]), small_ints=st.booleans())
+def test_native_encoder_picks_the_reference_nearest_centroid(n, m, dsub, seed, n_threads,
+                                                             small_ints):
+    """Small integers: every distance is exact, so ties go to the lower code exactly as the
+    reference's argmin; random floats: the picked centroid is at the reference's distance
+    to float32 rounding."""
+    rng = np.random.default_rng(seed)
+    draw = (lambda *s: rng.integers(-2, 3, s)) if small_ints else (lambda *s: rng.standard_normal(s))
+    x = draw(n, m * dsub).astype(np.float32)
+    books = draw(m, 16, dsub).astype(np.float32)
+    got = _core.pq4_encode(x, np.ascontiguousarray(books.transpose(0, 2, 1)), m, n_threads=n_threads)
+    want = ref_ann.pq_encode(x, books)
+    assert got.shape == (n, m) and got.dtype == np.uint8
+    if small_ints:
+        np.testing.assert_array_equal(got, want)
+        return
+    parts = x.astype(np.float64).reshape(n, m, dsub)
+    b64 = books.astype(np.float64)
+    picked = ((parts - b64[np.arange(m), got]) ** 2).sum(-1)
+    best = ((parts - b64[np.arange(m), want]) ** 2).sum(-1)
+    np.testing.assert_array_less(picked, best + 1e-5 * (1 + best))
+
+
+def test_native_encoder_refuses_bad_shapes():
+    books = np.zeros((2, 3, 16), np.float32)  # m = 2, dsub = 3: d = 6
+    with pytest.raises(ValueError, match="m"):
+        _core.pq4_encode(np.zeros((4, 7), np.float32), books, 2)
+    with pytest.raises(ValueError, match="by_dim"):
+        _core.pq4_encode(np.zeros((4, 6), np.float32), books[:1], 2)
+    with pytest.raises(ValueError, match="x"):
+        _core.pq4_encode(np.zeros((4, 6), np.float64), books, 2)
+
+
 def test_codes_are_the_reference_nearest_centroids():
     x = clustered(800, 24, seed=1)
     index = _trained(x, 6)

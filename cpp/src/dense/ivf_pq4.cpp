@@ -53,22 +53,27 @@ void nearest_lists(const IvfPq4SearchArgs& a, const DenseKernels& kern, const fl
 // From this many queries (without a filter) a search scans list by list (scan_by_list).
 constexpr size_t kGroupedQueries = 8;
 
-// A batch without a filter: each thread takes a share of the queries and scans every
-// list its queries probe once, for all of them at a time (up to 8 per load of the codes:
-// pq4_scan_select_many), as faiss's IVF fast scan does for batches. A query's candidates
-// are the want smallest (loss, row) keys offered, whatever the order of the lists, so
-// the answers are those of the scan query by query, nearest list first.
-void scan_by_list(const IvfPq4SearchArgs& a, const Pq4TableMaker& tables,
-                  const std::vector<int64_t>& probe, size_t want, int threads, SimdLevel level,
-                  const DenseKernels& kern) {
+// A batch without a filter: each thread takes a share of the queries, finds their
+// lists (the coarse step, on its own thread: done once for the whole batch before the
+// shares, it kept the other threads waiting; BENCHMARKS.md, IVF with 4-bit PQ) and
+// scans every list its queries probe once, for all of them at a time (up to 8 per load
+// of the codes: pq4_scan_select_many), as faiss's IVF fast scan does for batches. A
+// query's candidates are the want smallest (loss, row) keys offered, whatever the order
+// of the lists, so the answers are those of the scan query by query, nearest list first;
+// and a query's lists do not depend on the batch it is in (coarse_probes).
+void scan_by_list(const IvfPq4SearchArgs& a, const Pq4TableMaker& tables, size_t want,
+                  int threads, SimdLevel level, const DenseKernels& kern) {
   const size_t lut_bytes = pq4_pairs(a.m) * 2 * 16, pair_bytes = pq4_pairs(a.m) * kPq4Block;
   const size_t shares = static_cast<size_t>(threads);
   parallel_for(shares, threads, [&](size_t s, int) {
     const size_t q0 = s * a.nq / shares, nq = (s + 1) * a.nq / shares - q0;
+    std::vector<int64_t> probe(nq * a.nprobe);
+    coarse_probes(a.centroids, a.centroid_sq_norms, a.nlist, a.d, a.queries + q0 * a.d, nq, a.d,
+                  a.nprobe, 1, a.simd_level, probe.data());
     std::vector<uint8_t> luts(nq * lut_bytes);
     std::vector<Pq4Candidates> candidates(nq, Pq4Candidates(want));
     for (size_t i = 0; i < nq; ++i) tables.luts(a.queries + (q0 + i) * a.d, luts.data() + i * lut_bytes);
-    const QueriesByList by_list(probe.data() + q0 * a.nprobe, nq, a.nprobe, a.nprobe, a.nlist);
+    const QueriesByList by_list(probe.data(), nq, a.nprobe, a.nprobe, a.nlist);
     std::vector<const uint8_t*> lut_of;
     std::vector<Pq4Candidates*> out_of;
     for (size_t l = 0; l < a.nlist; ++l) {
@@ -104,6 +109,11 @@ void ivf_pq4_search(const IvfPq4SearchArgs& a) {
   check_layout(a);
   const SimdLevel level = a.simd_level < 0 ? best_simd_level() : static_cast<SimdLevel>(a.simd_level);
   const DenseKernels& kern = dense_kernels(level);
+  const size_t want = pq4_candidates_wanted(a.n, a.k, a.rescore);
+  const int threads = a.nq > 1 ? std::min<int>(resolve_threads(a.n_threads), static_cast<int>(a.nq)) : 1;
+  const Pq4TableMaker tables(a.codebooks, a.m, a.d, a.metric);
+  if (!a.allow.active() && a.nq >= kGroupedQueries)
+    return scan_by_list(a, tables, want, threads, level, kern);
 
   // Coarse step: lists by squared L2 to their centroid (how vectors were assigned);
   // a filtered search orders all of them, to go on past nprobe when it must.
@@ -117,11 +127,6 @@ void ivf_pq4_search(const IvfPq4SearchArgs& a) {
                   a.n_threads, a.simd_level, probe.data());
   }
 
-  const size_t want = pq4_candidates_wanted(a.n, a.k, a.rescore);
-  const int threads = a.nq > 1 ? std::min<int>(resolve_threads(a.n_threads), static_cast<int>(a.nq)) : 1;
-  const Pq4TableMaker tables(a.codebooks, a.m, a.d, a.metric);
-  if (!a.allow.active() && a.nq >= kGroupedQueries)
-    return scan_by_list(a, tables, probe, want, threads, level, kern);
   const size_t pair_bytes = pq4_pairs(a.m) * kPq4Block;
   parallel_for(a.nq, threads, [&](size_t qi, int) {
     const float* q = a.queries + qi * a.d;

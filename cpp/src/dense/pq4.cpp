@@ -46,6 +46,37 @@ void pq4_pack(const uint8_t* codes, size_t n, size_t m, uint8_t* packed) {
   }
 }
 
+void pq4_encode(const float* x, size_t n, size_t d, const float* by_dim, size_t m,
+                uint8_t* codes, int n_threads) {
+  if (m == 0 || m > kMaxM || d == 0 || d % m) fail("m must divide d and be 1..256");
+  if (n && (!x || !by_dim || !codes)) fail("missing arrays");
+  const size_t dsub = d / m;
+  // Rows per task: thousands of sub-vector distances, so spawning a thread pays off.
+  constexpr size_t kRowsPerTask = 512;
+  const size_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+  parallel_for(tasks, tasks > 1 ? n_threads : 1, [&](size_t t, int) {
+    const size_t end = std::min(n, (t + 1) * kRowsPerTask);
+    for (size_t i = t * kRowsPerTask; i < end; ++i) {
+      const float* row = x + i * d;
+      for (size_t j = 0; j < m; ++j) {
+        float dist[16] = {};
+        for (size_t p = 0; p < dsub; ++p) {
+          const float v = row[j * dsub + p];
+          const float* col = by_dim + (j * dsub + p) * 16;
+          for (size_t c = 0; c < 16; ++c) {
+            const float e = v - col[c];
+            dist[c] += e * e;
+          }
+        }
+        uint8_t best = 0;
+        for (uint8_t c = 1; c < 16; ++c)
+          if (dist[c] < dist[best]) best = c;
+        codes[i * m + j] = best;
+      }
+    }
+  });
+}
+
 void pq4_scan_scalar(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts,
                      uint16_t* losses) {
   for (size_t i = 0; i < n; ++i)

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _core
 from .._util.arrays import MAX_NORM
+from ._kmeans_sample import kmeans_sample
 
 CODES = 16  # 4-bit codes: 16 centroids per sub-quantiser
 MAX_M = 256  # 16-bit sums of m byte-table entries cannot overflow
@@ -28,10 +29,13 @@ def check_m(dim: int, m) -> int:
 
 
 def train_codebooks(x: np.ndarray, m: int, seed: int, n_threads: int) -> np.ndarray:
-    """float32 [m, 16, dim / m]: k-means (squared L2) on each sub-quantiser's part of x."""
+    """float32 [m, 16, dim / m]: k-means (squared L2) on each sub-quantiser's part of x,
+    or of at most 256 * 16 rows of x drawn by the seed (kmeans_sample), the same rows
+    for every sub-quantiser, as faiss's ProductQuantizer trains."""
     if len(x) < CODES:
         raise ValueError(f"sample has {len(x)} vectors; training 4-bit codes needs at least "
                          f"{CODES} (one per code)")
+    x = kmeans_sample(x, CODES, seed)
     dsub = x.shape[1] // m
     books = np.empty((m, CODES, dsub), dtype=np.float32)
     for j in range(m):  # one native k-means per sub-quantiser
@@ -47,13 +51,10 @@ def by_dimension(books: np.ndarray) -> np.ndarray:
 
 
 def encode(x: np.ndarray, books: np.ndarray, n_threads: int) -> np.ndarray:
-    """uint8 [n, m]: per sub-quantiser, the nearest centroid (squared L2)."""
-    m, _, dsub = books.shape
-    codes = np.empty((len(x), m), dtype=np.uint8)
-    for j in range(m):
-        part = np.ascontiguousarray(x[:, j * dsub : (j + 1) * dsub])
-        codes[:, j] = _core.assign_nearest(part, books[j], n_threads=n_threads)[0]
-    return codes
+    """uint8 [n, m]: per sub-quantiser, the nearest centroid (squared L2, ties to the
+    lower code), all sub-quantisers in one native pass over the rows."""
+    return _core.pq4_encode(np.ascontiguousarray(x, dtype=np.float32), by_dimension(books),
+                            books.shape[0], n_threads=n_threads)
 
 
 def pack_lists(codes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

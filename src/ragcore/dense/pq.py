@@ -111,6 +111,8 @@ class PQIndex:
         """Learns 16 centroids per sub-quantiser by k-means (squared L2) on sample's parts.
 
         sample: at least 16 vectors (one per code); a few thousand give good codebooks.
+        As faiss does, each sub-quantiser learns from at most 256 * 16 = 4,096 of them,
+        drawn by the seed (the same rows for every sub-quantiser).
         """
         n_threads = check_threads(n_threads)
         books = codes_.train_codebooks(self._prepared(sample, "sample"), self._m, self._seed, n_threads)

@@ -30,6 +30,13 @@ inline size_t pq4_packed_bytes(size_t n, size_t m) { return pq4_blocks(n) * pq4_
 // codes: n x m, each < 16. packed: pq4_packed_bytes(n, m) bytes (padding rows are code 0).
 void pq4_pack(const uint8_t* codes, size_t n, size_t m, uint8_t* packed);
 
+// codes[i * m + j]: the centroid nearest to part j of row i of x (n x d, d divisible by
+// m), by squared L2 summed over direct differences, ties to the lower code. by_dim: the
+// codebooks by dimension, m x (d / m) x 16 (as Pq4TableMaker reads them), so the 16
+// distances of a part are one vector of lanes. Rows split over n_threads (<= 0: all).
+void pq4_encode(const float* x, size_t n, size_t d, const float* by_dim, size_t m,
+                uint8_t* codes, int n_threads);
+
 // losses[i] = sum_j luts[j * 16 + code_j(i)] for i < n; luts: pairs*2 tables of 16 bytes
 // (the tables of sub-quantisers >= m must be zero). Exact integer sums (m <= 256).
 void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, uint16_t* losses,

@@ -135,16 +135,22 @@ def _output_device(session, provider: str) -> tuple[str, int]:
     return "cuda", int(options.get("device_id", 0))
 
 
-def embedding_rows(path) -> int | None:
-    """Rows of the model's token-embedding table, when the graph shows them."""
+def load_graph(path):
+    """The model's onnx graph without external weights (None without the onnx package)."""
     try:
         import onnx
     except ImportError:
         return None
-    model = onnx.load(str(path), load_external_data=False)
-    shapes = {init.name: list(init.dims) for init in model.graph.initializer}
-    producers = {out: node for node in model.graph.node for out in node.output}
-    for node in model.graph.node:
+    return onnx.load(str(path), load_external_data=False).graph
+
+
+def embedding_rows(graph) -> int | None:
+    """Rows of the model's token-embedding table, when the graph shows them."""
+    if graph is None:
+        return None
+    shapes = {init.name: list(init.dims) for init in graph.initializer}
+    producers = {out: node for node in graph.node for out in node.output}
+    for node in graph.node:
         if node.op_type == "Gather" and len(node.input) == 2 and node.input[1] == "input_ids":
             table = node.input[0]
             if table in shapes:
@@ -153,3 +159,8 @@ def embedding_rows(path) -> int | None:
             if source is not None and source.input and source.input[0] in shapes:
                 return shapes[source.input[0]][0]
     return None
+
+
+def graph_operators(graph) -> frozenset:
+    """The operator types of the graph (empty when it is not known)."""
+    return frozenset() if graph is None else frozenset(node.op_type for node in graph.node)

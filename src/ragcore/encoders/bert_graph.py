@@ -25,6 +25,11 @@ import numpy as np
 from .safetensors_file import read_safetensors
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# The operators this graph is made of: each computes a text from that text's rows
+# only (Attention masks each text's keys by its own length), so a text's output
+# does not depend on the other texts of its batch, bit for bit (tested).
+ROW_WISE_OPERATORS = frozenset({"Cast", "EmbedLayerNormalization", "Attention", "MatMul", "Add",
+                                "LayerNormalization", "BiasGelu"})
 OUTPUT = "last_hidden_state"
 _MS = "com.microsoft"
 

@@ -11,7 +11,9 @@ file, 64 texts per model call by count, one call at a time: the issue's 56
 chunks/s); ``sequential``: the fused fp32 graph, 256-token sub-batches one at a
 time on onnxruntime's intra-op threads (the build before sub-batches ran side
 by side); ``now``: ``default_encoder()``, what ``make demo`` runs (sub-batches
-side by side, one core each); ``int8``: ``default_encoder(precision="int8")``.
+side by side, one core each); ``skip_ln``: ``now`` with onnxruntime's
+SkipLayerNormalization fusion left on (the build before ragcore's CPU sessions
+turned it off); ``int8``: ``default_encoder(precision="int8")``.
 Wall time is the figure the issue sets its target on; the process's CPU time
 (every thread) is reported next to it.
 """
@@ -31,7 +33,7 @@ import numpy as np
 
 from _common import LoadMeter, environment, foreign_cores, markdown_table, write_json
 
-ENGINES = ("before", "sequential", "now", "int8")
+ENGINES = ("before", "sequential", "skip_ln", "now", "int8")
 
 
 def make_encoder(name: str):
@@ -45,6 +47,17 @@ def make_encoder(name: str):
         return default_encoder(parallel_batches=False)
     if name == "int8":
         return default_encoder(precision="int8")
+    if name == "skip_ln":
+        from unittest import mock
+
+        from ragcore.encoders import _onnx
+
+        with mock.patch.object(_onnx, "disabled_fusions", lambda requested: []):
+            encoder = default_encoder()
+            encoder.encode(["two texts", "load the one-core session"] * 200, warn=False)
+        if encoder._one_core_model is None:
+            raise RuntimeError("skip_ln: the one-core session was not loaded with the fusion on")
+        return encoder
     return default_encoder()
 
 

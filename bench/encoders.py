@@ -19,7 +19,9 @@ measures (every system encodes the same texts to the same vectors):
   batch_size=b)`` (sorted by length, one padded forward pass of b texts).
 - ``b by count``: every text in one call, batch_size=b and token_budget=None:
   model calls of b texts each, padded to their longest, in both engines (the
-  row the issue's table measured at 32).
+  row the issue's table measured at 32); for the fused fp32 graph BiEncoder cuts
+  each padded call into pieces of its rows at the same width (the same padded
+  work and bits, see BiEncoder's token_budget), the int8 graphs' calls stay whole.
 - ``budget``: every text in one call with BiEncoder's default batching (at most
   32 texts and 256 padded tokens per model call) against sentence-transformers
   at batch_size=32.

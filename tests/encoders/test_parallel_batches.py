@@ -1,6 +1,7 @@
 """Sub-batches of one encode call on several threads: the vectors equal the
 one-thread path's bit for bit, the calls really run side by side, and one-call
-encodes (queries) and batching by count keep the main session."""
+encodes (queries) and whole calls by count keep the main session; calls by count
+cut into pieces of their rows give the whole calls' bits."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 from ragcore.encoders import BiEncoder, derived, models  # noqa: E402
+from ragcore.encoders._batching import split_padded  # noqa: E402
 from ragcore.encoders._parallel import map_in_order, usable_cores  # noqa: E402
+from ragcore.encoders._text import TokenBatch  # noqa: E402
 
 POOL = [
     "How do I open a file for reading?",
@@ -99,13 +102,73 @@ def test_one_model_call_stays_on_the_main_session(derived_models):
     sequential = BiEncoder(derived_models["fp32"], providers="cpu", threads=2, parallel_batches=False)
     sequential.encode(POOL, warn=False)
     assert sequential._one_core_model is None
-    by_count = BiEncoder(derived_models["fp32"], providers="cpu", threads=2, token_budget=None,
-                         batch_size=2)  # large padded calls: slower side by side
-    by_count.encode(POOL, warn=False)
-    assert by_count._one_core_model is None
+    whole_calls = BiEncoder(derived_models["int8"], providers="cpu", threads=2, token_budget=None,
+                            batch_size=2)  # whole padded calls: slower side by side
+    whole_calls.encode(POOL, warn=False)
+    assert not whole_calls._cut_by_count() and whole_calls._one_core_model is None
+    cut = BiEncoder(derived_models["fp32"], providers="cpu", threads=2, token_budget=None, batch_size=2)
+    cut.encode(POOL, warn=False)  # pieces of the padded calls, side by side
+    assert cut._cut_by_count() and cut._one_core_model is not None
     budgeted = BiEncoder(derived_models["fp32"], providers="cpu", threads=2, batch_size=2)
     budgeted.encode(POOL, warn=False)
     assert budgeted._one_core_model is not None
+
+
+# ---- calls by count cut into pieces of their rows ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def whole_and_cut(derived_models):
+    """(whole padded calls, one thread; cut, one thread; cut, two threads), fp32."""
+    whole = BiEncoder(derived_models["fp32"], providers="cpu", threads=1, token_budget=None)
+    whole._rows_independent = False  # as for a graph whose texts may interact
+    return (whole, BiEncoder(derived_models["fp32"], providers="cpu", threads=1, token_budget=None),
+            BiEncoder(derived_models["fp32"], providers="cpu", threads=2, token_budget=None))
+
+
+@settings(max_examples=12, deadline=None)
+@given(picks=st.lists(st.integers(0, len(POOL) - 1), min_size=1, max_size=40),
+       batch_size=st.integers(1, 40))
+def test_cut_calls_by_count_give_the_whole_calls_bits(whole_and_cut, picks, batch_size):
+    texts = [POOL[i] for i in picks]
+    for encoder in whole_and_cut:
+        encoder.batch_size = batch_size
+    whole, *cut = whole_and_cut
+    assert not whole._cut_by_count() and all(c._cut_by_count() for c in cut)
+    want = whole.encode(texts, warn=False)
+    for encoder in cut:
+        got = encoder.encode(texts, warn=False)
+        np.testing.assert_array_equal(got, want)
+        assert got.truncated == want.truncated
+        for a, b in zip(whole.encode_tokens(texts), encoder.encode_tokens(texts)):
+            np.testing.assert_array_equal(b, a)
+
+
+def test_only_row_wise_graphs_are_cut(derived_models):
+    assert BiEncoder(derived_models["fp32"], providers="cpu")._rows_independent
+    # int8 quantises each call's activations with one scale: its texts interact
+    assert not BiEncoder(derived_models["int8"], providers="cpu")._rows_independent
+    assert not BiEncoder(models.INT8_NAME, providers="cpu")._rows_independent
+    # with a token budget nothing is cut: the budget already bounds the calls
+    assert not BiEncoder(derived_models["fp32"], providers="cpu")._cut_by_count()
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=st.lists(st.integers(1, 300), min_size=1, max_size=40), max_tokens=st.integers(1, 2000))
+def test_split_padded_keeps_every_row_at_the_batch_width(lengths, max_tokens):
+    width, n = max(lengths), len(lengths)
+    ids = np.arange(n * width, dtype=np.int64).reshape(n, width)
+    batch = TokenBatch(ids, ids % 2, ids % 3, np.arange(n) % 2 == 0)
+    rows = np.arange(100, 100 + n)
+    pieces = split_padded(rows, batch, max_tokens)
+    np.testing.assert_array_equal(np.concatenate([r for r, _ in pieces]), rows)
+    for name in ("input_ids", "attention_mask", "token_type_ids", "truncated"):
+        np.testing.assert_array_equal(np.concatenate([getattr(p, name) for _, p in pieces]),
+                                      getattr(batch, name))
+    for r, piece in pieces:
+        assert piece.input_ids.shape == (len(r), width)
+        assert len(r) == 1 or len(r) * width <= max_tokens
+    assert all(len(r) == max(1, max_tokens // width) for r, _ in pieces[:-1])
 
 
 @pytest.mark.parametrize("value", ["yes", 1, None])

@@ -1,7 +1,8 @@
 """The fused fp32 graph written from safetensors weights without torch: the file
 reader, the graph against the numpy BERT reference on random small BERTs, the
 bundled model against PyTorch's stored and recomputed vectors, deriving with
-torch unavailable, and bad input."""
+torch unavailable, ragcore's CPU sessions (no SkipLayerNormalization fusion), and
+bad input."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from ragcore.encoders import bert_graph, derived, models  # noqa: E402
+from ragcore.encoders import _onnx, bert_graph, derived, models  # noqa: E402
 from ragcore.encoders.safetensors_file import read_safetensors  # noqa: E402
 from ragcore.reference import bert_hidden_states  # noqa: E402
 
@@ -246,3 +247,81 @@ def test_without_onnx_the_default_is_the_bundled_int8_file(cache, monkeypatch):
     assert encoder.model.path == models.resolve(models.INT8_NAME).onnx_path
     assert not models.derived_path(models.FUSED_NAME).exists()
     assert list((cache / "derived").iterdir()) == []  # no temporary folder left
+
+
+# ---- ragcore's CPU sessions: the residual LayerNorms stay LayerNormalization --------
+# onnxruntime's optimizer would fuse them into SkipLayerNormalization, a scalar
+# kernel on CPU (_onnx.py).
+
+def optimized_ops(model_path, tmp_path, disabled) -> set[str]:
+    """Operator types of the graph onnxruntime runs, with ragcore's CPU options."""
+    import onnx
+    import onnxruntime as ort
+
+    options = _onnx.session_options(1)
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(str(model_path), options, providers=[_onnx.CPU_PROVIDER],
+                         disabled_optimizers=disabled)
+    return {node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node}
+
+
+@pytest.fixture
+def tiny_bert(tmp_path):
+    import onnx
+
+    weights, config = random_bert(np.random.default_rng(0), layers=2, heads=2, head_size=4)
+    path = tmp_path / "tiny_bert.onnx"
+    onnx.save(bert_graph.fused_bert(weights, config), str(path))
+    return path
+
+
+def test_cpu_sessions_do_not_fuse_skip_layernorm(tiny_bert, tmp_path):
+    # Without the setting onnxruntime does fuse them: the check can fail.
+    assert "SkipLayerNormalization" in optimized_ops(tiny_bert, tmp_path, [])
+    ops = optimized_ops(tiny_bert, tmp_path, _onnx.disabled_fusions([_onnx.CPU_PROVIDER]))
+    assert "SkipLayerNormalization" not in ops and "LayerNormalization" in ops
+    assert {"Attention", "BiasGelu", "EmbedLayerNormalization"} <= ops  # the other fusions stay
+
+
+def test_only_cpu_only_sessions_leave_the_fusion_out():
+    assert _onnx.disabled_fusions([_onnx.CPU_PROVIDER]) == ["SkipLayerNormFusion"]
+    assert _onnx.disabled_fusions(["CUDAExecutionProvider", _onnx.CPU_PROVIDER]) == []
+
+
+def test_onnx_model_creates_its_cpu_session_with_the_fusion_left_out(tiny_bert, monkeypatch):
+    import onnxruntime as ort
+
+    seen = {}
+    real = ort.InferenceSession
+
+    def recording(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ort, "InferenceSession", recording)
+    model = _onnx.OnnxModel(tiny_bert, providers="cpu", threads=1)
+    assert model.provider == _onnx.CPU_PROVIDER
+    assert seen["disabled_optimizers"] == ["SkipLayerNormFusion"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(heads=st.integers(1, 4), head_size=st.sampled_from([2, 4, 8]),
+       lengths=st.lists(st.integers(1, 20), min_size=1, max_size=4), seed=st.integers(0, 2**31))
+def test_ragcore_session_equals_the_numpy_reference(tmp_path_factory, heads, head_size, lengths, seed):
+    import onnx
+
+    from ragcore.encoders._text import TokenBatch
+
+    rng = np.random.default_rng(seed)
+    weights, config = random_bert(rng, 2, heads, head_size)
+    path = tmp_path_factory.mktemp("bert") / "model.onnx"
+    onnx.save(bert_graph.fused_bert(weights, config), str(path))
+    width = max(lengths)
+    mask = (np.arange(width)[None] < np.array(lengths)[:, None]).astype(np.int64)  # right padding
+    ids = rng.integers(1, config["vocab_size"], mask.shape) * mask
+    types = rng.integers(0, 2, mask.shape) * mask
+    got = _onnx.OnnxModel(path, providers="cpu", threads=1).run(
+        TokenBatch(ids, mask, types, np.zeros(len(lengths), bool)))
+    want = bert_hidden_states(weights, config, ids, mask, types)
+    real = mask.astype(bool)  # padded positions are not part of the contract
+    np.testing.assert_allclose(got[real], want[real], rtol=0, atol=2e-4)

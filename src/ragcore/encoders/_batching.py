@@ -27,3 +27,12 @@ def plan_batches(lengths, max_texts: int, token_budget: int | None) -> list[np.n
         batches.append(order[start:start + size])
         start += size
     return batches
+
+
+def split_padded(rows: np.ndarray, batch, max_tokens: int) -> list:
+    """(rows, batch) pieces of one padded batch, each of at most max_tokens padded
+    tokens (at least one text) and all at the batch's own width, so that a model
+    whose texts do not interact computes every text exactly as in the whole batch."""
+    width = batch.input_ids.shape[1]
+    size = max(1, max_tokens // max(width, 1))
+    return [(rows[a:a + size], batch.rows(a, a + size)) for a in range(0, len(rows), size)]

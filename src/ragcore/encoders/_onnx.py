@@ -10,6 +10,12 @@ TEXT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 PROVIDER_CHOICES = ("auto", "cpu", "cuda")
 _CUDA = "CUDAExecutionProvider"
 CPU_PROVIDER = "CPUExecutionProvider"
+# onnxruntime's optimizer fuses Add, Add, LayerNormalization into
+# SkipLayerNormalization, whose CPU kernel (1.32) is a scalar loop with one
+# division per element; the vectorised LayerNormalization it replaces ran the
+# whole model 1.04-1.12x faster on CPU (BENCHMARKS.md, "Encoder throughput").
+# CUDA's SkipLayerNormalization is fast, so the fusion stays on there.
+CPU_ONLY_DISABLED_FUSIONS = ("SkipLayerNormFusion",)
 
 
 def _requested_providers(providers, available) -> list[str]:
@@ -27,6 +33,29 @@ def _requested_providers(providers, available) -> list[str]:
         return [_CUDA, CPU_PROVIDER] if _CUDA in available else [CPU_PROVIDER]
     raise ValueError(f"unknown providers {providers!r}; expected one of "
                      f"{', '.join(map(repr, PROVIDER_CHOICES))} or a list of provider names")
+
+
+def session_options(threads: int):
+    """onnxruntime options of every ragcore session: `threads` intra-op threads
+    (0: onnxruntime's choice, every physical core), one inter-op thread, no spinning."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = int(threads)
+    options.inter_op_num_threads = 1
+    # Pool threads that spin between operators take the cores other work
+    # needs: on a loaded 2-core machine, 2 spinning threads ran at half the
+    # speed of 1 thread, and 2 non-spinning ones near it (BENCHMARKS.md,
+    # "Encoder throughput").
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return options
+
+
+def disabled_fusions(requested: list[str]) -> list[str]:
+    """onnxruntime graph fusions to leave out for these providers (CPU only: see
+    CPU_ONLY_DISABLED_FUSIONS)."""
+    return list(CPU_ONLY_DISABLED_FUSIONS) if requested == [CPU_PROVIDER] else []
 
 
 class OnnxModel:
@@ -54,18 +83,10 @@ class OnnxModel:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"model_path: {path} does not exist (expected an .onnx file)")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = int(threads)
-        options.inter_op_num_threads = 1
-        # Pool threads that spin between operators take the cores other work
-        # needs: on a loaded 2-core machine, 2 spinning threads ran at half the
-        # speed of 1 thread, and 2 non-spinning ones near it (BENCHMARKS.md,
-        # "Encoder throughput").
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
         requested = _requested_providers(providers, ort.get_available_providers())
         try:
-            self.session = ort.InferenceSession(str(path), options, providers=requested)
+            self.session = ort.InferenceSession(str(path), session_options(threads), providers=requested,
+                                                disabled_optimizers=disabled_fusions(requested))
         except Exception as err:  # onnxruntime raises its own exception types
             raise ValueError(f"model_path: {path} could not be loaded as an ONNX model ({err})") from None
         self.path = path
@@ -114,16 +135,22 @@ def _output_device(session, provider: str) -> tuple[str, int]:
     return "cuda", int(options.get("device_id", 0))
 
 
-def embedding_rows(path) -> int | None:
-    """Rows of the model's token-embedding table, when the graph shows them."""
+def load_graph(path):
+    """The model's onnx graph without external weights (None without the onnx package)."""
     try:
         import onnx
     except ImportError:
         return None
-    model = onnx.load(str(path), load_external_data=False)
-    shapes = {init.name: list(init.dims) for init in model.graph.initializer}
-    producers = {out: node for node in model.graph.node for out in node.output}
-    for node in model.graph.node:
+    return onnx.load(str(path), load_external_data=False).graph
+
+
+def embedding_rows(graph) -> int | None:
+    """Rows of the model's token-embedding table, when the graph shows them."""
+    if graph is None:
+        return None
+    shapes = {init.name: list(init.dims) for init in graph.initializer}
+    producers = {out: node for node in graph.node for out in node.output}
+    for node in graph.node:
         if node.op_type == "Gather" and len(node.input) == 2 and node.input[1] == "input_ids":
             table = node.input[0]
             if table in shapes:
@@ -132,3 +159,8 @@ def embedding_rows(path) -> int | None:
             if source is not None and source.input and source.input[0] in shapes:
                 return shapes[source.input[0]][0]
     return None
+
+
+def graph_operators(graph) -> frozenset:
+    """The operator types of the graph (empty when it is not known)."""
+    return frozenset() if graph is None else frozenset(node.op_type for node in graph.node)

@@ -44,6 +44,11 @@ class TokenBatch:
     token_type_ids: np.ndarray  # int64 [batch, length]
     truncated: np.ndarray       # bool [batch]
 
+    def rows(self, start: int, stop: int) -> "TokenBatch":
+        """Texts start..stop-1 of the batch, still padded to the batch's width."""
+        return TokenBatch(*(getattr(self, name)[start:stop] for name in
+                            ("input_ids", "attention_mask", "token_type_ids", "truncated")))
+
 
 class TextTokenizer:
     """A tokenizer.json with padding off and truncation at max_length.

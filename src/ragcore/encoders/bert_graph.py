@@ -7,7 +7,9 @@ that each residual LayerNorm is Add, Add, LayerNormalization rather than the
 fused SkipLayerNormalization: onnxruntime 1.32's CPU SkipLayerNormalization is a
 scalar loop (Welford, one division per element), its LayerNormalization is
 vectorised, and the split graph ran 1.09x (fp32) and 1.17x (int8) the fused one
-(BENCHMARKS.md, "Encoder throughput"). Output: last_hidden_state [batch, tokens, hidden]. The mask
+(BENCHMARKS.md, "Encoder throughput"). onnxruntime's optimizer would fuse
+the three back into SkipLayerNormalization; ragcore's CPU sessions turn that
+fusion off (_onnx.py). Output: last_hidden_state [batch, tokens, hidden]. The mask
 goes in as attention_mask and becomes per-text key lengths
 (EmbedLayerNormalization's mask_index), so padding must be on the right, as
 ragcore's tokenizer pads.
@@ -23,6 +25,11 @@ import numpy as np
 from .safetensors_file import read_safetensors
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# The operators this graph is made of: each computes a text from that text's rows
+# only (Attention masks each text's keys by its own length), so a text's output
+# does not depend on the other texts of its batch, bit for bit (tested).
+ROW_WISE_OPERATORS = frozenset({"Cast", "EmbedLayerNormalization", "Attention", "MatMul", "Add",
+                                "LayerNormalization", "BiasGelu"})
 OUTPUT = "last_hidden_state"
 _MS = "com.microsoft"
 

@@ -9,13 +9,18 @@ import numpy as np
 from .._util.arrays import check_choice, check_positive_int, check_threads
 from ..errors import TruncationWarning
 from .models import DEFAULT_NAME, resolve
-from ._batching import plan_batches
-from ._onnx import CPU_PROVIDER, OnnxModel, embedding_rows
+from ._batching import plan_batches, split_padded
+from ._onnx import CPU_PROVIDER, OnnxModel, embedding_rows, graph_operators, load_graph
+from .bert_graph import ROW_WISE_OPERATORS
 from ._parallel import map_in_order, usable_cores
 from ._text import TextTokenizer, check_texts
 
 POOLINGS = ("mean", "cls", "graph")
 DEFAULT_TOKEN_BUDGET = 256
+# Padded tokens per model call when a call by count is cut into pieces of its rows:
+# a 32 x 256 call in 1,024-token pieces ran 1.06x (one thread, CPU time) and, side by
+# side, 1.45x the whole call on two intra-op threads (BENCHMARKS.md, "Encoder throughput").
+BY_COUNT_PIECE_TOKENS = 1024
 
 
 class Embeddings(np.ndarray):
@@ -60,17 +65,23 @@ class BiEncoder:
             text's length times its size; a longer text goes alone); None bounds
             calls by batch_size only. Small calls keep the activations in the
             core's cache: on the CPUs measured (BENCHMARKS.md, "Encoder
-            throughput") 256 tokens is fastest per text for fp32 and int8.
+            throughput") 256 tokens is fastest per text for fp32 and int8. With
+            None, on CPU and for a graph whose texts do not interact (ragcore's
+            fused fp32 graph), each padded call is still cut into pieces of its
+            rows of at most 1,024 padded tokens at the call's width: the same
+            padded work and the same bits, in smaller calls.
         threads: cores one call may use (0: all of them). A call that makes one
             model call (a query) runs it on onnxruntime's intra-op threads; a call
             that makes several (bulk encoding) runs them on `threads` Python
             threads at once, one core each (see parallel_batches).
-        parallel_batches: True (default): on CPU and with a token_budget, the
+        parallel_batches: True (default): on CPU, the
             model calls of one encode call run side by side on `threads` threads,
             each on an intra-op-1 session loaded next to the main one at first use
             (the model's memory twice); the vectors are bit-identical to
-            threads=1. False, or token_budget=None (large padded calls, slower side
-            by side): one model call at a time, on onnxruntime's intra-op threads.
+            threads=1. With token_budget=None the pieces of the padded calls run
+            side by side when the graph allows the cut (above). False, or whole
+            padded calls (large, slower side by side): one model call at a time,
+            on onnxruntime's intra-op threads.
         io_binding: None (default): onnxruntime IOBinding on CUDA, plain runs on
             CPU; True / False forces either (same numbers on CPU).
     """
@@ -97,7 +108,11 @@ class BiEncoder:
             raise ValueError(
                 f"pooling={pooling!r} needs a model output of rank {expected_rank}, but "
                 f"{spec.onnx_path} outputs rank {self.model.output_rank} ({self.model.output_name})")
-        rows = embedding_rows(spec.onnx_path)
+        graph = load_graph(spec.onnx_path)
+        # texts that do not interact in the graph: a padded call can be cut into pieces
+        self._rows_independent = graph is not None and graph_operators(graph) <= ROW_WISE_OPERATORS
+        rows = embedding_rows(graph)
+        del graph
         if rows is not None and self.tokenizer.vocab_size > rows:
             raise ValueError(
                 f"tokenizer_path: the tokenizer has {self.tokenizer.vocab_size} tokens but the "
@@ -156,11 +171,18 @@ class BiEncoder:
         return [l2_normalize(h[m.astype(bool)].astype(np.float32))
                 for h, m in zip(model.run(batch), batch.attention_mask)]
 
+    def _cut_by_count(self) -> bool:
+        """Whether calls by count are cut into pieces of their rows (same padding):
+        on CPU, for graphs whose texts do not interact (the same bits)."""
+        return self.token_budget is None and self._rows_independent and self.provider == CPU_PROVIDER
+
     def _workers(self) -> int:
         # Only small calls gain side by side: two 32-text padded calls at once ran at
         # 0.61x one at a time on intra-op threads, 256-token calls at 1.14x
-        # (BENCHMARKS.md, "Encoder throughput"), so batching by count stays sequential.
-        if not self.parallel_batches or self.provider != CPU_PROVIDER or self.token_budget is None:
+        # (BENCHMARKS.md, "Encoder throughput"), so whole calls by count stay sequential.
+        if not self.parallel_batches or self.provider != CPU_PROVIDER:
+            return 1
+        if self.token_budget is None and not self._cut_by_count():
             return 1
         return self.threads or usable_cores()
 
@@ -183,8 +205,13 @@ class BiEncoder:
             return
         encodings = self.tokenizer.tokenize(texts)
         lengths = [len(e.ids) for e in encodings]
+        cut = self._cut_by_count()
         for rows in plan_batches(lengths, self.batch_size, self.token_budget):
-            yield rows, self.tokenizer.pad([encodings[i] for i in rows])
+            batch = self.tokenizer.pad([encodings[i] for i in rows])
+            if cut:
+                yield from split_padded(rows, batch, BY_COUNT_PIECE_TOKENS)
+            else:
+                yield rows, batch
 
     def _pool(self, output: np.ndarray, mask: np.ndarray) -> np.ndarray:
         if self.pooling == "graph":

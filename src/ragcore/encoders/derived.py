@@ -83,8 +83,10 @@ def ensure(name: str) -> Path:
 
 
 def _encode(path: Path) -> np.ndarray:
-    """CHECK_TEXTS through the candidate file, all in one padded batch (so padding
-    and the attention mask are exercised) and one text per call; both returned."""
+    """CHECK_TEXTS through the candidate file, all padded to the longest of them
+    (so padding and the attention mask are exercised; BiEncoder may run the
+    padded rows in pieces, which gives the same bits) and one text per call;
+    both returned."""
     padded = BiEncoder(path, providers="cpu", max_length=max_seq_length(minilm_dir()),
                        token_budget=None, batch_size=len(CHECK_TEXTS))
     alone = BiEncoder(path, providers="cpu", max_length=padded.max_length, batch_size=1)

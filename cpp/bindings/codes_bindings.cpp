@@ -8,9 +8,9 @@
 #include <string>
 
 #include "array_checks.h"
+#include "search_results.h"
 #include "ragcore/dense/ivf_pq4.h"
 #include "ragcore/dense/pq4.h"
-#include "ragcore/util/result_bound.h"
 
 namespace py = pybind11;
 using namespace ragcore;
@@ -24,22 +24,6 @@ const T* c_array(const py::array& a, size_t size, const std::string& name) {
       static_cast<size_t>(a.size()) != size)
     fail(name, "expected a C-contiguous array of " + std::to_string(size) + " elements of the right dtype");
   return static_cast<const T*>(a.data());
-}
-
-// Result arrays nq x k, then search(a) without the GIL; returns (scores, ids).
-template <class Args>
-py::tuple run_search(Args& a, size_t k, void (*search)(const Args&)) {
-  if (k == 0) fail("k", "must be >= 1");
-  check_result_size(a.nq, k, a.n);
-  py::array_t<float> scores({a.nq, k});
-  py::array_t<int64_t> out_ids({a.nq, k});
-  a.out_scores = scores.mutable_data();
-  a.out_ids = out_ids.mutable_data();
-  {
-    py::gil_scoped_release release;
-    search(a);
-  }
-  return py::make_tuple(scores, out_ids);
 }
 
 py::array_t<uint8_t> pack_py(const py::array& codes, size_t m) {

@@ -800,7 +800,7 @@ HnswIndex::Snapshot HnswIndex::snapshot() const {
   out.sq_norms = sq_norms_;
   out.ids = ids_;
   out.levels = levels_;
-  out.links0 = links0_;
+  out.links0.assign(links0_.begin(), links0_.end());
   out.upper_offsets.resize(ids_.size() + 1, 0);
   for (size_t s = 0; s < ids_.size(); ++s) {
     out.upper.insert(out.upper.end(), upper_[s].begin(), upper_[s].end());

@@ -181,7 +181,7 @@ class HNSWIndex:
                 and self._metric != "cosine"):
             found = self._graph.search_row(queries, k, ef, ONE_ROW_SQ_NORM_LIMIT, n_threads)
             if found is not None:  # one clean row, checked natively
-                return Hits(*found)
+                return Hits.of_native(*found)
         k = check_positive_int(k, "k")
         ef = check_positive_int(ef, "ef")
         n_threads = check_threads(n_threads)

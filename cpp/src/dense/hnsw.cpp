@@ -57,6 +57,13 @@ class HnswIndex::WalkState {
     tags_[s] = epoch_;
     return false;
   }
+  // check_and_mark's answer, the tag written either way (the same effect: a visited
+  // node's tag already holds the epoch).
+  bool check_and_mark_branchless(uint32_t s) {
+    const bool seen = tags_[s] == epoch_;
+    tags_[s] = epoch_;
+    return seen;
+  }
 
   std::vector<Scored> frontier, best, found;  // heaps (see walk), then a walk's results
   std::vector<Candidate> hits;
@@ -437,13 +444,17 @@ void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_
     // First the unvisited neighbours, with their rows' first lines requested, then
     // their scores in one gathered kernel call (four rows at a time, the next four
     // fetched meanwhile): the loads overlap instead of each waiting for memory in turn.
+    // Without a branch: whether a neighbour was visited is a coin toss to the
+    // predictor, and a mispredict per neighbour cost more than the tag loads.
     size_t fresh = 0;
     for (size_t j = 0; j < count; ++j) {
-      if (ws.check_and_mark(nbs[j])) continue;
+      const uint32_t nb = nbs[j];
+      nbs[fresh] = nb;
+      fresh += !ws.check_and_mark_branchless(nb);
+    }
+    for (size_t j = 0; j < fresh; ++j)
       __builtin_prefetch(ws.coarse ? static_cast<const void*>(codes_.data() + static_cast<size_t>(nbs[j]) * p_.d)
                                    : row(nbs[j]));
-      nbs[fresh++] = nbs[j];
-    }
     score_slots(q, qnorm, nbs, fresh, ws);
     for (size_t j = 0; j < fresh; ++j) {
       const Scored s{ws.scores[j], nbs[j]};

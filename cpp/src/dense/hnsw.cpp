@@ -40,7 +40,9 @@ uint64_t splitmix64(uint64_t& state) {
 // One thread's walk state, reused from walk to walk so a search allocates nothing:
 // the visited tags (one per slot; a node is visited when its tag equals the current
 // epoch, so a walk starts in O(1) rather than clearing a table the size of the
-// index), the two heaps and the buffers of one node's neighbours.
+// index), the two heaps and the buffers of one node's neighbours. The tags are 16
+// bits (half the cache a walk's random tag reads occupy); they wrap every 65,535
+// walks, when the table is cleared once.
 class HnswIndex::WalkState {
  public:
   void start(size_t slots) {
@@ -78,8 +80,8 @@ class HnswIndex::WalkState {
   int32_t dots[2 * kMaxM];
 
  private:
-  std::vector<uint32_t> tags_;
-  uint32_t epoch_ = 0;
+  std::vector<uint16_t> tags_;
+  uint16_t epoch_ = 0;
 };
 
 // ---- construction ----------------------------------------------------------

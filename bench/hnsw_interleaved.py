@@ -93,6 +93,18 @@ def build_all(systems, x, store: Path | None) -> None:
             s.index = None
 
 
+def huge_pages_mib() -> float:
+    """This process's anonymous memory on transparent huge pages (Linux; else nan): ragcore
+    asks for them for a graph's arrays, the peers do not (BENCHMARKS.md says what it buys)."""
+    try:
+        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+            if line.startswith("AnonHugePages:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
 def load_all(systems, store: Path, n: int, d: int) -> None:
     for s in systems:
         index_path, meta_path = _stored(store, s)
@@ -162,6 +174,7 @@ def main() -> None:
         load_all(systems, args.store, len(x), x.shape[1])
     else:
         build_all(systems, x, None)
+    print(f"anonymous memory on huge pages: {huge_pages_mib():.0f} MiB", flush=True)
     del x
     batch = np.ascontiguousarray(np.resize(q, (256, q.shape[1])))
     rows = []

@@ -3,7 +3,9 @@
 // load split across two lines), and from 2 MiB up 2 MiB aligned and advised for
 // transparent huge pages (Linux), so a walk that touches a new row every few hundred
 // nanoseconds does not also miss the TLB on nearly every one (4 KiB pages cover only
-// a few MiB of an index of hundreds). Without THP the advice is a no-op.
+// a few MiB of an index of hundreds). Without THP the advice is a no-op; with the
+// environment variable RAGCORE_NO_HUGE_PAGES set (read at each allocation) it is not
+// given, so the two can be compared in one process (bench/hnsw_interleaved.py).
 #pragma once
 
 #include <cstddef>
@@ -36,7 +38,8 @@ struct LargePageAllocator {
     if (!p) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     // Before the first touch, so the pages are faulted in huge; failure only costs speed.
-    if (align == kHugePage) (void)madvise(p, rounded, MADV_HUGEPAGE);
+    if (align == kHugePage && !std::getenv("RAGCORE_NO_HUGE_PAGES"))
+      (void)madvise(p, rounded, MADV_HUGEPAGE);
 #endif
     return static_cast<T*>(p);
   }

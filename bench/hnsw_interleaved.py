@@ -28,10 +28,25 @@ import numpy as np
 
 from ragcore import FlatIndex, HNSWIndex
 from ragcore.cli.bench import data
-from ragcore.cli.bench.peers import make_systems
+from ragcore.cli.bench.peers import RagcoreHNSW, make_systems
 from ragcore.cli.bench.stdlib_vectors import stdlib_embeddings
 
 SYSTEMS = ("ragcore-hnsw", "ragcore-hnsw-int8", "hnswlib", "faiss-hnsw", "usearch")
+SMALL_PAGES = "ragcore-hnsw-4k"  # also accepted by --systems (see RagcoreSmallPages)
+
+
+class RagcoreSmallPages(RagcoreHNSW):
+    """ragcore HNSW's saved float32 index, loaded without the huge-page advice (as on a
+    system whose transparent huge pages are off): what the advice buys, in one run."""
+    family = "ragcore HNSW 4k pages"
+    stored_as = "ragcore HNSW"
+
+    def build(self, x, sample):
+        os.environ["RAGCORE_NO_HUGE_PAGES"] = "1"
+        try:
+            super().build(x, sample)
+        finally:
+            del os.environ["RAGCORE_NO_HUGE_PAGES"]
 
 
 def recall_at(ids, truth):
@@ -55,7 +70,12 @@ def _save(system, path: Path) -> None:
 
 def _load(system, path: Path, n: int, d: int) -> None:
     if system.family.startswith("ragcore"):
-        system.index = HNSWIndex.load(path)
+        if isinstance(system, RagcoreSmallPages):
+            os.environ["RAGCORE_NO_HUGE_PAGES"] = "1"
+        try:
+            system.index = HNSWIndex.load(path)
+        finally:
+            os.environ.pop("RAGCORE_NO_HUGE_PAGES", None)
     elif system.family == "hnswlib":
         import hnswlib
 
@@ -73,7 +93,7 @@ def _load(system, path: Path, n: int, d: int) -> None:
 
 
 def _stored(store: Path, system) -> tuple[Path, Path]:
-    name = system.family.replace(" ", "_")
+    name = getattr(system, "stored_as", system.family).replace(" ", "_")
     return store / f"{name}.index", store / f"{name}.json"
 
 
@@ -91,6 +111,18 @@ def build_all(systems, x, store: Path | None) -> None:
             meta_path.write_text(json.dumps({"build_s": s.build_s, "memory": s.memory,
                                              "n": len(x), "load": os.getloadavg()[0]}))
             s.index = None
+
+
+def huge_pages_mib() -> float:
+    """This process's anonymous memory on transparent huge pages (Linux; else nan): ragcore
+    asks for them for a graph's arrays, the peers do not (BENCHMARKS.md says what it buys)."""
+    try:
+        for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+            if line.startswith("AnonHugePages:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
 
 
 def load_all(systems, store: Path, n: int, d: int) -> None:
@@ -142,11 +174,16 @@ def main() -> None:
     threads = os.cpu_count() or 1
     efs = [int(v) for v in args.ef.split(",")]
     x, q = load_data(args)
-    systems, missing = make_systems(args.systems.split(","), [], [], efs, threads, 0, args.M,
-                                    args.ef_construction)
+    names = args.systems.split(",")
+    systems, missing = make_systems([v for v in names if v != SMALL_PAGES], [], [], efs, threads,
+                                    0, args.M, args.ef_construction)
+    if SMALL_PAGES in names:
+        systems.append(RagcoreSmallPages(efs, threads, 0, args.M, args.ef_construction))
     print(f"data {args.data} n={len(x)} d={x.shape[1]} queries={len(q)} threads={threads} "
           f"M={args.M} efC={args.ef_construction} load={os.getloadavg()[0]:.1f} missing={missing}")
     if args.build_only:
+        if SMALL_PAGES in names:
+            raise SystemExit(f"{SMALL_PAGES} loads ragcore-hnsw's saved index: build that one")
         if args.store is None:
             raise SystemExit("--build-only needs --store")
         args.store.mkdir(parents=True, exist_ok=True)
@@ -162,6 +199,7 @@ def main() -> None:
         load_all(systems, args.store, len(x), x.shape[1])
     else:
         build_all(systems, x, None)
+    print(f"anonymous memory on huge pages: {huge_pages_mib():.0f} MiB", flush=True)
     del x
     batch = np.ascontiguousarray(np.resize(q, (256, q.shape[1])))
     rows = []

@@ -101,3 +101,31 @@ def test_equal_scores_are_ordered_by_id():
     index.add(x, ids=np.arange(30)[::-1] * 3)
     hits = index.search(np.array([1.0, 0.0], np.float32), 5, ef=30)
     assert hits.ids[0].tolist() == [0, 3, 6, 9, 12]
+
+
+def test_visited_tags_wrapping_around_forget_old_walks():
+    # A thread's walks share one table of 16-bit visited tags, tagged with a counter that
+    # wraps every 65,535 walks. In a fresh thread, walk 1 is exhaustive (every node gets
+    # tag 1); the next 65,534 walks stay near one query; then the counter wraps back to 1.
+    # Unless the table was cleared, the exhaustive walk's tags would then read as visited
+    # and the repeated exhaustive search would skip most of the graph.
+    import threading
+
+    x = clustered(600, 8, seed=9, n_clusters=6)
+    far, near = clustered(1, 8, seed=10)[0], x[0].copy()
+    index = ragcore.HNSWIndex(8, "ip", M=4, ef_construction=16)
+    index.add(x, n_threads=1)
+    exact = reference.flat_search(x, far[None], 10).ids[0]
+    got = {}
+
+    def walks():
+        got["first"] = index.search(far, 10, ef=600, n_threads=1).ids[0]
+        for _ in range(65_534):
+            index.search(near, 1, ef=1, n_threads=1)
+        got["after_wrap"] = index.search(far, 10, ef=600, n_threads=1).ids[0]
+
+    thread = threading.Thread(target=walks)
+    thread.start()
+    thread.join()
+    np.testing.assert_array_equal(got["first"], exact)
+    np.testing.assert_array_equal(got["after_wrap"], exact)

@@ -40,7 +40,9 @@ uint64_t splitmix64(uint64_t& state) {
 // One thread's walk state, reused from walk to walk so a search allocates nothing:
 // the visited tags (one per slot; a node is visited when its tag equals the current
 // epoch, so a walk starts in O(1) rather than clearing a table the size of the
-// index), the two heaps and the buffers of one node's neighbours.
+// index), the two heaps and the buffers of one node's neighbours. The tags are 16
+// bits (half the cache a walk's random tag reads occupy); they wrap every 65,535
+// walks, when the table is cleared once.
 class HnswIndex::WalkState {
  public:
   void start(size_t slots) {
@@ -57,6 +59,13 @@ class HnswIndex::WalkState {
     tags_[s] = epoch_;
     return false;
   }
+  // check_and_mark's answer, the tag written either way (the same effect: a visited
+  // node's tag already holds the epoch).
+  bool check_and_mark_branchless(uint32_t s) {
+    const bool seen = tags_[s] == epoch_;
+    tags_[s] = epoch_;
+    return seen;
+  }
 
   std::vector<Scored> frontier, best, found;  // heaps (see walk), then a walk's results
   std::vector<Candidate> hits;
@@ -71,8 +80,8 @@ class HnswIndex::WalkState {
   int32_t dots[2 * kMaxM];
 
  private:
-  std::vector<uint32_t> tags_;
-  uint32_t epoch_ = 0;
+  std::vector<uint16_t> tags_;
+  uint16_t epoch_ = 0;
 };
 
 // ---- construction ----------------------------------------------------------
@@ -437,13 +446,17 @@ void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_
     // First the unvisited neighbours, with their rows' first lines requested, then
     // their scores in one gathered kernel call (four rows at a time, the next four
     // fetched meanwhile): the loads overlap instead of each waiting for memory in turn.
+    // Without a branch: whether a neighbour was visited is a coin toss to the
+    // predictor, so each one could cost a mispredict (not measured apart: BENCHMARKS.md).
     size_t fresh = 0;
     for (size_t j = 0; j < count; ++j) {
-      if (ws.check_and_mark(nbs[j])) continue;
+      const uint32_t nb = nbs[j];
+      nbs[fresh] = nb;
+      fresh += !ws.check_and_mark_branchless(nb);
+    }
+    for (size_t j = 0; j < fresh; ++j)
       __builtin_prefetch(ws.coarse ? static_cast<const void*>(codes_.data() + static_cast<size_t>(nbs[j]) * p_.d)
                                    : row(nbs[j]));
-      nbs[fresh++] = nbs[j];
-    }
     score_slots(q, qnorm, nbs, fresh, ws);
     for (size_t j = 0; j < fresh; ++j) {
       const Scored s{ws.scores[j], nbs[j]};
@@ -800,7 +813,7 @@ HnswIndex::Snapshot HnswIndex::snapshot() const {
   out.sq_norms = sq_norms_;
   out.ids = ids_;
   out.levels = levels_;
-  out.links0 = links0_;
+  out.links0.assign(links0_.begin(), links0_.end());
   out.upper_offsets.resize(ids_.size() + 1, 0);
   for (size_t s = 0; s < ids_.size(); ++s) {
     out.upper.insert(out.upper.end(), upper_[s].begin(), upper_[s].end());

@@ -61,6 +61,12 @@ class HNSWIndex:
     neighbours and frees their slots for later adds. ``search`` may run from
     several threads and while another thread adds or removes: an add takes the
     graph in chunks of 4096 vectors, and a search sees the graph between two chunks.
+
+    Memory: the vectors, links and codes are held in 64-byte aligned arrays, from
+    2 MiB up advised for transparent huge pages (Linux), on which a walk's random
+    reads miss the TLB far less (BENCHMARKS.md measures it); the environment variable
+    RAGCORE_NO_HUGE_PAGES (read when the arrays grow or load) turns the advice off.
+    Vectors mapped by load(mmap=True) stay on the file's pages.
     """
 
     def __init__(self, dim: int, metric: str = "ip", M: int = 16, ef_construction: int = 200,
@@ -181,7 +187,7 @@ class HNSWIndex:
                 and self._metric != "cosine"):
             found = self._graph.search_row(queries, k, ef, ONE_ROW_SQ_NORM_LIMIT, n_threads)
             if found is not None:  # one clean row, checked natively
-                return Hits(*found)
+                return Hits.of_native(*found)
         k = check_positive_int(k, "k")
         ef = check_positive_int(ef, "ef")
         n_threads = check_threads(n_threads)

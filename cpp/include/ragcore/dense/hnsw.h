@@ -29,6 +29,7 @@
 #include "ragcore/simd/int8_dot.h"
 #include "ragcore/simd/simd.h"
 #include "ragcore/util/filter.h"
+#include "ragcore/util/large_pages.h"
 
 namespace ragcore {
 
@@ -183,15 +184,16 @@ class HnswIndex {
   int max_level_ = -1;
   int64_t entry_ = -1;
 
+  // The arrays a walk reads at random: aligned rows on huge pages (large_pages.h).
   const uint8_t* vectors_ = nullptr;  // owned_.data() or borrowed
-  std::vector<uint8_t> owned_;
+  LargeVector<uint8_t> owned_;
   bool borrowed_ = false;
   std::vector<float> sq_norms_;
-  std::vector<int8_t> codes_;      // int8_walk: slots x d codes, derived from the vectors
+  LargeVector<int8_t> codes_;      // int8_walk: slots x d codes, derived from the vectors
   std::vector<float> code_scale_;  // int8_walk: per slot, x ~ codes * scale / 127
   std::vector<int64_t> ids_;
   std::vector<int32_t> levels_;
-  std::vector<uint32_t> links0_;
+  LargeVector<uint32_t> links0_;
   std::vector<std::vector<uint32_t>> upper_;
   std::unordered_map<int64_t, uint32_t> slot_of_;
   std::vector<uint32_t> free_slots_;  // descending, so the lowest free slot is reused first

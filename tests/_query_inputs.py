@@ -39,3 +39,16 @@ def search_outcome(index, x, n_threads, **kwargs):
         except (TypeError, ValueError) as err:
             return type(err), str(err)
     return hits.ids.tolist(), hits.scores.tolist()
+
+
+class BatchRefused:
+    """A stand-in for ragcore._core with one batch search function refused: a search that
+    still answers went through the one-query function."""
+
+    def __init__(self, real, refused: str):
+        self._real, self._refused = real, refused
+
+    def __getattr__(self, name):
+        if name == self._refused:
+            raise AssertionError(f"{name} called: the one-query path was not taken")
+        return getattr(self._real, name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _query_inputs import DIM, query_inputs, search_outcome
+from _query_inputs import DIM, BatchRefused, query_inputs, search_outcome
 from hypothesis import given, settings, strategies as st
 
 import ragcore
@@ -68,19 +68,6 @@ def test_one_query_equals_its_row_of_a_batch(kind, metric, seed, n, k, nprobe, r
         assert index.last_search_counts == full
 
 
-class _BatchRefused:
-    """ragcore._core with its batch search refused: a search that still answers went
-    through the one-query function."""
-
-    def __init__(self, real, refused: str):
-        self._real, self._refused = real, refused
-
-    def __getattr__(self, name):
-        if name == self._refused:
-            raise AssertionError(f"{name} called: the one-query path was not taken")
-        return getattr(self._real, name)
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_clean_row_takes_the_native_row_path(kind, monkeypatch):
     index = _INDEXES[kind, "l2"]
@@ -88,7 +75,7 @@ def test_a_clean_row_takes_the_native_row_path(kind, monkeypatch):
     expected = index.search(query[None, :], 5, n_threads=np.int64(0))
     module = {"pq": ragcore.dense.pq, "ivf_pq4": ragcore.dense._ivf_pq4}.get(
         kind, ragcore.dense.ivf_rabitq)
-    monkeypatch.setattr(module, "_core", _BatchRefused(module._core, BATCH_FUNCTION[kind]))
+    monkeypatch.setattr(module, "_core", BatchRefused(module._core, BATCH_FUNCTION[kind]))
     got = index.search(query, 5)
     np.testing.assert_array_equal(got.ids, expected.ids)
     with pytest.raises(AssertionError, match="not taken"):  # a numpy n_threads: the full path

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _query_inputs import DIM, query_inputs, search_outcome
+from _query_inputs import DIM, BatchRefused, query_inputs, search_outcome
 from hypothesis import given, settings, strategies as st
 
 import ragcore
@@ -140,26 +140,13 @@ def test_ivf_one_query_equals_its_row_of_a_batch(dtype, metric, seed, n, k, npro
             assert got.ids.dtype == np.int64 and got.scores.dtype == np.float32
 
 
-class _BatchRefused:
-    """ragcore._core with ivf_search refused: a search that still answers went through
-    the one-query function."""
-
-    def __init__(self, real):
-        self._real = real
-
-    def __getattr__(self, name):
-        if name == "ivf_search":
-            raise AssertionError("ivf_search called: the one-query path was not taken")
-        return getattr(self._real, name)
-
-
 @pytest.mark.parametrize("dtype", IVF_DTYPES)
 def test_a_clean_row_takes_the_ivf_row_path(dtype, monkeypatch):
     index = _IVF_INDEXES[dtype, "l2"]
     query = np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
     expected = index.search(query[None, :], 5, n_threads=np.int64(0))
     assert index.last_stage_seconds  # the full path reports its stages ...
-    monkeypatch.setattr(ragcore.dense.ivf, "_core", _BatchRefused(ragcore.dense.ivf._core))
+    monkeypatch.setattr(ragcore.dense.ivf, "_core", BatchRefused(ragcore.dense.ivf._core, "ivf_search"))
     got = index.search(query, 5)
     np.testing.assert_array_equal(got.ids, expected.ids)
     assert index.last_stage_seconds == {}  # ... the row path takes none

@@ -45,6 +45,10 @@ class BlockMaxPruningQuery {
     // Per thread and reused: no allocation per query once the first has sized them.
     thread_local Scratch s;
     index_terms(s);
+    // The table is cleared even when the query throws (bad_alloc growing the heap or
+    // the queue): an entry left set would point later queries of the thread into
+    // another term's ranges.
+    const WhereCleared cleared{*this, s};
     add_bounds(s);
     collect(s);
     auto later = std::less<uint64_t>();  // max-heap on (float bound, range)
@@ -70,7 +74,6 @@ class BlockMaxPruningQuery {
         if (sink_.may_enter(s.bound[batch[b]])) score_range(batch[b], &s.lanes[b * n], s.candidates[b]);
       }
     }
-    clear_where(s);
   }
 
  private:
@@ -110,6 +113,12 @@ class BlockMaxPruningQuery {
   uint32_t entry(const Scratch& s, size_t i, uint32_t r) const {
     return s.use_where ? s.where[r * s.n_sparse + s.sparse[i]] : terms_[i].cache().ranges.find(r);
   }
+
+  struct WhereCleared {
+    const BlockMaxPruningQuery& query;
+    Scratch& s;
+    ~WhereCleared() { query.clear_where(s); }
+  };
 
   void clear_where(Scratch& s) const {
     if (!s.use_where) return;

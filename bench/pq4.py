@@ -9,7 +9,7 @@ data and queries, the calls of the two systems interleaved.
 
     python bench/pq4.py [--n 100000] [--d 384] [--data clustered|stdlib|FILE.npy]
                         [--m 96] [--rescore 2,4,8] [--nlist 256] [--nprobe 8,16,32]
-                        [--skip-flat-pq | --skip-ivf] [--b256-calls 5]
+                        [--skip-flat-pq | --skip-ivf] [--b256-calls 5] [--cache clustered.npy]
 
 Prints markdown tables: recall@10 against FlatIndex; QPS at batch 1 on one thread, from
 the median CPU time of a call (time.thread_time, little disturbed by other load on the
@@ -31,6 +31,7 @@ import numpy as np
 from ragcore import FlatIndex, IVFIndex, PQIndex
 from ragcore.cli.bench import data
 
+from _clustered_cache import clustered
 from _faiss_refine import refine_flat_on, shared_rows
 
 
@@ -54,7 +55,7 @@ def recall(ids, truth):
 
 def load_data(args):
     if args.data == "clustered":
-        return data.clustered(args.n, args.d, 0, args.queries)
+        return clustered(args.n, args.d, args.queries, args.cache)
     if args.data == "stdlib":
         from ragcore.cli.bench.stdlib_vectors import stdlib_embeddings
 
@@ -99,6 +100,7 @@ def main() -> None:
     parser.add_argument("--nlist", type=int, default=256)
     parser.add_argument("--nprobe", default="8,16,32")
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--cache", help="clustered data: read from this .npy (written on the first run)")
     parser.add_argument("--b1-calls", type=int, default=100)
     parser.add_argument("--b256-calls", type=int, default=5)
     parser.add_argument("--skip-flat-pq", action="store_true", help="IVF tables only")

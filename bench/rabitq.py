@@ -4,6 +4,7 @@ exact scores), at equal nlist and nprobe, on the same data and queries, interlea
 
     python bench/rabitq.py [--n 50000] [--d 384] [--nlist 256] [--nprobe 8,16,32]
                            [--bits 1,2,3,4] [--k-factor 2,4,8] [--data clustered|stdlib]
+                           [--cache clustered.npy]
 
 Prints recall@10 against FlatIndex, QPS at batch 1 (one thread) and at batch 256 (all
 threads), and bytes scanned per vector (codes + per-vector factors) and kept (that, the
@@ -24,8 +25,8 @@ import time
 import numpy as np
 
 from ragcore import FlatIndex, IVFIndex
-from ragcore.cli.bench import data
 
+from _clustered_cache import clustered
 from _faiss_refine import refine_flat_on, shared_rows
 
 
@@ -46,9 +47,9 @@ def recall(ids, truth):
     return float(np.mean([len(set(a) & set(b)) / truth.shape[1] for a, b in zip(ids.tolist(), truth.tolist())]))
 
 
-def load_data(kind: str, n: int, d: int, nq: int):
+def load_data(kind: str, n: int, d: int, nq: int, cache: str | None):
     if kind == "clustered":
-        return data.clustered(n, d, 0, nq)
+        return clustered(n, d, nq, cache)
     from ragcore.cli.bench.stdlib_vectors import stdlib_embeddings
     return stdlib_embeddings(n, nq, 0)
 
@@ -74,6 +75,7 @@ def main() -> None:
     parser.add_argument("--bits", default="1,2,3,4")
     parser.add_argument("--k-factor", default="2,4,8")
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--cache", help="clustered data: read from this .npy (written on the first run)")
     parser.add_argument("--b1-calls", type=int, default=60)
     parser.add_argument("--data", choices=("clustered", "stdlib"), default="clustered")
     parser.add_argument("--peers", default="IVFRaBitQ,IVFRaBitQFastScan")
@@ -81,7 +83,7 @@ def main() -> None:
     import faiss
 
     threads = os.cpu_count() or 1
-    x, q = load_data(args.data, args.n, args.d, args.queries)
+    x, q = load_data(args.data, args.n, args.d, args.queries, args.cache)
     n, d = x.shape
     flat = FlatIndex(d)
     flat.add(x)

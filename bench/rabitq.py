@@ -98,6 +98,7 @@ def main() -> None:
     t = time.perf_counter()
     exact = shared_rows(faiss, x, faiss.METRIC_INNER_PRODUCT)
     builds = [f"faiss's exact rows (one IndexFlat shared by all its peers) {time.perf_counter() - t:.1f} s"]
+    print(f"build: {builds[-1]}", flush=True)  # each build as it ends: a run cut short keeps them
     for bits in (int(v) for v in args.bits.split(",")):
         rows = refine = base = quantizer = None  # the previous bits' faiss codes, freed first
         t = time.perf_counter()
@@ -105,12 +106,14 @@ def main() -> None:
         ours.train(sample)
         ours.add(x)
         builds.append(f"ragcore {bits} bits {time.perf_counter() - t:.1f} s")
+        print(f"build: {builds[-1]}", flush=True)
         peers = {}
         faiss.omp_set_num_threads(threads)
         for kind in args.peers.split(","):
             t = time.perf_counter()
             refine, base, quantizer = faiss_index(faiss, kind, args.nlist, bits, exact, sample, x)
             builds.append(f"faiss {kind} {bits} bits {time.perf_counter() - t:.1f} s")
+            print(f"build: {builds[-1]}", flush=True)
             peers[kind] = (refine, base, quantizer)
         scanned, kept = ours.bytes_per_vector()["scanned"], ours.bytes_per_vector()["kept"]
         for nprobe in (int(v) for v in args.nprobe.split(",")):

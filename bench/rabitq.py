@@ -4,6 +4,7 @@ exact scores), at equal nlist and nprobe, on the same data and queries, interlea
 
     python bench/rabitq.py [--n 50000] [--d 384] [--nlist 256] [--nprobe 8,16,32]
                            [--bits 1,2,3,4] [--k-factor 2,4,8] [--data clustered|stdlib]
+                           [--cache clustered.npy]
 
 Prints recall@10 against FlatIndex, QPS at batch 1 (one thread) and at batch 256 (all
 threads), and bytes scanned per vector (codes + per-vector factors) and kept (that, the
@@ -18,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 
 import numpy as np
 
 from ragcore import FlatIndex, IVFIndex
-from ragcore.cli.bench import data
+
+from _clustered_cache import clustered
+from _faiss_refine import refine_flat_on, shared_rows
 
 
 def qps(fn, queries, batch, calls):
@@ -43,21 +47,23 @@ def recall(ids, truth):
     return float(np.mean([len(set(a) & set(b)) / truth.shape[1] for a, b in zip(ids.tolist(), truth.tolist())]))
 
 
-def load_data(kind: str, n: int, d: int, nq: int):
+def load_data(kind: str, n: int, d: int, nq: int, cache: str | None):
     if kind == "clustered":
-        return data.clustered(n, d, 0, nq)
+        return clustered(n, d, nq, cache)
     from ragcore.cli.bench.stdlib_vectors import stdlib_embeddings
     return stdlib_embeddings(n, nq, 0)
 
 
-def faiss_index(faiss, kind, d, nlist, bits):
+def faiss_index(faiss, kind, nlist, bits, exact, sample, x):
+    d = x.shape[1]
     quantizer = faiss.IndexFlatL2(d)
     if kind == "IVFRaBitQ":
         base = faiss.IndexIVFRaBitQ(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT, True, bits)
     else:
         base = faiss.IndexIVFRaBitQFastScan(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT, 32,
                                             True, bits)
-    return faiss.IndexRefineFlat(base), base, quantizer  # the caller keeps all three alive
+    # the caller keeps all three alive; rows: one exact copy shared by every faiss peer
+    return refine_flat_on(faiss, base, exact, sample, x), base, quantizer
 
 
 def main() -> None:
@@ -69,6 +75,7 @@ def main() -> None:
     parser.add_argument("--bits", default="1,2,3,4")
     parser.add_argument("--k-factor", default="2,4,8")
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--cache", help="clustered data: read from this .npy (written on the first run)")
     parser.add_argument("--b1-calls", type=int, default=60)
     parser.add_argument("--data", choices=("clustered", "stdlib"), default="clustered")
     parser.add_argument("--peers", default="IVFRaBitQ,IVFRaBitQFastScan")
@@ -76,32 +83,37 @@ def main() -> None:
     import faiss
 
     threads = os.cpu_count() or 1
-    x, q = load_data(args.data, args.n, args.d, args.queries)
+    x, q = load_data(args.data, args.n, args.d, args.queries, args.cache)
     n, d = x.shape
     flat = FlatIndex(d)
     flat.add(x)
     truth = flat.search(q, 10).ids
+    del flat  # 4 * d bytes a row: at 1M, 1.5 GB not needed once the truth is known
     sample = x[np.random.default_rng(0).permutation(n)[:min(n, 40 * args.nlist)]]
     print(f"n={n}, d={d}, {args.data}, {len(q)} queries, nlist={args.nlist}, {threads} threads, "
           f"load {os.getloadavg()[0]:.1f}; float32 row = {4 * d} bytes")
     print("| system | bits | bytes scanned / vector | kept | nprobe | rescore | recall@10 | QPS b1 | "
           "QPS b1 (CPU s) | QPS b256 |")
     print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
-    builds = []
+    t = time.perf_counter()
+    exact = shared_rows(faiss, x, faiss.METRIC_INNER_PRODUCT)
+    builds = [f"faiss's exact rows (one IndexFlat shared by all its peers) {time.perf_counter() - t:.1f} s"]
+    print(f"build: {builds[-1]}", flush=True)  # each build as it ends: a run cut short keeps them
     for bits in (int(v) for v in args.bits.split(",")):
+        rows = refine = base = quantizer = None  # the previous bits' faiss codes, freed first
         t = time.perf_counter()
         ours = IVFIndex(d, args.nlist, "ip", "rabitq", bits=bits)
         ours.train(sample)
         ours.add(x)
         builds.append(f"ragcore {bits} bits {time.perf_counter() - t:.1f} s")
+        print(f"build: {builds[-1]}", flush=True)
         peers = {}
         faiss.omp_set_num_threads(threads)
         for kind in args.peers.split(","):
             t = time.perf_counter()
-            refine, base, quantizer = faiss_index(faiss, kind, d, args.nlist, bits)
-            refine.train(sample)
-            refine.add(x)
+            refine, base, quantizer = faiss_index(faiss, kind, args.nlist, bits, exact, sample, x)
             builds.append(f"faiss {kind} {bits} bits {time.perf_counter() - t:.1f} s")
+            print(f"build: {builds[-1]}", flush=True)
             peers[kind] = (refine, base, quantizer)
         scanned, kept = ours.bytes_per_vector()["scanned"], ours.bytes_per_vector()["kept"]
         for nprobe in (int(v) for v in args.nprobe.split(",")):
@@ -135,7 +147,8 @@ def main() -> None:
                 print(f"| {name} | {bits} | {size[0]} | {size[1]} | {nprobe} | {r} | {res[0]:.3f} | {b1:,.0f} | "
                       f"{b1_cpu:,.0f} | {res[4]:,.0f} |", flush=True)
     print("build (train + add): " + "; ".join(builds))
-    print(f"load after: {os.getloadavg()[0]:.1f}")
+    print(f"load after: {os.getloadavg()[0]:.1f}; peak RSS "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
 
 
 if __name__ == "__main__":

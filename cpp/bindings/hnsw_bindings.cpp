@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,13 @@ py::array_t<T> to_numpy(const std::vector<T>& v) {
   return out;
 }
 
+// RAGCORE_NO_HUGE_PAGES, read with the GIL held (see large_pages.h), before each call
+// that may allocate the graph's arrays.
+void read_huge_page_setting() {
+  huge_page_advice().store(std::getenv("RAGCORE_NO_HUGE_PAGES") == nullptr,
+                           std::memory_order_relaxed);
+}
+
 HnswIndex* make_graph(size_t d, Metric metric, Storage storage, size_t M, size_t ef_construction,
                       uint64_t seed, const std::optional<SimdLevel>& simd_level, bool int8_walk) {
   HnswParams p;
@@ -45,6 +53,7 @@ HnswIndex* make_graph(size_t d, Metric metric, Storage storage, size_t M, size_t
   p.seed = seed;
   p.simd_level = simd_level_code(simd_level);
   p.int8_walk = int8_walk;
+  read_huge_page_setting();
   return new HnswIndex(p);
 }
 
@@ -55,6 +64,7 @@ void add_py(HnswIndex& g, const py::array& rows, const py::array& ids,
   const size_t n = static_cast<size_t>(rows.shape(0));
   const int64_t* id = vector_data<int64_t>(ids, n, "ids");
   const float* norms = vector_data<float>(sq_norms, n, "sq_norms");
+  read_huge_page_setting();
   py::gil_scoped_release release;
   g.add(data, n, p.d, id, norms, n_threads);
 }
@@ -62,6 +72,7 @@ void add_py(HnswIndex& g, const py::array& rows, const py::array& ids,
 size_t remove_py(HnswIndex& g, const py::array& ids, int n_threads) {
   const size_t n = static_cast<size_t>(ids.size());
   const int64_t* id = vector_data<int64_t>(ids, n, "ids");
+  read_huge_page_setting();
   py::gil_scoped_release release;
   return g.remove(id, n, n_threads);
 }
@@ -174,6 +185,7 @@ void restore_py(HnswIndex& g, const py::array& vectors, const std::optional<py::
   a.upper_offsets = vector_data<int64_t>(upper_offsets, a.slots + 1, "upper_offsets");
   a.entry = entry;
   a.rng_state = rng_state;
+  read_huge_page_setting();
   py::gil_scoped_release release;
   g.restore(a, borrow_vectors);
 }

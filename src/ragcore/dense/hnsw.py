@@ -65,7 +65,7 @@ class HNSWIndex:
     Memory: the vectors, links and codes are held in 64-byte aligned arrays, from
     2 MiB up advised for transparent huge pages (Linux), on which a walk's random
     reads miss the TLB far less (BENCHMARKS.md measures it); the environment variable
-    RAGCORE_NO_HUGE_PAGES (read when the arrays grow or load) turns the advice off.
+    RAGCORE_NO_HUGE_PAGES (read at each add, remove and load) turns the advice off.
     Vectors mapped by load(mmap=True) stay on the file's pages.
     """
 

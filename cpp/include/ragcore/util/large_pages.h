@@ -4,10 +4,13 @@
 // transparent huge pages (Linux), so a walk that touches a new row every few hundred
 // nanoseconds does not also miss the TLB on nearly every one (4 KiB pages cover only
 // a few MiB of an index of hundreds). Without THP the advice is a no-op; with the
-// environment variable RAGCORE_NO_HUGE_PAGES set (read at each allocation) it is not
-// given, so the two can be compared in one process (bench/hnsw_interleaved.py).
+// environment variable RAGCORE_NO_HUGE_PAGES set it is not given, so the two can be
+// compared in one process (bench/hnsw_interleaved.py). The bindings read the variable
+// into huge_page_advice() with the GIL held, before each call that may allocate: getenv
+// here, without the GIL, could race with os.environ's setenv in another thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
@@ -18,6 +21,12 @@
 #endif
 
 namespace ragcore {
+
+// Whether LargePageAllocator advises huge pages (default true).
+inline std::atomic<bool>& huge_page_advice() {
+  static std::atomic<bool> enabled{true};
+  return enabled;
+}
 
 template <class T>
 struct LargePageAllocator {
@@ -38,7 +47,7 @@ struct LargePageAllocator {
     if (!p) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     // Before the first touch, so the pages are faulted in huge; failure only costs speed.
-    if (align == kHugePage && !std::getenv("RAGCORE_NO_HUGE_PAGES"))
+    if (align == kHugePage && huge_page_advice().load(std::memory_order_relaxed))
       (void)madvise(p, rounded, MADV_HUGEPAGE);
 #endif
     return static_cast<T*>(p);

@@ -69,9 +69,9 @@ class BlockMaxPruningQuery {
       }
       if (nb == 0) break;
       for (size_t b = 0; b < nb; ++b) prefetch_range(batch[b], s);
-      for (size_t b = 0; b < nb; ++b) s.candidates[b] = find_lanes(batch[b], s, &s.lanes[b * n]);
+      for (size_t b = 0; b < nb; ++b) s.candidates[b] = find_lanes(batch[b], s, s.lanes.data() + b * n);
       for (size_t b = 0; b < nb; ++b) {
-        if (sink_.may_enter(s.bound[batch[b]])) score_range(batch[b], &s.lanes[b * n], s.candidates[b]);
+        if (sink_.may_enter(s.bound[batch[b]])) score_range(batch[b], s.lanes.data() + b * n, s.candidates[b]);
       }
     }
   }

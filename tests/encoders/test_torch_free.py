@@ -117,13 +117,16 @@ def random_bert(rng, layers, heads, head_size, vocab=50, positions=24):
 
 @settings(max_examples=25, deadline=None)
 @given(layers=st.integers(1, 2), heads=st.integers(1, 4), head_size=st.sampled_from([2, 4, 8]),
-       lengths=st.lists(st.integers(1, 20), min_size=1, max_size=4), seed=st.integers(0, 2**31))
-def test_fused_graph_equals_the_numpy_reference(layers, heads, head_size, lengths, seed):
+       lengths=st.lists(st.integers(1, 20), min_size=1, max_size=4), seed=st.integers(0, 2**31),
+       attention=st.sampled_from(bert_graph.ATTENTION_KINDS))
+def test_fused_graph_equals_the_numpy_reference(layers, heads, head_size, lengths, seed, attention):
     import onnxruntime as ort
 
     rng = np.random.default_rng(seed)
     weights, config = random_bert(rng, layers, heads, head_size)
-    model = bert_graph.fused_bert(weights, config)
+    model = bert_graph.fused_bert(weights, config, attention=attention)
+    ops = {node.op_type for node in model.graph.node}
+    assert ("Attention" in ops) == (attention == "contrib") and ("Softmax" in ops) == (attention == "standard")
     width = max(lengths)
     ids = rng.integers(1, config["vocab_size"], (len(lengths), width))
     mask = (np.arange(width)[None] < np.array(lengths)[:, None]).astype(np.int64)  # right padding
@@ -134,6 +137,12 @@ def test_fused_graph_equals_the_numpy_reference(layers, heads, head_size, length
     want = bert_hidden_states(weights, config, ids, mask, types)
     real = mask.astype(bool)  # padded positions are not part of the contract
     np.testing.assert_allclose(got[real], want[real], rtol=0, atol=2e-4)
+
+
+def test_bad_attention_kind_names_the_choices():
+    weights, config = random_bert(np.random.default_rng(0), 1, 2, 4)
+    with pytest.raises(ValueError, match="attention must be one of"):
+        bert_graph.fused_bert(weights, config, attention="flash")
 
 
 def test_bert_config_and_weights_checks(tmp_path):

@@ -31,6 +31,11 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 ROW_WISE_OPERATORS = frozenset({"Cast", "EmbedLayerNormalization", "Attention", "MatMul", "Add",
                                 "LayerNormalization", "BiasGelu"})
 OUTPUT = "last_hidden_state"
+ATTENTION_KINDS = ("contrib", "standard")
+ADDITIVE_MASK = "additive_mask"
+# onnxruntime's Attention fills masked scores with -10000; the standard graph does
+# the same, so both give exactly zero weight to padding.
+MASK_VALUE = -10000.0
 _MS = "com.microsoft"
 
 
@@ -80,8 +85,12 @@ def load_weights(model_dir: Path, config: dict) -> dict[str, np.ndarray]:
     return out
 
 
-def fused_bert(weights: dict, config: dict):
-    """The fused ONNX model (an onnx.ModelProto) of a BERT's weights."""
+def fused_bert(weights: dict, config: dict, attention: str = "contrib"):
+    """The fused ONNX model (an onnx.ModelProto) of a BERT's weights. attention:
+    "contrib" (onnxruntime's Attention operator) or "standard" (MatMul, Softmax,
+    Reshape and Transpose; see _standard_attention)."""
+    if attention not in ATTENTION_KINDS:
+        raise ValueError(f"attention must be one of {ATTENTION_KINDS}, got {attention!r}")
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -106,9 +115,11 @@ def fused_bert(weights: dict, config: dict):
          "attention_mask_int32"],
         ["embedded", "mask_index"], domain=_MS, epsilon=eps, name="EmbedLayerNormalization"))
     x = "embedded"
+    if attention == "standard":
+        _additive_mask(nodes, const)
     for i in range(config["num_hidden_layers"]):
         x = _layer(nodes, const, weights, f"encoder.layer.{i}.", f"layer{i}", x,
-                   config["num_attention_heads"], eps)
+                   config["num_attention_heads"], eps, attention)
     nodes[-1].output[0] = OUTPUT
     graph = helper.make_graph(
         nodes, "bert_fused",
@@ -123,16 +134,82 @@ def fused_bert(weights: dict, config: dict):
     return model
 
 
-def _layer(nodes, const, w, p: str, tag: str, x: str, heads: int, eps: float) -> str:
+def _additive_mask(nodes, const) -> None:
+    """attention_mask [B, L] as the scores' additive mask [B, 1, 1, L]: 0 for a
+    real key, -10000 for padding (as onnxruntime's Attention masks)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes.append(helper.make_node("Cast", ["attention_mask"], ["mask_float"], to=TensorProto.FLOAT))
+    nodes.append(helper.make_node("Sub", [const("one", np.float32(1.0)), "mask_float"],
+                                  ["mask_padding"]))
+    nodes.append(helper.make_node("Mul", ["mask_padding", const("mask_value", np.float32(MASK_VALUE))],
+                                  ["mask_flat"]))
+    axes = numpy_helper.from_array(np.array([1, 2], dtype=np.int64), "mask_axes")
+    nodes.append(helper.make_node("Constant", [], ["mask_axes"], value=axes))
+    nodes.append(helper.make_node("Unsqueeze", ["mask_flat", "mask_axes"], [ADDITIVE_MASK]))
+
+
+def _standard_attention(nodes, const, x: str, weight, bias, heads: int, tag: str) -> str:
+    """Self-attention in standard operators: one packed QKV MatMul (1/sqrt(head
+    size) folded into Q's weights and bias), Reshape/Transpose to [B, H, L, d]
+    (K to [B, H, d, L]), MatMul, Add of the additive mask, Softmax, MatMul with
+    V, Transpose/Reshape back to [B, L, hidden]."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    hidden = weight.shape[0]
+    size = hidden // heads
+    scale = np.ones(3 * hidden, dtype=np.float32)
+    scale[:hidden] = 1.0 / np.sqrt(size)
+    nodes.append(helper.make_node("MatMul", [x, const(f"{tag}_qkv_weight", weight * scale)],
+                                  [f"{tag}_qkv_product"], name=f"{tag}_qkv_MatMul"))
+    nodes.append(helper.make_node("Add", [f"{tag}_qkv_product", const(f"{tag}_qkv_bias", bias * scale)],
+                                  [f"{tag}_qkv"], name=f"{tag}_qkv_bias"))
+
+    def int64(name, values):
+        nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+            np.array(values, dtype=np.int64), name)))
+        return name
+
+    shape5 = int64(f"{tag}_shape5", [0, 0, 3, heads, size])
+    nodes.append(helper.make_node("Reshape", [f"{tag}_qkv", shape5], [f"{tag}_qkv5"]))
+    nodes.append(helper.make_node("Split", [f"{tag}_qkv5", int64(f"{tag}_split", [1, 1, 1])],
+                                  [f"{tag}_q5", f"{tag}_k5", f"{tag}_v5"], axis=2))
+    squeeze = int64(f"{tag}_squeeze", [2])
+    perms = {"q": [0, 2, 1, 3], "k": [0, 2, 3, 1], "v": [0, 2, 1, 3]}
+    for part, perm in perms.items():
+        nodes.append(helper.make_node("Squeeze", [f"{tag}_{part}5", squeeze], [f"{tag}_{part}4"]))
+        nodes.append(helper.make_node("Transpose", [f"{tag}_{part}4"], [f"{tag}_{part}"], perm=perm))
+    nodes.append(helper.make_node("MatMul", [f"{tag}_q", f"{tag}_k"], [f"{tag}_raw_scores"],
+                                  name=f"{tag}_scores_MatMul"))
+    nodes.append(helper.make_node("Add", [f"{tag}_raw_scores", ADDITIVE_MASK], [f"{tag}_scores"],
+                                  name=f"{tag}_mask"))
+    nodes.append(helper.make_node("Softmax", [f"{tag}_scores"], [f"{tag}_probs"], axis=-1,
+                                  name=f"{tag}_Softmax"))
+    nodes.append(helper.make_node("MatMul", [f"{tag}_probs", f"{tag}_v"], [f"{tag}_heads"],
+                                  name=f"{tag}_context_MatMul"))
+    nodes.append(helper.make_node("Transpose", [f"{tag}_heads"], [f"{tag}_context4"],
+                                  perm=[0, 2, 1, 3]))
+    nodes.append(helper.make_node("Reshape", [f"{tag}_context4", int64(f"{tag}_shape3", [0, 0, hidden])],
+                                  [f"{tag}_context"]))
+    return f"{tag}_context"
+
+
+def _layer(nodes, const, w, p: str, tag: str, x: str, heads: int, eps: float,
+           attention: str = "contrib") -> str:
     """One encoder layer (torch Linear weights are [out, in]; MatMul takes [in, out])."""
     from onnx import helper
 
     qkv = [w[f"{p}attention.self.{part}.weight"].T for part in ("query", "key", "value")]
     qkv_bias = [w[f"{p}attention.self.{part}.bias"] for part in ("query", "key", "value")]
-    nodes.append(helper.make_node(
-        "Attention", [x, const(f"{tag}_qkv_weight", np.concatenate(qkv, axis=1)),
-                      const(f"{tag}_qkv_bias", np.concatenate(qkv_bias)), "mask_index"],
-        [f"{tag}_context"], domain=_MS, num_heads=heads, name=f"{tag}_Attention"))
+    weight, bias = np.concatenate(qkv, axis=1), np.concatenate(qkv_bias)
+    if attention == "standard":
+        _standard_attention(nodes, const, x, weight, bias, heads, tag)
+    else:
+        nodes.append(helper.make_node(
+            "Attention", [x, const(f"{tag}_qkv_weight", weight), const(f"{tag}_qkv_bias", bias),
+                          "mask_index"],
+            [f"{tag}_context"], domain=_MS, num_heads=heads, mask_filter_value=MASK_VALUE,
+            name=f"{tag}_Attention"))
     nodes.append(helper.make_node(
         "MatMul", [f"{tag}_context", const(f"{tag}_attention_out_weight",
                                            w[f"{p}attention.output.dense.weight"].T)],

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import ragcore
 from ragcore import _core, reference
-from ragcore.dense.ivf import MAX_POINTS_PER_LIST
+from ragcore.dense._kmeans_sample import MAX_POINTS_PER_CLUSTER
 from _ivf_data import clustered
 
 
@@ -107,7 +107,7 @@ def test_spherical_lists_are_balanced_on_high_dimensional_noise():
 
 def test_ivf_trains_its_centroids_on_at_most_256_points_per_list_drawn_by_the_seed():
     nlist = 3
-    limit = MAX_POINTS_PER_LIST * nlist
+    limit = MAX_POINTS_PER_CLUSTER * nlist
     x = clustered(limit + 200, 8, nlist, seed=9)
     index = ragcore.IVFIndex(8, nlist=nlist, seed=4)
     index.train(x)

@@ -16,7 +16,7 @@ from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids
 from . import _ivf_pq4, _pq4_codes
-from ._kmeans_sample import MAX_POINTS_PER_CLUSTER, kmeans_sample
+from ._kmeans_sample import kmeans_sample
 from ._lists import Lists
 from ._sq8 import LEVELS, encode_sq8, train_sq8
 from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
@@ -33,7 +33,6 @@ _NO_STAGES: dict = {}  # the stages of a one-query search (read only through a c
 MAX_ITER = 1 << 20  # k-means iterations at most
 MAX_SEED = (1 << 64) - 1
 _UNIT_TOLERANCE = 0.05  # squared norm of a stored unit vector: 1 within storage rounding
-MAX_POINTS_PER_LIST = MAX_POINTS_PER_CLUSTER  # the coarse k-means' training points per list
 
 
 _TRAINING_FIELDS = {"objective": list, "iterations": int, "reseeded": int, "sample_size": int}
@@ -184,7 +183,7 @@ class IVFIndex:
         """Learns the nlist centroids (and, for sq8, the code ranges) from sample.
 
         sample: at least nlist vectors; typically 30 to 256 per list. As faiss does, the
-        centroids learn from at most MAX_POINTS_PER_LIST * nlist of them, drawn by the
+        centroids learn from at most 256 * nlist of them (MAX_POINTS_PER_CLUSTER), drawn by the
         seed (training["sample_size"] says how many), and each pq4 codebook from at most
         256 * 16 = 4,096 (the same rows for every sub-quantiser); sq8 ranges from all.
         """

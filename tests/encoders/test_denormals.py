@@ -162,6 +162,30 @@ def test_the_scope_is_the_calling_thread_s_only():
     assert seen["main_after"] == (False, subnormal) and seen["other_after"] is False
 
 
+@needs_flush
+def test_restore_takes_only_the_flush_bits_of_any_value():
+    """A crafted value cannot change rounding or unmask exceptions: all bits set flushes,
+    and arithmetic otherwise stays IEEE round-to-nearest with exceptions masked."""
+    third = np.float32(1) / np.float32(3)
+    previous = _core.set_denormal_flush(False)
+    try:
+        _core.restore_denormal_state(2**64 - 1)
+        assert denormals_flushed()
+        assert np.float32(1) / np.float32(3) == third  # rounding mode unchanged
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            assert np.float32(1) / np.float32(0) == np.inf  # no trap: masks unchanged
+            assert np.float32(3e38) * np.float32(10) == np.inf
+        _core.restore_denormal_state(0)
+        assert not denormals_flushed()
+    finally:
+        _core.restore_denormal_state(previous)
+    for bad in (-1, 2**64, "1", None):
+        with pytest.raises(TypeError):
+            _core.restore_denormal_state(bad)
+    with pytest.raises(TypeError):
+        _core.set_denormal_flush("yes")
+
+
 def test_keep_denormals_reads_the_environment(monkeypatch):
     monkeypatch.delenv(_denormals.KEEP_DENORMALS_ENV, raising=False)
     assert not _denormals.keep_denormals()
@@ -186,14 +210,6 @@ def padded_batch(rng, lengths, vocab=50):
     mask = (np.arange(width)[None] < np.array(lengths)[:, None]).astype(np.int64)
     ids = rng.integers(1, vocab, mask.shape) * mask
     return TokenBatch(ids, mask, np.zeros_like(mask), np.zeros(len(lengths), bool))
-
-
-@pytest.fixture
-def tiny_bert(tmp_path):
-    weights, config = random_bert(np.random.default_rng(0), layers=2, heads=2, head_size=4)
-    path = tmp_path / "tiny_bert.onnx"
-    onnx.save(bert_graph.fused_bert(weights, config), str(path))
-    return path
 
 
 class RecordingSession:

@@ -251,16 +251,6 @@ def optimized_ops(model_path, tmp_path, disabled) -> set[str]:
     return {node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node}
 
 
-@pytest.fixture
-def tiny_bert(tmp_path):
-    import onnx
-
-    weights, config = random_bert(np.random.default_rng(0), layers=2, heads=2, head_size=4)
-    path = tmp_path / "tiny_bert.onnx"
-    onnx.save(bert_graph.fused_bert(weights, config), str(path))
-    return path
-
-
 def test_cpu_sessions_do_not_fuse_skip_layernorm(tiny_bert, tmp_path):
     # Without the setting onnxruntime does fuse them: the check can fail.
     assert "SkipLayerNormalization" in optimized_ops(tiny_bert, tmp_path, [])

@@ -1,13 +1,15 @@
 """Subnormal floats flushed to zero on the calling thread around CPU model runs.
 
 The masked softmax of attention computes exp of scores shifted by the -10000
-mask; onnxruntime's exp returns subnormal floats there (not zeros), and every
-subnormal operand or result costs the core a microcode assist. With the thread's
-flush bits set (x86: MXCSR FTZ and DAZ; aarch64: FPCR.FZ) they become signed
-zeros at full speed: calls by count ran 1.2-1.3x faster (BENCHMARKS.md, "Encoder
-throughput"). The bits are per thread, so each thread that calls a session sets
-its own, and puts back what it had afterwards; onnxruntime's own pool threads get
-theirs from the session option ``session.set_denormal_as_zero``.
+mask; onnxruntime's kernel meets subnormal floats on the way (its outputs there
+are 0, yet it runs several times slower per element than unmasked), and every
+subnormal operand or result costs the core a microcode assist. With the
+thread's flush bits set (x86: MXCSR FTZ and DAZ; aarch64: FPCR.FZ) subnormals
+become signed zeros at full speed: padded calls by count ran 1.15-1.25x faster
+per CPU-second (BENCHMARKS.md, "Encoder throughput").
+The bits are per thread, so each thread that calls a session sets its own, and
+puts back what it had afterwards; onnxruntime's own pool threads get theirs from
+the session option ``session.set_denormal_as_zero``.
 
 onnxruntime also sets the flush state of the thread that creates the process's
 first session, once, from that session's option (on or off) and never puts it

@@ -1,8 +1,8 @@
 // Flushing of subnormal (denormal) floats on the calling thread.
 //
 // A subnormal operand or result costs x86 cores a microcode assist of about a
-// hundred cycles; the masked softmax of attention produces them by the million
-// (exp of scores shifted by the -10000 mask). Flush-to-zero (results) and
+// hundred cycles; onnxruntime's masked softmax of attention meets them by the
+// million (exp of scores shifted by the -10000 mask). Flush-to-zero (results) and
 // denormals-are-zero (operands) make those values signed zeros instead, at full
 // speed. The state is a per-thread control register (x86: MXCSR's FTZ and DAZ
 // bits; aarch64: FPCR.FZ, which covers both), so a caller sets it on its own

@@ -370,3 +370,13 @@ def ivf_pq4_search_row(centroids: npt.NDArray[np.float32], centroid_sq_norms: np
                        ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
     """ivf_pq4_search of one query row; None unless the query is one contiguous float32 row
     of d finite values with squared norm <= max_sq_norm."""
+
+# The calling thread's subnormal flush (cpp/include/ragcore/util/fp_state.h).
+def denormal_flush_supported() -> bool:
+    """Whether this build can flush subnormals (x86-64: MXCSR FTZ+DAZ; aarch64: FPCR.FZ)."""
+def denormals_flushed() -> bool:
+    """Whether the calling thread flushes subnormal floats to zero now."""
+def set_denormal_flush(flush: bool) -> int:
+    """Sets the calling thread's flush state; returns the previous bits for restore_denormal_state."""
+def restore_denormal_state(previous: int) -> None:
+    """Puts back the flush bits saved by set_denormal_flush, on the calling thread."""

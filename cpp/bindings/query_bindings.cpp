@@ -124,6 +124,21 @@ py::object make_hits(PyObject* hits_type, py::object scores, py::object ids) {
   return hits;
 }
 
+// A new C-contiguous [1, k] array of T, made by numpy's C API directly: pybind11's shape
+// constructor builds shape and stride vectors, four heap allocations per one-str call.
+template <class T>
+py::array_t<T> one_row(size_t k) {
+  auto& api = py::detail::npy_api::get();
+  const Py_intptr_t dims[2] = {1, static_cast<Py_intptr_t>(k)};
+  PyObject* descr = api.PyArray_DescrFromType_(py::detail::npy_format_descriptor<T>::value);
+  if (descr == nullptr) throw py::error_already_set();
+  // NewFromDescr takes the reference to descr, also when it fails.
+  PyObject* array =
+      api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, 2, dims, nullptr, nullptr, 0, nullptr);
+  if (array == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::array_t<T>>(array);
+}
+
 // One query text, auto algorithm: the per-call path of BM25Index.search(str, k). Returns
 // hits_type's instance of (scores, ids) [1, k], and reads the str without a list around
 // it: what a RAG service calls once per question, so every fixed cost here is paid per
@@ -140,8 +155,8 @@ py::object search_one(const PyQueryEncoder& self, const Bm25Index& index, PyObje
     throw py::value_error("document 0 cannot be encoded as UTF-8 (it holds a lone surrogate)");
   }
   const std::string_view text(data, static_cast<size_t>(size));
-  py::array_t<float> scores({py::ssize_t{1}, static_cast<py::ssize_t>(k)});
-  py::array_t<int64_t> ids({py::ssize_t{1}, static_cast<py::ssize_t>(k)});
+  py::array_t<float> scores = one_row<float>(k);
+  py::array_t<int64_t> ids = one_row<int64_t>(k);
   float* s = scores.mutable_data();
   int64_t* i = ids.mutable_data();
   const QueryEncoder::StemFn stem = self.stem_fn();

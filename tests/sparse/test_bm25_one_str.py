@@ -18,7 +18,7 @@ from ragcore.sparse.variants import VARIANTS
 
 from _hits_check import assert_hits_close, assert_hits_equal
 
-WORDS = [f"w{i}" for i in range(40)] + ["the", "and", "Ünï", "straße"]
+WORDS = [f"w{i}" for i in range(80)] + ["the", "and", "Ünï", "straße"]
 documents = st.lists(st.lists(st.sampled_from(WORDS), min_size=0, max_size=25).map(" ".join),
                      min_size=1, max_size=40)
 # Empty, unknown-word, duplicate-word and long (> 64 distinct terms) queries.

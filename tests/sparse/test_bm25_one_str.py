@@ -6,6 +6,7 @@ and its binding to the index it belongs to across index(), copy(), load(), add a
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 
 import numpy as np
@@ -153,3 +154,35 @@ def test_an_index_is_freed_without_the_cycle_collector():
         assert gone() is None  # the entry holds the native parts, not the BM25Index
     finally:
         gc.enable()
+
+
+def test_str_searches_on_threads_while_the_index_is_replaced():
+    # Each entry holds its own encoder and native index: a search that runs while index()
+    # swaps them answers from one whole index, the old or the new, never a mix.
+    old = ["aa bb", "bb cc", "cc dd"]
+    new = ["xx yy", "yy bb", "bb bb bb", "zz"]
+    index = BM25Index(stopwords=None)
+    index.index(old)
+    answers = set()
+    for docs in (old, new):
+        ref = BM25Index(stopwords=None)
+        ref.index(docs)
+        answers.add(tuple(ref.search("bb", 3).ids[0].tolist()))
+    seen, errors = [], []
+
+    def searcher():
+        try:
+            for _ in range(300):
+                seen.append(tuple(index.search("bb", 3, n_threads=1).ids[0].tolist()))
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=searcher) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for i in range(40):
+        index.index(new if i % 2 == 0 else old)
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads) and not errors
+    assert set(seen) <= answers and len(seen) == 900

@@ -142,11 +142,12 @@ class QueryEncoder:
         algorithm: QueryAlgorithm, n_threads: int,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
         """encode + index.search in one call: (scores, ids, algorithm codes)."""
-    def search_one(
-        self, index: Bm25Index, query: str, k: int, n_threads: int, hits_type: type
-    ) -> Any:
-        """One query text, algorithm auto: an instance of hits_type (ragcore.Hits) holding
-        (scores, ids) [1, k], built without its constructor's checks."""
+    def str_searcher(self, index: Bm25Index, hits_type: type) -> Callable[..., Any]:
+        """The one-str entry of BM25Index.search bound to this encoder and index:
+        f(query, k, n_threads, algorithm, allow) -> an instance of hits_type (ragcore.Hits)
+        holding (scores, ids) [1, k], built without its constructor's checks; None where
+        the arguments are not the plain case (exact str, plain ints k >= 1 and
+        n_threads >= 0, algorithm "auto", allow None)."""
     @property
     def cached_words(self) -> int: ...
     @property

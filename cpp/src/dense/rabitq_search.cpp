@@ -20,6 +20,7 @@
 #include "ragcore/simd/simd.h"
 #include "ragcore/dense/kmeans.h"
 #include "ragcore/dense/rabitq.h"
+#include "ragcore/dense/rabitq_fastscan.h"
 #include "ragcore/dense/rabitq_rotation.h"
 #include "ragcore/dense/rabitq_scan.h"
 #include "ragcore/topk/topk_batch.h"
@@ -70,6 +71,9 @@ class KBest {
 struct QueryWork {
   std::vector<float> rotated;  // dp
   std::vector<float> tables;   // what the scan kernel reads (see rabitq_scan.h)
+  RabitqFastTables fast;       // the fast scan's quantised tables (rabitq_fastscan.h)
+  std::vector<uint8_t> laid;   // them in its kernel's layout
+  std::vector<uint16_t> sums;  // kScanBlock: a block's quantised sums
   std::vector<float> dots;     // kScanBlock: <x_j, P q> of a block
   std::vector<float> est;      // kScanBlock: the block's estimates
   std::vector<float> width;    // kScanBlock: their error bounds times epsilon
@@ -86,9 +90,13 @@ class RabitqSearch {
         kern_(dense_kernels(level_)),
         scan_(rabitq_scan_kernel(a.simd_level < 0 ? best_simd_level()
                                                   : static_cast<SimdLevel>(a.simd_level))),
+        fast_(rabitq_fast_kernel(a.simd_level < 0 ? best_simd_level()
+                                                  : static_cast<SimdLevel>(a.simd_level))),
         row_bytes_(rabitq_row_bytes(a.dp, a.bits)),
         half_(0.5f * static_cast<float>((1u << a.bits) - 1)),
-        probes_(a.allow.active() ? a.nlist : a.nprobe) {}
+        probes_(a.allow.active() ? a.nlist : a.nprobe) {
+    if (a.fast_blocks) rabitq_fast_block_starts(a.list_offsets, a.nlist, block_starts_);
+  }
 
   void run() {
     if (a_.nq == 0) return;
@@ -125,9 +133,7 @@ class RabitqSearch {
     const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
     for (size_t jb = j0; jb < j1; jb += kScanBlock) {
       const size_t rows = std::min(kScanBlock, j1 - jb);
-      scan_.scan(a_.rows + jb * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
-                 w.dots.data());
-      estimate_block(jb, rows, t, qn, 1.0f, w);
+      estimate(l, jb, rows, t, qn, 1.0f, w);
       std::copy(w.est.begin(), w.est.begin() + rows, est + (jb - j0));
       std::copy(w.width.begin(), w.width.begin() + rows, err + (jb - j0));
     }
@@ -186,7 +192,13 @@ class RabitqSearch {
       kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.rotation, a_.d, a_.dp, a_.d,
                                                      w.rotated.data());
     }
-    scan_.tables(w.rotated.data(), a_.dp, a_.bits, w.tables);
+    if (a_.fast_blocks) {
+      w.sums.resize(kScanBlock);
+      rabitq_fast_tables(w.rotated.data(), a_.dp, w.fast);
+      fast_.layout(w.fast.luts.data(), a_.dp, w.laid);
+    } else {
+      scan_.tables(w.rotated.data(), a_.dp, a_.bits, w.tables);
+    }
   }
 
   // <y, P q> = <x, P q> - (2^bits - 1) / 2 * sum(P q): the second term.
@@ -214,6 +226,42 @@ class RabitqSearch {
       w.est[r] = l2 ? 2.0f * ip - a_.sq_norms[j0 + r] - qn : ip;
       w.width[r] = width * f[2];
     }
+  }
+
+  // The fast scan's estimates of rows [j0, j0 + rows) of list l (j0 - the list's first
+  // row a multiple of kScanBlock): its sums are <x, P q> up to max_error, which widens
+  // each bound by f_scale times it (the estimate is linear in <x, P q>).
+  void estimate_fast(size_t l, size_t j0, size_t rows, const ListTerms& t, float qn, float eps,
+                     QueryWork& w) const {
+    const size_t block_bytes = rabitq_fast_block_bytes(a_.dp), code_bytes = rabitq_fast_code_bytes(a_.dp);
+    const size_t first = static_cast<size_t>(block_starts_[l]) +
+                         (j0 - static_cast<size_t>(a_.list_offsets[l])) / kRabitqFastBlock;
+    const size_t blocks = rabitq_fast_blocks(rows);
+    const uint8_t* at = a_.fast_blocks + first * block_bytes;
+    fast_.sums(at, blocks, a_.dp, w.laid.data(), w.sums.data());
+    const bool l2 = a_.metric == Metric::L2;
+    const float times = l2 ? 2.0f : 1.0f;
+    const float width = times * eps * t.qc_norm, qwidth = times * w.fast.max_error;
+    const float shift = w.fast.bias + t.centre, delta = w.fast.delta;
+    for (size_t b = 0; b < blocks; ++b) {
+      float f[kRabitqFactors][kRabitqFastBlock];  // copied: see factors()
+      std::memcpy(f, at + b * block_bytes + code_bytes, sizeof(f));
+      const size_t r0 = b * kRabitqFastBlock, m = std::min(kRabitqFastBlock, rows - r0);
+      for (size_t i = 0; i < m; ++i) {
+        const float ip = t.cq + f[0][i] + f[1][i] * (shift + delta * static_cast<float>(w.sums[r0 + i]));
+        w.est[r0 + i] = l2 ? 2.0f * ip - a_.sq_norms[j0 + r0 + i] - qn : ip;
+        w.width[r0 + i] = width * f[2][i] + qwidth * std::fabs(f[1][i]);
+      }
+    }
+  }
+
+  // w.est and w.width of rows [j0, j0 + rows) of list l, by whichever kernel the index has.
+  void estimate(size_t l, size_t j0, size_t rows, const ListTerms& t, float qn, float eps,
+                QueryWork& w) const {
+    if (a_.fast_blocks) return estimate_fast(l, j0, rows, t, qn, eps, w);
+    scan_.scan(a_.rows + j0 * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
+               w.dots.data());
+    estimate_block(j0, rows, t, qn, eps, w);
   }
 
   // Candidates' exact rows are scattered: requested a few candidates ahead, their
@@ -252,10 +300,7 @@ class RabitqSearch {
       const ListTerms t = list_terms(qn, l, centre, w);
       for (size_t jb = j0; jb < j1; jb += kScanBlock) {
         const size_t rows = std::min(kScanBlock, j1 - jb);
-        if (!all)
-          scan_.scan(a_.rows + jb * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
-                     w.dots.data());
-        if (!all) estimate_block(jb, rows, t, qn, eps, w);
+        if (!all) estimate(l, jb, rows, t, qn, eps, w);
         for (size_t rr = 0; rr < rows; ++rr) {
           const size_t j = jb + rr;
           if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
@@ -309,6 +354,8 @@ class RabitqSearch {
   const SimdLevel level_;
   const DenseKernels& kern_;
   const RabitqScanKernel& scan_;
+  const RabitqFastScanKernel& fast_;
+  std::vector<int64_t> block_starts_;  // fast scan: each list's first block
   const size_t row_bytes_;
   const float half_;
   const size_t probes_;
@@ -334,6 +381,14 @@ void check_args(const RabitqSearchArgs& a) {
   if (a.rescore == RabitqRescore::Bound && !(a.epsilon >= 0.0f)) fail("epsilon must be >= 0");
   if (a.nq > 0 && (!a.queries || a.query_stride < a.d)) fail("queries null or query_stride < d");
   if (a.nq > 0 && (!a.out_scores || !a.out_ids)) fail("outputs are null");
+  if (a.fast_blocks) {
+    if (a.bits != 1 || a.dp > kRabitqFastMaxDim) fail("fast_blocks need bits 1 and dp <= 1024");
+    std::vector<int64_t> starts;
+    const size_t blocks = rabitq_fast_block_starts(a.list_offsets, a.nlist, starts);
+    if (a.fast_bytes != blocks * rabitq_fast_block_bytes(a.dp))
+      fail("fast_blocks must be rabitq_fast_pack of the rows (" +
+           std::to_string(blocks * rabitq_fast_block_bytes(a.dp)) + " bytes)");
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "ragcore/dense/rabitq.h"
+#include "rabitq_fastscan_impl.h"
 
 namespace ragcore {
 
@@ -70,8 +71,10 @@ void rabitq_fast_tables(const float* rotated, size_t dp, RabitqFastTables& t) {
   t.luts.resize(groups * 16);
   for (size_t g = 0; g < groups; ++g)
     for (size_t e = 0; e < 16; ++e) {
-      const float level = std::nearbyint((sums[g * 16 + e] - lows[g]) / t.delta);
-      t.luts[g * 16 + e] = static_cast<uint8_t>(std::clamp(level, 0.0f, 255.0f));
+      // Round to nearest (ties to even, as nearbyint) inline: adding and subtracting
+      // 2^23 leaves no fraction bits to a value in [0, 2^23) (nearbyint: a call an entry).
+      const float x = std::clamp((sums[g * 16 + e] - lows[g]) / t.delta, 0.0f, 255.0f);
+      t.luts[g * 16 + e] = static_cast<uint8_t>((x + 0x1p23f) - 0x1p23f);
     }
 }
 
@@ -99,7 +102,7 @@ void scalar_sums(const uint8_t* blocks, size_t nblocks, size_t dp, const uint8_t
 }  // namespace
 
 const RabitqFastScanKernel& rabitq_fast_scalar() {
-  static const RabitqFastScanKernel k{scalar_layout, scalar_sums};
+  static const RabitqFastScanKernel k{scalar_layout, scalar_sums, rabitq_fast_estimates_impl};
   return k;
 }
 

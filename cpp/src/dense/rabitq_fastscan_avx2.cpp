@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ragcore/dense/rabitq_fastscan.h"
+#include "rabitq_fastscan_impl.h"
 
 namespace ragcore {
 namespace {
@@ -50,7 +51,7 @@ void avx2_sums(const uint8_t* blocks, size_t nblocks, size_t dp, const uint8_t* 
 }  // namespace
 
 const RabitqFastScanKernel& rabitq_fast_avx2() {
-  static const RabitqFastScanKernel k{avx2_layout, avx2_sums};
+  static const RabitqFastScanKernel k{avx2_layout, avx2_sums, rabitq_fast_estimates_impl};
   return k;
 }
 

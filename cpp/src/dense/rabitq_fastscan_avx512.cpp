@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ragcore/dense/rabitq_fastscan.h"
+#include "rabitq_fastscan_impl.h"
 
 namespace ragcore {
 namespace {
@@ -79,7 +80,7 @@ void avx512_sums(const uint8_t* blocks, size_t nblocks, size_t dp, const uint8_t
 }  // namespace
 
 const RabitqFastScanKernel& rabitq_fast_avx512() {
-  static const RabitqFastScanKernel k{avx512_layout, avx512_sums};
+  static const RabitqFastScanKernel k{avx512_layout, avx512_sums, rabitq_fast_estimates_impl};
   return k;
 }
 

@@ -33,6 +33,7 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kFloatMax = std::numeric_limits<float>::max();
 constexpr size_t kScanBlock = 256;  // rows estimated per kernel call
+static_assert(kScanBlock % kRabitqFastBlock == 0, "the fast scan estimates whole blocks");
 constexpr size_t kPrefetchAhead = 4;  // exact rows requested ahead of their re-scoring
 
 // The best `k` candidates seen, exactly (a heap whose top is the worst kept; the
@@ -74,6 +75,7 @@ struct QueryWork {
   RabitqFastTables fast;       // the fast scan's quantised tables (rabitq_fastscan.h)
   std::vector<uint8_t> laid;   // them in its kernel's layout
   std::vector<uint16_t> sums;  // kScanBlock: a block's quantised sums
+  std::vector<uint32_t> survivors;  // kScanBlock: rows of a block left by bound_survivors
   std::vector<float> dots;     // kScanBlock: <x_j, P q> of a block
   std::vector<float> est;      // kScanBlock: the block's estimates
   std::vector<float> width;    // kScanBlock: their error bounds times epsilon
@@ -185,6 +187,7 @@ class RabitqSearch {
     w.dots.resize(kScanBlock);
     w.est.resize(kScanBlock);
     w.width.resize(kScanBlock);
+    w.survivors.resize(kScanBlock);
     if (a_.rotation_signs) {
       rabitq_fht_rotate_one(a_.rotation_signs, a_.rotation_rounds, a_.d, a_.dp, q,
                             w.rotated.data(), level_);
@@ -233,26 +236,18 @@ class RabitqSearch {
   // each bound by f_scale times it (the estimate is linear in <x, P q>).
   void estimate_fast(size_t l, size_t j0, size_t rows, const ListTerms& t, float qn, float eps,
                      QueryWork& w) const {
-    const size_t block_bytes = rabitq_fast_block_bytes(a_.dp), code_bytes = rabitq_fast_code_bytes(a_.dp);
     const size_t first = static_cast<size_t>(block_starts_[l]) +
                          (j0 - static_cast<size_t>(a_.list_offsets[l])) / kRabitqFastBlock;
     const size_t blocks = rabitq_fast_blocks(rows);
-    const uint8_t* at = a_.fast_blocks + first * block_bytes;
+    const uint8_t* at = a_.fast_blocks + first * rabitq_fast_block_bytes(a_.dp);
     fast_.sums(at, blocks, a_.dp, w.laid.data(), w.sums.data());
     const bool l2 = a_.metric == Metric::L2;
     const float times = l2 ? 2.0f : 1.0f;
-    const float width = times * eps * t.qc_norm, qwidth = times * w.fast.max_error;
-    const float shift = w.fast.bias + t.centre, delta = w.fast.delta;
-    for (size_t b = 0; b < blocks; ++b) {
-      float f[kRabitqFactors][kRabitqFastBlock];  // copied: see factors()
-      std::memcpy(f, at + b * block_bytes + code_bytes, sizeof(f));
-      const size_t r0 = b * kRabitqFastBlock, m = std::min(kRabitqFastBlock, rows - r0);
-      for (size_t i = 0; i < m; ++i) {
-        const float ip = t.cq + f[0][i] + f[1][i] * (shift + delta * static_cast<float>(w.sums[r0 + i]));
-        w.est[r0 + i] = l2 ? 2.0f * ip - a_.sq_norms[j0 + r0 + i] - qn : ip;
-        w.width[r0 + i] = width * f[2][i] + qwidth * std::fabs(f[1][i]);
-      }
-    }
+    const RabitqFastTerms terms{t.cq, w.fast.bias + t.centre, w.fast.delta, times * eps * t.qc_norm,
+                                times * w.fast.max_error};
+    fast_.estimates(at, blocks, a_.dp, w.sums.data(), terms, w.est.data(), w.width.data());
+    if (l2)
+      for (size_t r = 0; r < rows; ++r) w.est[r] = 2.0f * w.est[r] - a_.sq_norms[j0 + r] - qn;
   }
 
   // w.est and w.width of rows [j0, j0 + rows) of list l, by whichever kernel the index has.
@@ -262,6 +257,21 @@ class RabitqSearch {
     scan_.scan(a_.rows + j0 * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
                w.dots.data());
     estimate_block(j0, rows, t, qn, eps, w);
+  }
+
+  // The rows of a block that the Bound rule must look at: all but those whose bounds are
+  // finite and whose upper bound is below floor (the k-th lower bound when the block
+  // began: it only rises, so no row skipped here could enter later). Branch-free: most
+  // rows are skipped, and a branch per row would be mispredicted at every survivor.
+  static size_t bound_survivors(const float* est, const float* width, size_t rows, float floor,
+                                uint32_t* out) {
+    size_t n = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      out[n] = static_cast<uint32_t>(r);
+      const float upper = est[r] + width[r], lower = est[r] - width[r];
+      n += !(upper < floor && lower >= -kFloatMax);
+    }
+    return n;
   }
 
   // Candidates' exact rows are scattered: requested a few candidates ahead, their
@@ -280,7 +290,7 @@ class RabitqSearch {
   void search_one(size_t i, QueryWork& w, uint64_t& scanned, uint64_t& rescored) {
     const float* q = query(i);
     const float qn = query_sq_norm(q);
-    const bool all = a_.rescore == RabitqRescore::All;
+    const bool all = a_.rescore == RabitqRescore::All, count = a_.rescore == RabitqRescore::Count;
     if (!all) prepare(q, w);
     const float centre = all ? 0.0f : centring(w);
     const float eps = a_.epsilon;
@@ -290,7 +300,9 @@ class RabitqSearch {
     KBest ranked(std::max<size_t>(keep, 1));  // Bound: lower bounds; Count: estimates
     KBest exact(a_.k);
     w.candidates.clear();
-    size_t seen = 0;
+    size_t seen = 0;  // rows scanned (allowed ones)
+    const bool filtered = a_.allow.active();
+    const int64_t* ids = a_.ids;
     nearest_lists(q, w);
     for (size_t r = 0; r < probes_; ++r) {
       if (r >= a_.nprobe && seen >= a_.k) break;
@@ -301,30 +313,47 @@ class RabitqSearch {
       for (size_t jb = j0; jb < j1; jb += kScanBlock) {
         const size_t rows = std::min(kScanBlock, j1 - jb);
         if (!all) estimate(l, jb, rows, t, qn, eps, w);
-        for (size_t rr = 0; rr < rows; ++rr) {
+        // Locals, not members: the pushes below could alias them, and this loop runs per row.
+        const float* est_of = w.est.data();
+        const float* width_of = w.width.data();
+        float floor = ranked.threshold();  // Bound: the k-th lower bound, refreshed after a push
+        size_t n_rows = rows;
+        const uint32_t* order = nullptr;  // the rows to look at (null: all)
+        if (!all && !count && !filtered) {
+          n_rows = bound_survivors(est_of, width_of, rows, floor, w.survivors.data());
+          order = w.survivors.data();
+          seen += rows;
+        }
+        for (size_t o = 0; o < n_rows; ++o) {
+          const size_t rr = order ? order[o] : o;
           const size_t j = jb + rr;
-          if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
-          ++seen;
-          ++scanned;
-          if (all) {
-            exact.push(exact_score(q, qn, j), a_.ids[j]);
-            ++rescored;
-            continue;
+          if (!order) {  // (survivors: no filter, counted above)
+            if (filtered && !a_.allow.allows(j, ids[j])) continue;
+            ++seen;
+            if (all) {
+              exact.push(exact_score(q, qn, j), ids[j]);
+              ++rescored;
+              continue;
+            }
           }
-          float est = w.est[rr], upper = est + w.width[rr], lower = est - w.width[rr];
+          float est = est_of[rr], upper = est + width_of[rr], lower = est - width_of[rr];
+          // Most rows: both bounds finite, the upper one below the k-th lower bound.
+          if (!count && upper < floor && lower >= -kFloatMax) continue;
           // Factors of a crafted file can overflow: such a row is re-scored, never ranked by NaN.
           if (!(std::fabs(upper) <= kFloatMax && std::fabs(lower) <= kFloatMax))
             est = upper = kInf, lower = -kInf;
-          if (a_.rescore == RabitqRescore::Count) {
+          if (count) {
             ranked.push(est, static_cast<int64_t>(j));
             continue;
           }
-          if (upper < ranked.threshold()) continue;  // then so is lower: the common case
+          if (upper < floor) continue;  // then so is lower
           ranked.push(lower, static_cast<int64_t>(j));
-          if (upper >= ranked.threshold()) w.candidates.push_back({upper, static_cast<int64_t>(j)});
+          floor = ranked.threshold();
+          if (upper >= floor) w.candidates.push_back({upper, static_cast<int64_t>(j)});
         }
       }
     }
+    scanned += seen;
     if (a_.rescore == RabitqRescore::Count) {
       const std::vector<Candidate>& cands = ranked.items();
       for (size_t c = 0; c < cands.size(); ++c) {

@@ -57,12 +57,27 @@ struct RabitqFastTables {
 // The quantised tables of one rotated query (dp floats).
 void rabitq_fast_tables(const float* rotated, size_t dp, RabitqFastTables& t);
 
+// What turns a row's sum S into its inner-product estimate and bound width (rabitq.h):
+//   est = base + f_add + f_scale * (shift + delta * S),
+//   width = width * f_err + qwidth * |f_scale|.
+struct RabitqFastTerms {
+  float base;    // <c_l, q>
+  float shift;   // bias + the centring of the grid (-sum(P q) / 2)
+  float delta;   // the tables' step
+  float width;   // epsilon * |q - c_l| (times 2 for L2)
+  float qwidth;  // max_error (times 2 for L2)
+};
+
 struct RabitqFastScanKernel {
   // The luts (dp / 4 x 16) in the layout `sums` reads (per query).
   void (*layout)(const uint8_t* luts, size_t dp, std::vector<uint8_t>& laid);
   // out[32 b + i] = sum_g luts[g][nibble g of row i of block b], b < nblocks.
   void (*sums)(const uint8_t* blocks, size_t nblocks, size_t dp, const uint8_t* laid,
                uint16_t* out);
+  // est[32 b + i], width[32 b + i] of every row of the blocks (padding rows too) from
+  // their sums and the blocks' factors; one plain loop compiled at each level.
+  void (*estimates)(const uint8_t* blocks, size_t nblocks, size_t dp, const uint16_t* sums,
+                    const RabitqFastTerms& t, float* est, float* width);
 };
 
 // The kernel of this SIMD level (AVX-512BW, AVX2, else scalar); all give equal sums.

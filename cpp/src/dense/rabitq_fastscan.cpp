@@ -69,11 +69,12 @@ void rabitq_fast_tables(const float* rotated, size_t dp, RabitqFastTables& t) {
   // partial sums and the division (a few units in the last place of `top`).
   t.max_error = static_cast<float>(groups) * t.delta * (0.5f + 1.0f / 1024.0f);
   t.luts.resize(groups * 16);
+  const float inv = 1.0f / t.delta;  // a relative error of 2^-23: within the margin above
   for (size_t g = 0; g < groups; ++g)
     for (size_t e = 0; e < 16; ++e) {
       // Round to nearest (ties to even, as nearbyint) inline: adding and subtracting
       // 2^23 leaves no fraction bits to a value in [0, 2^23) (nearbyint: a call an entry).
-      const float x = std::clamp((sums[g * 16 + e] - lows[g]) / t.delta, 0.0f, 255.0f);
+      const float x = std::min(std::max((sums[g * 16 + e] - lows[g]) * inv, 0.0f), 255.0f);
       t.luts[g * 16 + e] = static_cast<uint8_t>((x + 0x1p23f) - 0x1p23f);
     }
 }

@@ -190,3 +190,22 @@ def test_native_refuses_blocks_that_do_not_match_the_lists():
         _core.rabitq_fast_pack(lists.rows, lists.offsets, dim=2000)
     with pytest.raises(ValueError, match="list_offsets"):
         _core.rabitq_fast_pack(lists.rows, lists.offsets[::-1].copy(), dim=16)
+
+
+@settings(max_examples=12, deadline=None)
+@given(metric=st.sampled_from(["ip", "l2"]), bits=st.sampled_from([1, 2]),
+       nq=st.sampled_from([8, 9, 40, 300]), rescore=st.sampled_from(["bound", 3]),
+       nprobe=st.integers(1, 6), seed=st.integers(0, 1000))
+def test_a_batch_scanned_list_by_list_equals_each_query_alone(metric, bits, nq, rescore, nprobe, seed):
+    # From 8 queries the search scans list by list for groups of queries (the lists in
+    # another order than each query's nearest first): every query's hits are the same.
+    x = clustered(700, 24, 6, seed=seed, spread=0.8)
+    q = clustered(nq, 24, 6, seed=seed + 1, spread=0.8)
+    index = ragcore.IVFIndex(24, 6, metric, "rabitq", bits=bits, rescore=rescore, seed=seed)
+    index.train(x)
+    index.add(x)
+    batch = index.search(q, 7, nprobe=nprobe, n_threads=2)
+    for i in range(0, nq, max(1, nq // 10)):
+        alone = index.search(q[i], 7, nprobe=nprobe, n_threads=1)
+        np.testing.assert_array_equal(batch.ids[i], alone.ids[0])
+        np.testing.assert_array_equal(batch.scores[i], alone.scores[0])

@@ -209,3 +209,33 @@ def test_a_batch_scanned_list_by_list_equals_each_query_alone(metric, bits, nq, 
         alone = index.search(q[i], 7, nprobe=nprobe, n_threads=1)
         np.testing.assert_array_equal(batch.ids[i], alone.ids[0])
         np.testing.assert_array_equal(batch.scores[i], alone.scores[0])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_every_level_of_the_fast_search_finds_the_exact_top_k(level):
+    # The native search at each SIMD level (its sums and its estimates' loop), epsilon 5
+    # and every list probed: FlatIndex's answer, and estimates within float rounding of
+    # the scalar level's.
+    x = clustered(1500, 40, 8, seed=7, spread=0.6)
+    q = clustered(20, 40, 8, seed=8, spread=0.6)
+    index = ragcore.IVFIndex(40, 8, "ip", "rabitq", bits=1, epsilon=5.0)
+    index.train(x)
+    index.add(x)
+    lists = index._lists
+    blocks = _core.rabitq_fast_pack(lists.rows, lists.offsets, dim=40)
+    kw = dict(centroids=index._centroids, centroid_sq_norms=index._centroid_sq_norms,
+              rotation=index._rotation, bits=1, list_offsets=lists.offsets, ids=lists.ids,
+              exact_rows=lists.exact, sq_norms=None, metric=_core.Metric.InnerProduct)
+    scores, ids, _ = _core.rabitq_ivf_search(lists.rows, q, 10, nprobe=8, epsilon=5.0,
+                                             simd_level=level, fast_blocks=blocks, **kw)
+    flat = ragcore.FlatIndex(40)
+    flat.add(x)
+    want = flat.search(q, 10)
+    np.testing.assert_array_equal(ids, want.ids)
+    np.testing.assert_allclose(scores, want.scores, rtol=1e-6, atol=1e-5)
+    for l in range(8):
+        est, err = _core.rabitq_estimates(lists.rows, q[:1], l, simd_level=level, fast_blocks=blocks, **kw)
+        ref_est, ref_err = _core.rabitq_estimates(lists.rows, q[:1], l, simd_level=_core.SimdLevel.Scalar,
+                                                  fast_blocks=blocks, **kw)
+        np.testing.assert_allclose(est, ref_est, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(err, ref_err, rtol=1e-5, atol=1e-6)

@@ -5,7 +5,10 @@
 // lower bound L is a lower bound of the k-th exact score, so a row whose upper
 // bound is below L is dropped at once; the rest are re-scored in order of upper
 // bound, stopping at the first whose upper bound is below the k-th exact score.
-// One query per task (threads over queries): each writes only its own results.
+// Scan kernels: at 1 bit with fast_blocks, 4-bit table look-ups (rabitq_fastscan.h),
+// whose quantisation error widens each bound; else the bit-plane kernel (rabitq_scan.h).
+// Threads over queries (one query per task, or groups of queries scanned list by list
+// for batches): each writes only its own results.
 #include <algorithm>
 #include <array>
 #include <atomic>

@@ -28,6 +28,11 @@ void pq4_select_avx512_many(const uint8_t* packed, size_t n, size_t m, const uin
                             const int64_t* ids, Pq4Candidates* const* outs);
 #endif
 
+// The helpers below are compiled into files built with different target flags (the
+// scalar, AVX2 and AVX-512 scans): internal linkage gives each file its own copy, so the
+// linker cannot hand the scalar scan an AVX-512 one.
+namespace {
+
 // Offers the vectors of one block whose bit is set in `lanes` (bit i: vector i of the
 // block) to out. even[j] and odd[j] are the losses of vectors 2j and 2j + 1. The bound
 // is checked again per vector: an earlier offer of the same block may have lowered it.
@@ -49,5 +54,7 @@ inline void pq4_offer_lanes(uint32_t lanes, const uint16_t* even, const uint16_t
 inline uint32_t pq4_valid_lanes(size_t rows) {
   return rows >= kPq4Block ? 0xFFFFFFFFu : (1u << rows) - 1u;
 }
+
+}  // namespace
 
 }  // namespace ragcore

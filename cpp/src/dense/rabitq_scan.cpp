@@ -2,6 +2,12 @@
 #include "ragcore/dense/rabitq_scan.h"
 
 namespace ragcore {
+
+float* zeroed_floats(std::vector<float>& v, size_t n) {
+  v.assign(n, 0.0f);
+  return v.data();
+}
+
 namespace {
 
 // Entry v of group g: the sum of rotated[8 g + t] over the bits t set in v.

@@ -17,9 +17,9 @@ size_t words(size_t dp) { return (dp + 63) / 64; }
 // Plane b: the rotated query times 2^b, zero-padded to a multiple of 64.
 void avx512_tables(const float* rotated, size_t dp, size_t bits, std::vector<float>& tables) {
   const size_t width = words(dp) * 64;
-  tables.assign(bits * width, 0.0f);
+  float* t = zeroed_floats(tables, bits * width);
   for (size_t b = 0; b < bits; ++b)
-    for (size_t p = 0; p < dp; ++p) tables[b * width + p] = rotated[p] * static_cast<float>(1u << b);
+    for (size_t p = 0; p < dp; ++p) t[b * width + p] = rotated[p] * static_cast<float>(1u << b);
 }
 
 // Code bits 64 w .. 64 w + 63 of a plane of `bytes` bytes (zeros past its end).

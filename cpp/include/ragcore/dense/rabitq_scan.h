@@ -23,6 +23,12 @@ struct RabitqScanKernel {
                const float* tables, float* out);
 };
 
+// Sets v to n zeros and returns its data. Defined in a file built without target
+// flags, for the SIMD files to call: a std::vector member instantiated in a file built
+// with -mavx512f may be vectorised with AVX-512, and the linker keeps one copy of it
+// for every caller, scalar ones included.
+float* zeroed_floats(std::vector<float>& v, size_t n);
+
 // The kernel of this SIMD level, or the scalar one where the level has none.
 const RabitqScanKernel& rabitq_scan_kernel(SimdLevel level);
 

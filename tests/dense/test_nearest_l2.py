@@ -97,3 +97,16 @@ def test_pq4_train_bad_arguments():
         _core.pq4_train(x[:15], 2)
     with pytest.raises(ValueError, match="x"):
         _core.pq4_train(x.astype(np.float64), 2)
+
+
+@pytest.mark.parametrize("k", [5, 16, 40])
+def test_avx2_and_avx512_give_the_same_bits(k):
+    if not {_core.SimdLevel.Avx2, _core.SimdLevel.Avx512} <= set(SIMD_LEVELS):
+        pytest.skip("needs AVX2 and AVX-512")
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((300, 24)).astype(np.float32)
+    centroids = rng.standard_normal((k, 24)).astype(np.float32)
+    a = _core.assign_nearest(x, centroids, simd_level=_core.SimdLevel.Avx2)
+    b = _core.assign_nearest(x, centroids, simd_level=_core.SimdLevel.Avx512)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])

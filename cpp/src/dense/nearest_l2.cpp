@@ -24,9 +24,20 @@ struct Scalar {
   static constexpr size_t kWidth = 1;
   static Reg zero() { return 0.0f; }
   static Reg load(const float* p) { return *p; }
-  static void store(float* p, Reg v) { *p = v; }
   static Reg set1(float v) { return v; }
+  static Reg add(Reg a, Reg b) { return a + b; }
   static Reg fma(Reg a, Reg b, Reg c) { return a * b + c; }
+  static void keep_smaller(Reg dist, Reg lab, float* best, float* label) {
+    if (dist < *best) {
+      *best = dist;
+      *label = lab;
+    }
+  }
+  static void lowest(const float* best, const float* label, float& v, int64_t& l) {
+    const bool second = best[1] < best[0] || (best[1] == best[0] && label[1] < label[0]);
+    v = best[second];
+    l = v < std::numeric_limits<float>::infinity() ? static_cast<int64_t>(label[second]) : -1;
+  }
 };
 
 // Rows of a tile and centroids of a chunk: each about 256 KiB, so that a tile's rows and
@@ -40,8 +51,11 @@ struct Level {
   size_t width;  // floats per SIMD register
 };
 
-Level level_for(int simd_level) {
-  const SimdLevel level = simd_level < 0 ? best_simd_level() : static_cast<SimdLevel>(simd_level);
+Level level_for(int simd_level, size_t k) {
+  SimdLevel level = simd_level < 0 ? best_simd_level() : static_cast<SimdLevel>(simd_level);
+  // At most 16 centroids fill one AVX2 panel and half an AVX-512 one: AVX2 is then the
+  // faster (the 4-bit PQ codebooks), with the same bits (the same FMAs in the same order).
+  if (simd_level < 0 && level == SimdLevel::Avx512 && k <= 16) level = SimdLevel::Avx2;
   if (!simd_level_available(level)) throw std::invalid_argument("nearest_l2: SIMD level not available here");
 #ifdef RAGCORE_X86
   if (level == SimdLevel::Avx512) return {kNearestL2Avx512, 16};
@@ -59,9 +73,10 @@ void nearest_l2(const float* x, size_t n, size_t ldx, size_t d, const float* cen
   if (d == 0) fail("d must be >= 1");
   if (k == 0) fail("no centroids");
   if (ldx < d) fail("row stride must be >= d");
+  if (k >= (size_t{1} << 24)) fail("at most 2^24 - 1 centroids (labels are kept in float lanes)");
   if (n == 0) return;
   if (!x || !centroids || !centroid_sq_norms || !out_label || !out_dist) fail("null pointer");
-  const Level level = level_for(simd_level);
+  const Level level = level_for(simd_level, k);
   const size_t panel = 2 * level.width, panels = (k + panel - 1) / panel;
   // Panel b, dimension p: centroids b * panel .. + panel - 1 side by side; missing
   // centroids are zeros of norm +inf, so they never win.

@@ -7,9 +7,10 @@
 // so far (strictly smaller wins: ties go to the lower centroid number).
 //
 // Each row's result depends on that row alone (not on the tile, the block or the
-// thread that computed it), so it is the same for every n_threads. The SIMD levels
-// may differ from each other in the last bits of a distance (FMA against separate
-// multiply and add, in scalar), and from flat_search, which sums in another order.
+// thread that computed it), so it is the same for every n_threads. AVX2 and AVX-512
+// run the same FMAs in the same order per pair (the same bits); scalar multiplies and
+// adds separately, so it may differ in the last bits, as flat_search (which sums in
+// another order) may.
 #pragma once
 
 #include <cstddef>

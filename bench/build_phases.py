@@ -6,7 +6,8 @@ faiss's IndexIVFPQFastScan and IndexIVFRaBitQ, on the same data, in one run:
                                  [--systems pq4,rabitq] [--reps 1]
 
 Phases (ragcore through the calls IVFIndex.train / add make; faiss through its public
-objects): coarse k-means on the training sample, PQ codebooks, assignment of the added rows
+objects): coarse k-means on the training sample (each with its index's own iterations:
+ragcore up to 25 with a tolerance, faiss's IndexIVF 10: cp.niter), PQ codebooks, assignment of the added rows
 to their lists, encoding (PQ codes or rotation + RaBitQ codes), and the whole train and add
 of the index. On one thread (--threads 1) the times are process CPU seconds
 (time.process_time: little disturbed by other load on the machine), else wall seconds.
@@ -45,9 +46,10 @@ def timed(clock, fn):
 def ragcore_phases(x, sample, args, clock, kind):
     th = args.threads
     out = {}
-    out["coarse k-means"], centroids = timed(clock, lambda: _core.kmeans(
+    out["coarse k-means"], (centroids, _, iterations, _) = timed(clock, lambda: _core.kmeans(
         kmeans_sample(sample, args.nlist, 0), args.nlist, max_iter=25, seed=0,
-        init=_core.KMeansInit.KMeansPlusPlus, n_threads=th, spherical=True)[0])
+        init=_core.KMeansInit.KMeansPlusPlus, n_threads=th, spherical=True))
+    out["coarse iterations"] = float(iterations)  # IVFIndex's default max_iter=25, tol 1e-4
     out["assign"], (labels, _) = timed(clock, lambda: _core.assign_nearest(x, centroids, n_threads=th))
     if kind == "pq4":
         out["PQ codebooks"], books = timed(clock, lambda: _pq4_codes.train_codebooks(
@@ -73,17 +75,17 @@ def ragcore_phases(x, sample, args, clock, kind):
 def faiss_phases(faiss, x, sample, args, clock, kind):
     d = x.shape[1]
     out = {}
-    coarse = faiss.IndexFlatL2(d)
-    clus = faiss.Clustering(d, args.nlist)
-    clus.spherical = True  # as IndexIVF sets for inner product
-    out["coarse k-means"], _ = timed(clock, lambda: clus.train(sample, coarse))
-    out["assign"], _ = timed(clock, lambda: coarse.search(x, 1))
     if kind == "pq4":
         index = faiss.IndexIVFPQFastScan(faiss.IndexFlatL2(d), d, args.nlist, args.m, 4,
                                          faiss.METRIC_INNER_PRODUCT)
     else:
         index = faiss.IndexIVFRaBitQ(faiss.IndexFlatL2(d), d, args.nlist,
                                      faiss.METRIC_INNER_PRODUCT)
+    coarse = faiss.IndexFlatL2(d)
+    clus = faiss.Clustering(d, args.nlist, index.cp)  # the index's own: 10 iterations, spherical
+    out["coarse k-means"], _ = timed(clock, lambda: clus.train(sample, coarse))
+    out["coarse iterations"] = float(index.cp.niter)
+    out["assign"], _ = timed(clock, lambda: coarse.search(x, 1))
     out["train (whole)"], _ = timed(clock, lambda: index.train(sample))
     out["add (whole)"], _ = timed(clock, lambda: index.add(x))
     if kind == "pq4":  # faiss trains the codebooks on the residuals of the sample

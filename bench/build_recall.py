@@ -2,7 +2,7 @@
 ragcore (e.g. before and after a change to training or assignment) on the same data:
 
     python bench/build_recall.py [--data stdlib|clustered] [--n 100000] [--nlist 256]
-                                 [--nprobe 16,32,64] [--cache clustered.npy]
+                                 [--nprobe 16,32,64] [--cache clustered.npy] [--max-iter 25]
 
 Trains on the same max(20,000, 40 x nlist) rows bench/pq4.py draws, adds all, and prints
 per storage the final k-means objective, the largest list and recall@10 against
@@ -25,6 +25,7 @@ def main() -> None:
     parser.add_argument("--nlist", type=int, default=256)
     parser.add_argument("--nprobe", default="16,32,64")
     parser.add_argument("--cache")
+    parser.add_argument("--max-iter", type=int, help="coarse k-means iterations (default: IVFIndex's)")
     args = parser.parse_args()
     if args.data == "stdlib":
         from ragcore.cli.bench.stdlib_vectors import stdlib_embeddings
@@ -38,6 +39,8 @@ def main() -> None:
     truth = truth.search(q, 10).ids
     sample = x[np.random.default_rng(0).permutation(len(x))[:max(20_000, 40 * args.nlist)]]
     for dtype, kw, search_kw in (("pq4", {"m": 96}, {"rescore": 8}), ("rabitq", {"bits": 1}, {})):
+        if args.max_iter is not None:
+            kw = {**kw, "max_iter": args.max_iter}
         ivf = IVFIndex(x.shape[1], args.nlist, "ip", dtype, **kw)
         ivf.train(sample)
         ivf.add(x)

@@ -1,24 +1,28 @@
 """Attention at the by-count shapes: onnxruntime's Attention operator against
-attention in standard operators (bert_graph's attention="standard"), each with
-and without denormals flushed to zero on the thread that runs the session.
+attention in standard operators (bert_graph's attention="standard") and the
+derived int8 graph (QAttention), each with and without denormals flushed to zero
+on the thread that runs the session.
 
 The texts are bench/encoders.py's stdlib paragraphs in calls of 32 padded to the
 longest ([32, L], L up to 256), run whole or in pieces of 4 rows as BiEncoder
 runs them. Why flushing matters: masked scores (-10000) make onnxruntime's
 softmax exp produce denormals, and each costs a microcode assist; onnxruntime's
 session.set_denormal_as_zero sets the flag on its pool threads only, not on the
-calling thread, which does all the work at 1 intra-op thread. torch's
-set_flush_denormal sets FTZ/DAZ on the calling thread (torch is used for that
-alone here).
+calling thread, which does all the work at 1 intra-op thread; ragcore's
+flushed_denormals() (the _core FTZ/DAZ scope that OnnxModel.run uses) sets it on
+the calling thread. The int8 graph's calls stay whole (--int8-rows 0), as
+BiEncoder runs them: its activations are quantised with one scale per call.
 
     .venv/bin/python bench/encoder_attention.py check|profile|time [--texts 256]
-        [--rounds 3] [--threads 1] [--rows 4]
+        [--rounds 3] [--threads 1] [--rows 4] [--graphs contrib standard int8]
+        [--int8-rows 0]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import tempfile
 import time
@@ -30,31 +34,26 @@ import onnxruntime as ort
 
 from encoders import stdlib_paragraphs
 from ragcore.encoders import bert_graph, derived, models
+from ragcore.encoders._denormals import flushed_denormals, thread_state_kept
 from ragcore.encoders._onnx import CPU_PROVIDER, disabled_fusions, session_options
 from ragcore.encoders._text import TextTokenizer
 
 
 def session(path: str, threads: int, flush: bool, profile_prefix: str | None = None):
-    options = session_options(threads)
-    if flush:  # the pool threads; the calling thread is set by torch below
-        options.add_session_config_entry("session.set_denormal_as_zero", "1")
+    options = session_options(threads, denormals_as_zero=flush)  # the pool threads
     if profile_prefix:
         options.enable_profiling, options.profile_file_prefix = True, profile_prefix
-    return ort.InferenceSession(path, options, providers=[CPU_PROVIDER],
-                                disabled_optimizers=disabled_fusions([CPU_PROVIDER]))
+    with thread_state_kept():
+        return ort.InferenceSession(path, options, providers=[CPU_PROVIDER],
+                                    disabled_optimizers=disabled_fusions([CPU_PROVIDER]))
 
 
 def run(sess, feed, rows: int | None, flush: bool) -> np.ndarray:
-    import torch
-
-    torch.set_flush_denormal(flush)
-    try:
-        n = feed["input_ids"].shape[0]
-        step = rows or n
+    n = feed["input_ids"].shape[0]
+    step = rows or n
+    with flushed_denormals() if flush else contextlib.nullcontext():
         return np.concatenate([sess.run(None, {k: v[i:i + step] for k, v in feed.items()})[0]
                                for i in range(0, n, step)])
-    finally:
-        torch.set_flush_denormal(False)
 
 
 def pooled(hidden, mask):
@@ -86,14 +85,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rows", type=int, default=4)
+    parser.add_argument("--graphs", nargs="+", default=list(bert_graph.ATTENTION_KINDS),
+                        choices=[*bert_graph.ATTENTION_KINDS, "int8"])
+    parser.add_argument("--int8-rows", type=int, default=0, help="0: whole calls")
     args = parser.parse_args()
 
     model_dir = models.minilm_dir()
     config = bert_graph.bert_config(model_dir)
     weights = bert_graph.load_weights(model_dir, config)
     tmp = Path(tempfile.mkdtemp(prefix="encoder_attention_"))
-    paths = {}
-    for kind in bert_graph.ATTENTION_KINDS:
+    paths, rows = {}, {}
+    for kind in args.graphs:
+        rows[kind] = args.rows
+        if kind == "int8":
+            paths[kind], rows[kind] = str(derived.ensure(models.FUSED_INT8_NAME)), args.int8_rows
+            continue
         paths[kind] = str(tmp / f"{kind}.onnx")
         onnx.save(bert_graph.fused_bert(weights, config, attention=kind), paths[kind])
     tok = TextTokenizer(model_dir / "tokenizer.json", models.max_seq_length(model_dir))
@@ -107,8 +113,8 @@ def main() -> None:
         base = None
         for kind, flush in setups:
             sess = session(paths[kind], args.threads, flush)
-            v = pooled(run(sess, check, args.rows, flush), check["attention_mask"])
-            bench = [pooled(run(sess, f, args.rows, flush), f["attention_mask"]) for f in feeds]
+            v = pooled(run(sess, check, rows[kind], flush), check["attention_mask"])
+            bench = [pooled(run(sess, f, rows[kind], flush), f["attention_mask"]) for f in feeds]
             base = base or bench
             print(f"{kind:8} flush={flush!s:5} min cosine to PyTorch ({source}) "
                   f"{(v * reference).sum(1).min():.7f}; to contrib unflushed on the bench texts "
@@ -117,11 +123,11 @@ def main() -> None:
         for kind, flush in setups:
             sess = session(paths[kind], 1, flush, str(tmp / f"profile_{kind}_{flush}"))
             for f in feeds:
-                run(sess, f, args.rows, flush)
+                run(sess, f, rows[kind], flush)
             per_op = kernel_ms(sess.end_profiling())
             total = sum(per_op.values())
             print(f"{kind} flush={flush}: kernel {total:.0f} ms; " + ", ".join(
-                f"{op} {ms:.0f} ms ({100 * ms / total:.1f}%)" for op, ms in per_op.most_common(6)))
+                f"{op} {ms:.0f} ms ({100 * ms / total:.1f}%)" for op, ms in per_op.most_common(10)))
     else:
         sessions = {s: session(paths[s[0]], args.threads, s[1]) for s in setups}
         clock = time.thread_time if args.threads == 1 else time.process_time
@@ -130,7 +136,7 @@ def main() -> None:
             for s in setups:
                 t0, c0 = time.perf_counter(), clock()
                 for f in feeds:
-                    run(sessions[s], f, args.rows, s[1])
+                    run(sessions[s], f, rows[s[0]], s[1])
                 rates[s].append((args.texts / (time.perf_counter() - t0), args.texts / (clock() - c0)))
         for (kind, flush), r in rates.items():
             wall, cpu = np.median(np.array(r), axis=0)

@@ -13,7 +13,8 @@ time on onnxruntime's intra-op threads (the build before sub-batches ran side
 by side); ``now``: ``default_encoder()``, what ``make demo`` runs (sub-batches
 side by side, one core each); ``skip_ln``: ``now`` with onnxruntime's
 SkipLayerNormalization fusion left on (the build before ragcore's CPU sessions
-turned it off); ``int8``: ``default_encoder(precision="int8")``.
+turned it off); ``kept``: ``now`` with IEEE subnormals (RAGCORE_KEEP_DENORMALS=1: the
+build before ragcore's CPU runs flushed them); ``int8``: ``default_encoder(precision="int8")``.
 Wall time is the figure the issue sets its target on; the process's CPU time
 (every thread) is reported next to it.
 """
@@ -33,7 +34,31 @@ import numpy as np
 
 from _common import LoadMeter, environment, foreign_cores, markdown_table, write_json
 
-ENGINES = ("before", "sequential", "skip_ln", "now", "int8")
+ENGINES = ("before", "sequential", "skip_ln", "kept", "now", "int8")
+
+
+def with_one_core_session(make, name: str):
+    """make() and a first bulk encode, so that the intra-op-1 session of side-by-side
+    calls (loaded at first use) is loaded too, in the same setting as the main one."""
+    encoder = make()
+    encoder.encode(["two texts", "load the one-core session"] * 200, warn=False)
+    if encoder._one_core_model is None and encoder._workers() > 1:
+        raise RuntimeError(f"{name}: the one-core session was not loaded")
+    return encoder
+
+
+def denormals_kept(make, name: str):
+    """with_one_core_session with RAGCORE_KEEP_DENORMALS=1 while the sessions load:
+    every run of the encoder keeps IEEE subnormals."""
+    from unittest import mock
+
+    from ragcore.encoders._denormals import KEEP_DENORMALS_ENV
+
+    with mock.patch.dict(os.environ, {KEEP_DENORMALS_ENV: "1"}):
+        encoder = with_one_core_session(make, name)
+    if encoder.model.flush_denormals:
+        raise RuntimeError(f"{name}: the session flushes denormals")
+    return encoder
 
 
 def make_encoder(name: str):
@@ -53,11 +78,9 @@ def make_encoder(name: str):
         from ragcore.encoders import _onnx
 
         with mock.patch.object(_onnx, "disabled_fusions", lambda requested: []):
-            encoder = default_encoder()
-            encoder.encode(["two texts", "load the one-core session"] * 200, warn=False)
-        if encoder._one_core_model is None:
-            raise RuntimeError("skip_ln: the one-core session was not loaded with the fusion on")
-        return encoder
+            return with_one_core_session(default_encoder, name)
+    if name == "kept":
+        return denormals_kept(default_encoder, name)
     return default_encoder()
 
 

@@ -6,7 +6,7 @@ build and query encoding.
 
     .venv/bin/python bench/encoders.py [--texts 256] [--json F] [--markdown F]
         [--batches 1 32] [--threads 1 2] [--no-cross] [--fp16] [--before]
-        [--demo-chunks 768]
+        [--demo-chunks 768] [--kept] [--engines fp32_fused int8_fused ...]
 
 Texts: paragraphs of the running Python's standard library docstrings (local,
 varied lengths, some over 256 tokens), in a seeded random order. What each row
@@ -32,7 +32,10 @@ from the median CPU time of the calling thread (onnxruntime and torch then
 compute in it), which other processes' load disturbs far less. Threads:
 onnxruntime's intra-op threads for ragcore, torch's for the peers. Embeddings
 are compared in the same run (min cosine to sentence-transformers; int8 to fp32
-with nearest-neighbour agreement). --before adds the dynamo fp32 export.
+with nearest-neighbour agreement). --before adds the dynamo fp32 export;
+--kept the fused fp32 and int8 graphs with IEEE subnormals (RAGCORE_KEEP_DENORMALS=1
+while their sessions load: ragcore before its CPU runs flushed them); --engines
+keeps only the ragcore engines named.
 
 Demo build: the demo's chunks (stdlib_docs(3000), Chunker(200, 40)), a seeded
 sample of --demo-chunks of them, encoded 256 at a time as the demo's embedding
@@ -64,6 +67,7 @@ import numpy as np
 import torch
 
 from _common import LoadMeter, environment, fmt_num, markdown_table, time_calls, write_json, write_text
+from encoder_build import denormals_kept
 
 BATCHES = (1, 32)
 THREADS = (1, 2)
@@ -88,12 +92,14 @@ def stdlib_paragraphs(count: int) -> list[str]:
     return [out[i] for i in rng.choice(len(out), size=min(count, len(out)), replace=False)]
 
 
-def ragcore_encoders(threads: int, fp16: bool = False, before: bool = False) -> tuple[dict, dict]:
+def ragcore_encoders(threads: int, fp16: bool = False, before: bool = False, kept: bool = False,
+                     only=None) -> tuple[dict, dict]:
     """{engine: BiEncoder} and {engine: why it is missing}; fp16: the fp16 export
     too (onnxruntime runs most fp16 ops in fp32 behind Casts on a CPU); before:
     the dynamo fp32 export too. At threads > 1, also the fused fp32 graph with its
     model calls one at a time on onnxruntime's intra-op threads (the engines'
-    default runs a call's sub-batches side by side, one core each)."""
+    default runs a call's sub-batches side by side, one core each). kept: the fused
+    graphs with IEEE subnormals too; only: the engine names to keep (None: all)."""
     import ragcore
     from ragcore.encoders import derived, export, models
 
@@ -109,10 +115,19 @@ def ragcore_encoders(threads: int, fp16: bool = False, before: bool = False) -> 
     if threads > 1:
         paths["fp32_intra_op"] = paths["fp32_fused"]
         options["fp32_intra_op"] = {"parallel_batches": False}
+    if kept:
+        paths["fp32_kept"], paths["int8_kept"] = paths["fp32_fused"], paths["int8_fused"]
+        options["fp32_kept"] = options["int8_kept"] = {}
     for name, path in paths.items():
+        if only is not None and name not in only:
+            continue
+
+        def make(path=path, name=name):
+            return ragcore.BiEncoder(path(), providers="cpu", threads=threads, max_length=256,
+                                     **options[name])
+
         try:
-            engines[name] = ragcore.BiEncoder(path(), providers="cpu", threads=threads,
-                                              max_length=256, **options[name])
+            engines[name] = denormals_kept(make, name) if name.endswith("_kept") else make()
         except RuntimeError as err:  # a derived file that missed its check
             missing[name] = str(err)
     return engines, missing
@@ -173,16 +188,19 @@ def bi_encoder_rows(texts, args, st_model) -> tuple[list, dict]:
     cells.append(("budget", 32))
     for threads in args.threads:
         torch.set_num_threads(threads)
-        engines, missing = ragcore_encoders(threads, args.fp16, args.before)
+        engines, missing = ragcore_encoders(threads, args.fp16, args.before, args.kept, args.engines)
         agreement["missing"] = missing
         vectors = {name: enc.encode(texts, warn=False) for name, enc in engines.items()}
         for name, v in vectors.items():
             agreement[name] = float((v * reference).sum(axis=1).min())
-        if "int8_fused" in vectors:
-            a, b = vectors["fp32_fused"], vectors["int8_fused"]
-            cos = (a * b).sum(axis=1)
-            agreement["int8_to_fp32"] = {"min": float(cos.min()), "mean": float(cos.mean()),
-                                         "same_nearest": float((nearest(a) == nearest(b)).mean())}
+        for pair, (x, y) in {"int8_to_fp32": ("fp32_fused", "int8_fused"),
+                             "fp32_flushed_to_kept": ("fp32_kept", "fp32_fused"),
+                             "int8_flushed_to_kept": ("int8_kept", "int8_fused")}.items():
+            if x in vectors and y in vectors:
+                a, b = vectors[x], vectors[y]
+                cos = (a * b).sum(axis=1)
+                agreement[pair] = {"min": float(cos.min()), "mean": float(cos.mean()),
+                                   "same_nearest": float((nearest(a) == nearest(b)).mean())}
         for kind, size in cells:
             cpu = {}
             fns = {name: cpu_timed(fn, cpu.setdefault(name, []))
@@ -215,6 +233,8 @@ def demo_rows(args) -> dict:
                                            parallel_batches=False),
                "one call at a time": default_encoder(parallel_batches=False),
                "now": default_encoder(), "auto": default_encoder(precision="auto")}
+    if args.kept:
+        engines["kept"] = denormals_kept(default_encoder, "kept")
     now = engines["now"]
     data = stdlib_docs(max_docs=3000, seed=0)
     chunks = Chunker(now, chunk_size=200, overlap=40).chunk_documents(
@@ -295,7 +315,8 @@ def cross_encoder_rows(texts, args) -> list:
 
 
 ENGINES = (("fp32_fused", "fp32 fused"), ("fp32_intra_op", "fp32 fused, calls one at a time"),
-           ("int8_fused", "int8 fused"),
+           ("fp32_kept", "fp32 fused, denormals kept"), ("int8_fused", "int8 fused"),
+           ("int8_kept", "int8 fused, denormals kept"),
            ("fp32_before", "fp32 before"), ("int8_bundled", "int8 bundled"), ("fp16", "fp16 (CPU)"))
 
 
@@ -320,10 +341,13 @@ def markdown(report) -> str:
     agree = report["agreement_min_cosine_to_st"]
     text = (f"{report['n_texts']} stdlib docstring paragraphs. Minimum cosine to sentence-transformers: "
             + ", ".join(f"{label} {agree[k]:.6f}" for k, label in present if k in agree) + ".")
-    if "int8_to_fp32" in agree:
-        a = agree["int8_to_fp32"]
-        text += (f" int8 fused to fp32 fused: min cosine {a['min']:.4f}, mean {a['mean']:.5f}, "
-                 f"same nearest neighbour for {100 * a['same_nearest']:.1f}% of the texts.")
+    for pair, what in (("int8_to_fp32", "int8 fused to fp32 fused"),
+                       ("fp32_flushed_to_kept", "fp32 fused, flushed to kept"),
+                       ("int8_flushed_to_kept", "int8 fused, flushed to kept")):
+        if pair in agree:
+            a = agree[pair]
+            text += (f" {what}: min cosine {a['min']:.7f}, mean {a['mean']:.7f}, "
+                     f"same nearest neighbour for {100 * a['same_nearest']:.1f}% of the texts.")
     for name, why in agree.get("missing", {}).items():
         text += f" {name} not measured: {why}."
     text += f"\n\n{bi}\n"
@@ -364,6 +388,9 @@ def main() -> None:
     parser.add_argument("--no-cross", action="store_true", help="bi-encoders only")
     parser.add_argument("--fp16", action="store_true", help="the fp16 export too")
     parser.add_argument("--before", action="store_true", help="the dynamo fp32 export too")
+    parser.add_argument("--kept", action="store_true",
+                        help="the fused graphs with IEEE subnormals too (before the flush)")
+    parser.add_argument("--engines", nargs="+", help="only these ragcore engines (default: all)")
     parser.add_argument("--demo-chunks", type=int, default=768,
                         help="demo chunks timed for the index build (0: skip the demo part)")
     args = parser.parse_args()

@@ -11,7 +11,8 @@ threads), and bytes scanned per vector (codes + per-vector factors) and kept (th
 exact float32 row, the id: ragcore's bytes_per_vector, faiss's code_size + its
 IndexRefineFlat copy + id), as a markdown table.
 ragcore re-scores with its error bound (rescore="bound", epsilon 1.9); faiss with
-k_factor. --data stdlib uses the cached stdlib paragraph embeddings (held-out texts as
+k_factor. At 1 bit ragcore runs twice, interleaved: its fast scan (4-bit table look-ups,
+the default) and its bit-plane kernel (``fast_scan = False``, what bits > 1 use). --data stdlib uses the cached stdlib paragraph embeddings (held-out texts as
 queries; computed with the bundled encoder on the first run and cached, never downloaded).
 """
 
@@ -115,12 +116,21 @@ def main() -> None:
             builds.append(f"faiss {kind} {bits} bits {time.perf_counter() - t:.1f} s")
             print(f"build: {builds[-1]}", flush=True)
             peers[kind] = (refine, base, quantizer)
-        scanned, kept = ours.bytes_per_vector()["scanned"], ours.bytes_per_vector()["kept"]
+        kernels = [True, False] if ours.fast_scan else [False]  # 1 bit: both scan kernels
+        sizes = {}
+        for fast in kernels:
+            ours.fast_scan = fast
+            sizes[fast] = (ours.bytes_per_vector()["scanned"], ours.bytes_per_vector()["kept"])
         for nprobe in (int(v) for v in args.nprobe.split(",")):
-            def ours_fn(block, n_threads=1):
+            def ours_fn(block, n_threads=1, fast=kernels[0]):
+                ours.fast_scan = fast
                 return ours.search(block, 10, nprobe=nprobe, n_threads=n_threads).ids
 
-            rows = [("ragcore IVF rabitq", (scanned, kept), "bound", ours_fn, lambda b: ours_fn(b, 0))]
+            rows = []
+            for fast in kernels:
+                name = "ragcore IVF rabitq" + (" (bit-plane kernel)" if len(kernels) > 1 and not fast else "")
+                rows.append((name, sizes[fast], "bound", lambda b, f=fast: ours_fn(b, 1, f),
+                             lambda b, f=fast: ours_fn(b, 0, f)))
             for kind, (refine, base, _) in peers.items():
                 for kf in (int(v) for v in args.k_factor.split(",")):
                     params = faiss.IndexRefineSearchParameters(

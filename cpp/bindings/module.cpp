@@ -25,6 +25,7 @@ void register_query_encoder(py::module_& m);  // query_bindings.cpp
 void register_hnsw(py::module_& m);  // hnsw_bindings.cpp
 void register_codes(py::module_& m);  // codes_bindings.cpp
 void register_rabitq(py::module_& m);  // rabitq_bindings.cpp
+void register_fp_state(py::module_& m);  // fp_state_bindings.cpp
 
 namespace {
 
@@ -156,6 +157,7 @@ PYBIND11_MODULE(_core, m) {
   register_hnsw(m);
   register_codes(m);
   register_rabitq(m);
+  register_fp_state(m);
 
   m.def("simd_level_available",
         [](SimdLevel level) { return simd_level_available(checked_simd_level(level)); },

@@ -92,7 +92,7 @@ RabitqSearchArgs index_args(const py::array& rows, const py::array& centroids,
                             size_t bits, const py::array& list_offsets,
                             std::vector<int64_t>& offsets_copy, const py::array& ids,
                             const py::array& exact_rows, const std::optional<py::array>& sq_norms,
-                            Metric metric) {
+                            Metric metric, const std::optional<py::array>& fast_blocks) {
   if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
   RabitqSearchArgs a;
   a.centroids = matrix<float>(centroids, "centroids");
@@ -114,6 +114,13 @@ RabitqSearchArgs index_args(const py::array& rows, const py::array& centroids,
   if (rows_of(exact_rows) != a.n) fail("exact_rows", "expected one row per code row");
   a.sq_norms = vector_data<float>(sq_norms, a.n, "sq_norms");
   a.metric = metric;
+  if (fast_blocks) {  // its size is checked against the lists by the kernel
+    if (!py::isinstance<py::array_t<uint8_t>>(*fast_blocks) || fast_blocks->ndim() != 1 ||
+        !(fast_blocks->flags() & py::array::c_style))
+      fail("fast_blocks", "expected a contiguous 1-D uint8 array (rabitq_fast_pack)");
+    a.fast_blocks = static_cast<const uint8_t*>(fast_blocks->data());
+    a.fast_bytes = static_cast<size_t>(fast_blocks->shape(0));
+  }
   return a;
 }
 
@@ -159,10 +166,11 @@ py::tuple search_py(const py::array& rows, const py::array& queries, size_t k,
                     const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
                     RabitqRescore rescore, size_t rescore_count, float epsilon,
                     const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
-                    const std::optional<SimdLevel>& simd_level) {
+                    const std::optional<SimdLevel>& simd_level,
+                    const std::optional<py::array>& fast_blocks) {
   std::vector<int64_t> offsets;
   RabitqSearchArgs a = index_args(rows, centroids, centroid_sq_norms, rotation, bits, list_offsets,
-                                  offsets, ids, exact_rows, sq_norms, metric);
+                                  offsets, ids, exact_rows, sq_norms, metric, fast_blocks);
   set_queries(a, queries);
   a.allow = allow_filter(allow, allow_by_row);
   a.simd_level = simd_level_code(simd_level);
@@ -178,13 +186,14 @@ py::object search_row_py(const py::array& rows, const py::handle& query, size_t 
                          const py::array& ids, const py::array& exact_rows,
                          const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
                          RabitqRescore rescore, size_t rescore_count, float epsilon,
-                         double max_sq_norm, int n_threads) {
+                         const std::optional<py::array>& fast_blocks, double max_sq_norm,
+                         int n_threads) {
   const size_t d = centroids.ndim() == 2 ? static_cast<size_t>(centroids.shape(1)) : 0;
   const float* v = one_clean_row(query, d, max_sq_norm);
   if (!v) return py::none();
   std::vector<int64_t> offsets;
   RabitqSearchArgs a = index_args(rows, centroids, centroid_sq_norms, rotation, bits, list_offsets,
-                                  offsets, ids, exact_rows, sq_norms, metric);
+                                  offsets, ids, exact_rows, sq_norms, metric, fast_blocks);
   a.queries = v;
   a.query_stride = a.d;
   a.nq = 1;
@@ -196,10 +205,11 @@ py::tuple estimates_py(const py::array& rows, const py::array& query, size_t lis
                        const py::array& rotation, size_t bits, const py::array& list_offsets,
                        const py::array& ids, const py::array& exact_rows,
                        const std::optional<py::array>& sq_norms, Metric metric,
-                       const std::optional<SimdLevel>& simd_level) {
+                       const std::optional<SimdLevel>& simd_level,
+                       const std::optional<py::array>& fast_blocks) {
   std::vector<int64_t> offsets;
   RabitqSearchArgs a = index_args(rows, centroids, centroid_sq_norms, rotation, bits, list_offsets,
-                                  offsets, ids, exact_rows, sq_norms, metric);
+                                  offsets, ids, exact_rows, sq_norms, metric, fast_blocks);
   set_queries(a, query);
   if (a.nq != 1) fail("query", "expected one row");
   if (list >= a.nlist) fail("list", "outside [0, nlist)");
@@ -218,6 +228,8 @@ py::tuple estimates_py(const py::array& rows, const py::array& query, size_t lis
 }
 
 }  // namespace
+
+void register_rabitq_fastscan(py::module_& m);  // rabitq_fastscan_bindings.cpp
 
 void register_rabitq(py::module_& m) {
   py::enum_<RabitqRescore>(m, "RabitqRescore", "Which RaBitQ candidates are re-scored exactly.")
@@ -238,16 +250,21 @@ void register_rabitq(py::module_& m) {
         py::arg("rescore") = RabitqRescore::Bound, py::arg("rescore_count") = 4,
         py::arg("epsilon") = 1.9f, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
-        "IVF top-k over RaBitQ codes, re-scored exactly; returns (scores, ids, counts).");
+        py::arg("fast_blocks") = py::none(),
+        "IVF top-k over RaBitQ codes, re-scored exactly; returns (scores, ids, counts). "
+        "fast_blocks: rabitq_fast_pack of 1-bit rows, scanned by the fast-scan kernel.");
   m.def("rabitq_ivf_search_row", &search_row_py, py::arg("rows"), py::arg("query"), py::arg("k"),
         py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"), py::arg("bits"),
         py::arg("list_offsets"), py::arg("ids"), py::arg("exact_rows"), py::arg("sq_norms"),
         py::arg("metric"), py::arg("nprobe"), py::arg("rescore"), py::arg("rescore_count"),
-        py::arg("epsilon"), py::arg("max_sq_norm"), py::arg("n_threads"),
+        py::arg("epsilon"), py::arg("fast_blocks"), py::arg("max_sq_norm"), py::arg("n_threads"),
         "rabitq_ivf_search of one clean float32 row, checked natively; None for any other query.");
   m.def("rabitq_estimates", &estimates_py, py::arg("rows"), py::arg("query"), py::arg("list"),
         py::kw_only(), py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"),
         py::arg("bits"), py::arg("list_offsets"), py::arg("ids"), py::arg("exact_rows"),
         py::arg("sq_norms"), py::arg("metric"), py::arg("simd_level") = py::none(),
-        "Estimates and error bounds (1 standard deviation) of one list's rows for one query.");
+        py::arg("fast_blocks") = py::none(),
+        "Estimates and error bounds (1 standard deviation, plus the fast scan's worst "
+        "quantisation error when fast_blocks are given) of one list's rows for one query.");
+  register_rabitq_fastscan(m);
 }

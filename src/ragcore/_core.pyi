@@ -142,11 +142,12 @@ class QueryEncoder:
         algorithm: QueryAlgorithm, n_threads: int,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
         """encode + index.search in one call: (scores, ids, algorithm codes)."""
-    def search_one(
-        self, index: Bm25Index, query: str, k: int, n_threads: int, hits_type: type
-    ) -> Any:
-        """One query text, algorithm auto: an instance of hits_type (ragcore.Hits) holding
-        (scores, ids) [1, k], built without its constructor's checks."""
+    def str_searcher(self, index: Bm25Index, hits_type: type) -> Callable[..., Any]:
+        """The one-str entry of BM25Index.search bound to this encoder and index:
+        f(query, k, n_threads, algorithm, allow) -> an instance of hits_type (ragcore.Hits)
+        holding (scores, ids) [1, k], built without its constructor's checks; None where
+        the arguments are not the plain case (exact str, plain ints k >= 1 and
+        n_threads >= 0, algorithm "auto", allow None)."""
     @property
     def cached_words(self) -> int: ...
     @property
@@ -265,16 +266,18 @@ def rabitq_ivf_search(
     rescore: RabitqRescore = ..., rescore_count: int = 4, epsilon: float = 1.9,
     allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
     allow_by_row: bool = False, n_threads: int = 0, simd_level: SimdLevel | None = None,
+    fast_blocks: npt.NDArray[np.uint8] | None = None,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, int]]:
     """IVF top-k over RaBitQ codes, re-scored exactly; returns (scores, ids,
-    {"scanned", "rescored"} row counts)."""
+    {"scanned", "rescored"} row counts). fast_blocks: rabitq_fast_pack of 1-bit rows,
+    then scanned by the fast-scan kernel."""
 def rabitq_ivf_search_row(
     rows: npt.NDArray[np.uint8], query: object, k: int, centroids: npt.NDArray[np.float32],
     centroid_sq_norms: npt.NDArray[np.float32], rotation: npt.NDArray[np.float32], bits: int,
     list_offsets: npt.NDArray[np.int64], ids: npt.NDArray[np.int64],
     exact_rows: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
     metric: Metric, nprobe: int, rescore: RabitqRescore, rescore_count: int, epsilon: float,
-    max_sq_norm: float, n_threads: int, /,
+    fast_blocks: npt.NDArray[np.uint8] | None, max_sq_norm: float, n_threads: int, /,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, int]] | None:
     """rabitq_ivf_search of one query row; None unless the query is one contiguous float32
     row of d finite values with squared norm <= max_sq_norm."""
@@ -284,9 +287,20 @@ def rabitq_estimates(
     rotation: npt.NDArray[np.float32], bits: int, list_offsets: npt.NDArray[np.int64],
     ids: npt.NDArray[np.int64], exact_rows: npt.NDArray[np.float32],
     sq_norms: npt.NDArray[np.float32] | None, metric: Metric,
-    simd_level: SimdLevel | None = None,
+    simd_level: SimdLevel | None = None, fast_blocks: npt.NDArray[np.uint8] | None = None,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-    """Estimated scores and one-standard-deviation error bounds of one list's rows."""
+    """Estimated scores and one-standard-deviation error bounds of one list's rows (plus
+    the fast scan's worst quantisation error with fast_blocks)."""
+def rabitq_fast_pack(rows: npt.NDArray[np.uint8], list_offsets: npt.NDArray[np.int64], *,
+                     dim: int) -> npt.NDArray[np.uint8]:
+    """1-bit RaBitQ rows in list order packed into fast-scan blocks of 32 rows (codes,
+    then float32 f_add, f_scale, f_err of each row); uint8 1-D."""
+def rabitq_fast_tables(rotated: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.uint8], float, float, float]:
+    """The fast scan's quantised tables of one rotated query [padded dim]: (luts uint8
+    [padded dim / 4, 16], bias, delta, max_error)."""
+def rabitq_fast_sums(blocks: npt.NDArray[np.uint8], *, dim: int, luts: npt.NDArray[np.uint8],
+                     simd_level: SimdLevel | None = None) -> npt.NDArray[np.uint16]:
+    """uint16 [blocks * 32]: every row's quantised sum under luts, by one SIMD level."""
 
 def quantize_int8(x: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
     """(codes int8 [n, d], scales float32 [n]): HNSWIndex's int8 codes of each row."""
@@ -374,3 +388,13 @@ def ivf_pq4_search_row(centroids: npt.NDArray[np.float32], centroid_sq_norms: np
                        ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
     """ivf_pq4_search of one query row; None unless the query is one contiguous float32 row
     of d finite values with squared norm <= max_sq_norm."""
+
+# The calling thread's subnormal flush (cpp/include/ragcore/util/fp_state.h).
+def denormal_flush_supported() -> bool:
+    """Whether this build can flush subnormals (x86-64: MXCSR FTZ+DAZ; aarch64: FPCR.FZ)."""
+def denormals_flushed() -> bool:
+    """Whether the calling thread flushes subnormal floats to zero now."""
+def set_denormal_flush(flush: bool) -> int:
+    """Sets the calling thread's flush state; returns the previous bits for restore_denormal_state."""
+def restore_denormal_state(previous: int) -> None:
+    """Puts back the flush bits saved by set_denormal_flush, on the calling thread."""

@@ -22,6 +22,8 @@ from ragcore.encoders import _onnx, bert_graph, derived, models  # noqa: E402
 from ragcore.encoders.safetensors_file import read_safetensors  # noqa: E402
 from ragcore.reference import bert_hidden_states  # noqa: E402
 
+from _random_bert import random_bert  # noqa: E402
+
 _CODES = {np.dtype("<f4"): "F32", np.dtype("<f2"): "F16", np.dtype("<i8"): "I64", np.dtype("u1"): "U8"}
 
 
@@ -89,31 +91,6 @@ def test_safetensors_bad_files(tmp_path):
 
 
 # ---- the fused graph against the numpy reference on random small BERTs ---------------
-
-def random_bert(rng, layers, heads, head_size, vocab=50, positions=24):
-    hidden, inner = heads * head_size, 4 * heads * head_size
-    config = {"hidden_size": hidden, "num_attention_heads": heads, "num_hidden_layers": layers,
-              "intermediate_size": inner, "layer_norm_eps": 1e-12, "vocab_size": vocab,
-              "max_position_embeddings": positions, "type_vocab_size": 2}
-
-    def m(*shape):
-        return (rng.standard_normal(shape) * 0.2).astype(np.float32)
-
-    w = {"embeddings.word_embeddings.weight": m(vocab, hidden),
-         "embeddings.position_embeddings.weight": m(positions, hidden),
-         "embeddings.token_type_embeddings.weight": m(2, hidden),
-         "embeddings.LayerNorm.weight": 1 + m(hidden), "embeddings.LayerNorm.bias": m(hidden)}
-    for i in range(layers):
-        p = f"encoder.layer.{i}."
-        for part in ("attention.self.query", "attention.self.key", "attention.self.value",
-                     "attention.output.dense"):
-            w[f"{p}{part}.weight"], w[f"{p}{part}.bias"] = m(hidden, hidden), m(hidden)
-        w[f"{p}intermediate.dense.weight"], w[f"{p}intermediate.dense.bias"] = m(inner, hidden), m(inner)
-        w[f"{p}output.dense.weight"], w[f"{p}output.dense.bias"] = m(hidden, inner), m(hidden)
-        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
-            w[f"{p}{norm}.weight"], w[f"{p}{norm}.bias"] = 1 + m(hidden), m(hidden)
-    return w, config
-
 
 @settings(max_examples=25, deadline=None)
 @given(layers=st.integers(1, 2), heads=st.integers(1, 4), head_size=st.sampled_from([2, 4, 8]),
@@ -272,16 +249,6 @@ def optimized_ops(model_path, tmp_path, disabled) -> set[str]:
     ort.InferenceSession(str(model_path), options, providers=[_onnx.CPU_PROVIDER],
                          disabled_optimizers=disabled)
     return {node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node}
-
-
-@pytest.fixture
-def tiny_bert(tmp_path):
-    import onnx
-
-    weights, config = random_bert(np.random.default_rng(0), layers=2, heads=2, head_size=4)
-    path = tmp_path / "tiny_bert.onnx"
-    onnx.save(bert_graph.fused_bert(weights, config), str(path))
-    return path
 
 
 def test_cpu_sessions_do_not_fuse_skip_layernorm(tiny_bert, tmp_path):

@@ -5,7 +5,10 @@
 // lower bound L is a lower bound of the k-th exact score, so a row whose upper
 // bound is below L is dropped at once; the rest are re-scored in order of upper
 // bound, stopping at the first whose upper bound is below the k-th exact score.
-// One query per task (threads over queries): each writes only its own results.
+// Scan kernels: at 1 bit with fast_blocks, 4-bit table look-ups (rabitq_fastscan.h),
+// whose quantisation error widens each bound; else the bit-plane kernel (rabitq_scan.h).
+// Threads over queries (one query per task, or groups of queries scanned list by list
+// for batches): each writes only its own results.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -20,6 +23,7 @@
 #include "ragcore/simd/simd.h"
 #include "ragcore/dense/kmeans.h"
 #include "ragcore/dense/rabitq.h"
+#include "ragcore/dense/rabitq_fastscan.h"
 #include "ragcore/dense/rabitq_rotation.h"
 #include "ragcore/dense/rabitq_scan.h"
 #include "ragcore/topk/topk_batch.h"
@@ -32,6 +36,12 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kFloatMax = std::numeric_limits<float>::max();
 constexpr size_t kScanBlock = 256;  // rows estimated per kernel call
+static_assert(kScanBlock % kRabitqFastBlock == 0, "the fast scan estimates whole blocks");
+// Batches: queries scanned list by list in groups (search_group) of at most kGroupMax
+// (their per-query state, ~20 KB each, stays in memory until the group ends), from
+// kGroupMin queries up.
+constexpr size_t kGroupMin = 8;
+constexpr size_t kGroupMax = 256;
 constexpr size_t kPrefetchAhead = 4;  // exact rows requested ahead of their re-scoring
 
 // The best `k` candidates seen, exactly (a heap whose top is the worst kept; the
@@ -70,6 +80,10 @@ class KBest {
 struct QueryWork {
   std::vector<float> rotated;  // dp
   std::vector<float> tables;   // what the scan kernel reads (see rabitq_scan.h)
+  RabitqFastTables fast;       // the fast scan's quantised tables (rabitq_fastscan.h)
+  std::vector<uint8_t> laid;   // them in its kernel's layout
+  std::vector<uint16_t> sums;  // kScanBlock: a block's quantised sums
+  std::vector<uint32_t> survivors;  // kScanBlock: rows of a block left by bound_survivors
   std::vector<float> dots;     // kScanBlock: <x_j, P q> of a block
   std::vector<float> est;      // kScanBlock: the block's estimates
   std::vector<float> width;    // kScanBlock: their error bounds times epsilon
@@ -86,28 +100,53 @@ class RabitqSearch {
         kern_(dense_kernels(level_)),
         scan_(rabitq_scan_kernel(a.simd_level < 0 ? best_simd_level()
                                                   : static_cast<SimdLevel>(a.simd_level))),
+        fast_(rabitq_fast_kernel(a.simd_level < 0 ? best_simd_level()
+                                                  : static_cast<SimdLevel>(a.simd_level))),
         row_bytes_(rabitq_row_bytes(a.dp, a.bits)),
         half_(0.5f * static_cast<float>((1u << a.bits) - 1)),
-        probes_(a.allow.active() ? a.nlist : a.nprobe) {}
+        probes_(a.allow.active() ? a.nlist : a.nprobe) {
+    if (a.fast_blocks) rabitq_fast_block_starts(a.list_offsets, a.nlist, block_starts_);
+  }
 
   void run() {
     if (a_.nq == 0) return;
     const int threads = a_.nq == 1 ? 1
                                    : static_cast<int>(std::min<size_t>(
                                          static_cast<size_t>(resolve_threads(a_.n_threads)), a_.nq));
-    std::vector<QueryWork> work(threads);
     std::atomic<uint64_t> scanned{0}, rescored{0};
-    auto one = [&](size_t i, int w) {
-      uint64_t s = 0, r = 0;
-      search_one(i, work[w], s, r);
-      scanned += s;
-      rescored += r;
-    };
-    // One thread runs inline (parallel_for would ask the hardware's thread count).
-    if (threads == 1) {
-      for (size_t i = 0; i < a_.nq; ++i) one(i, 0);
+    if (a_.nq >= kGroupMin && !a_.allow.active() && a_.rescore != RabitqRescore::All) {
+      // Groups of queries that share the loads of the blocks they probe (search_group):
+      // four a thread, taken as threads free up (a core slowed by other work takes fewer).
+      const size_t want = std::max<size_t>(1, a_.nq / (4 * static_cast<size_t>(threads)));
+      const size_t per = std::min(kGroupMax, std::max(kGroupMin, want));
+      const size_t groups = (a_.nq + per - 1) / per;
+      std::vector<std::vector<QueryWork>> work(threads);
+      auto group = [&](size_t t, int w) {
+        uint64_t s = 0, r = 0;
+        const size_t q0 = t * per, q1 = std::min(a_.nq, q0 + per);
+        if (q0 < q1) search_group(q0, q1, work[w], s, r);
+        scanned += s;
+        rescored += r;
+      };
+      if (threads == 1) {
+        for (size_t t = 0; t < groups; ++t) group(t, 0);
+      } else {
+        parallel_for(groups, threads, group);
+      }
     } else {
-      parallel_for(a_.nq, threads, one);
+      std::vector<QueryWork> work(threads);
+      auto one = [&](size_t i, int w) {
+        uint64_t s = 0, r = 0;
+        search_one(i, work[w], s, r);
+        scanned += s;
+        rescored += r;
+      };
+      // One thread runs inline (parallel_for would ask the hardware's thread count).
+      if (threads == 1) {
+        for (size_t i = 0; i < a_.nq; ++i) one(i, 0);
+      } else {
+        parallel_for(a_.nq, threads, one);
+      }
     }
     if (a_.stats) {
       a_.stats->scanned = scanned;
@@ -125,9 +164,7 @@ class RabitqSearch {
     const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
     for (size_t jb = j0; jb < j1; jb += kScanBlock) {
       const size_t rows = std::min(kScanBlock, j1 - jb);
-      scan_.scan(a_.rows + jb * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
-                 w.dots.data());
-      estimate_block(jb, rows, t, qn, 1.0f, w);
+      estimate(l, jb, rows, t, qn, 1.0f, w);
       std::copy(w.est.begin(), w.est.begin() + rows, est + (jb - j0));
       std::copy(w.width.begin(), w.width.begin() + rows, err + (jb - j0));
     }
@@ -179,6 +216,7 @@ class RabitqSearch {
     w.dots.resize(kScanBlock);
     w.est.resize(kScanBlock);
     w.width.resize(kScanBlock);
+    w.survivors.resize(kScanBlock);
     if (a_.rotation_signs) {
       rabitq_fht_rotate_one(a_.rotation_signs, a_.rotation_rounds, a_.d, a_.dp, q,
                             w.rotated.data(), level_);
@@ -186,7 +224,13 @@ class RabitqSearch {
       kern_.dot_rows[static_cast<int>(Storage::F32)](q, a_.rotation, a_.d, a_.dp, a_.d,
                                                      w.rotated.data());
     }
-    scan_.tables(w.rotated.data(), a_.dp, a_.bits, w.tables);
+    if (a_.fast_blocks) {
+      w.sums.resize(kScanBlock);
+      rabitq_fast_tables(w.rotated.data(), a_.dp, w.fast);
+      fast_.layout(w.fast.luts.data(), a_.dp, w.laid);
+    } else {
+      scan_.tables(w.rotated.data(), a_.dp, a_.bits, w.tables);
+    }
   }
 
   // <y, P q> = <x, P q> - (2^bits - 1) / 2 * sum(P q): the second term.
@@ -216,6 +260,49 @@ class RabitqSearch {
     }
   }
 
+  // The fast scan's estimates of rows [j0, j0 + rows) of list l (j0 - the list's first
+  // row a multiple of kScanBlock): its sums are <x, P q> up to max_error, which widens
+  // each bound by f_scale times it (the estimate is linear in <x, P q>).
+  void estimate_fast(size_t l, size_t j0, size_t rows, const ListTerms& t, float qn, float eps,
+                     QueryWork& w) const {
+    const size_t first = static_cast<size_t>(block_starts_[l]) +
+                         (j0 - static_cast<size_t>(a_.list_offsets[l])) / kRabitqFastBlock;
+    const size_t blocks = rabitq_fast_blocks(rows);
+    const uint8_t* at = a_.fast_blocks + first * rabitq_fast_block_bytes(a_.dp);
+    fast_.sums(at, blocks, a_.dp, w.laid.data(), w.sums.data());
+    const bool l2 = a_.metric == Metric::L2;
+    const float times = l2 ? 2.0f : 1.0f;
+    const RabitqFastTerms terms{t.cq, w.fast.bias + t.centre, w.fast.delta, times * eps * t.qc_norm,
+                                times * w.fast.max_error};
+    fast_.estimates(at, blocks, a_.dp, w.sums.data(), terms, w.est.data(), w.width.data());
+    if (l2)
+      for (size_t r = 0; r < rows; ++r) w.est[r] = 2.0f * w.est[r] - a_.sq_norms[j0 + r] - qn;
+  }
+
+  // w.est and w.width of rows [j0, j0 + rows) of list l, by whichever kernel the index has.
+  void estimate(size_t l, size_t j0, size_t rows, const ListTerms& t, float qn, float eps,
+                QueryWork& w) const {
+    if (a_.fast_blocks) return estimate_fast(l, j0, rows, t, qn, eps, w);
+    scan_.scan(a_.rows + j0 * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
+               w.dots.data());
+    estimate_block(j0, rows, t, qn, eps, w);
+  }
+
+  // The rows of a block that the Bound rule must look at: all but those whose bounds are
+  // finite and whose upper bound is below floor (the k-th lower bound when the block
+  // began: it only rises, so no row skipped here could enter later). Branch-free: most
+  // rows are skipped, and a branch per row would be mispredicted at every survivor.
+  static size_t bound_survivors(const float* est, const float* width, size_t rows, float floor,
+                                uint32_t* out) {
+    size_t n = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      out[n] = static_cast<uint32_t>(r);
+      const float upper = est[r] + width[r], lower = est[r] - width[r];
+      n += !(upper < floor && lower >= -kFloatMax);
+    }
+    return n;
+  }
+
   // Candidates' exact rows are scattered: requested a few candidates ahead, their
   // cache misses overlap instead of queueing one row at a time.
   void prefetch_row(int64_t j) const {
@@ -229,66 +316,94 @@ class RabitqSearch {
     return a_.metric == Metric::L2 ? 2.0f * dot - a_.sq_norms[j] - qn : dot;
   }
 
-  void search_one(size_t i, QueryWork& w, uint64_t& scanned, uint64_t& rescored) {
-    const float* q = query(i);
-    const float qn = query_sq_norm(q);
-    const bool all = a_.rescore == RabitqRescore::All;
-    if (!all) prepare(q, w);
-    const float centre = all ? 0.0f : centring(w);
-    const float eps = a_.epsilon;
+  // One query's search across the lists it probes: its candidates, and the counts.
+  struct QueryRun {
+    QueryRun(size_t keep, size_t k) : ranked(keep), exact(k) {}
+    const float* q = nullptr;
+    float qn = 0.0f, centre = 0.0f;
+    size_t seen = 0;  // rows scanned (allowed ones)
+    uint64_t rescored = 0;
+    KBest ranked;  // Bound: lower bounds; Count: estimates
+    KBest exact;
+  };
+
+  size_t keep() const {
     const size_t keep = a_.rescore == RabitqRescore::Count
                             ? (a_.rescore_count > a_.n / a_.k ? a_.n : a_.rescore_count * a_.k)
                             : a_.k;
-    KBest ranked(std::max<size_t>(keep, 1));  // Bound: lower bounds; Count: estimates
-    KBest exact(a_.k);
+    return std::max<size_t>(keep, 1);
+  }
+
+  // The query's rotation, tables and nearest lists.
+  void start(size_t i, QueryRun& s, QueryWork& w) const {
+    s.q = query(i);
+    s.qn = query_sq_norm(s.q);
+    const bool all = a_.rescore == RabitqRescore::All;
+    if (!all) prepare(s.q, w);
+    s.centre = all ? 0.0f : centring(w);
     w.candidates.clear();
-    size_t seen = 0;
-    nearest_lists(q, w);
-    for (size_t r = 0; r < probes_; ++r) {
-      if (r >= a_.nprobe && seen >= a_.k) break;
-      const size_t l = w.probes[r];
-      const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
-      if (j0 == j1) continue;
-      const ListTerms t = list_terms(qn, l, centre, w);
-      for (size_t jb = j0; jb < j1; jb += kScanBlock) {
-        const size_t rows = std::min(kScanBlock, j1 - jb);
-        if (!all)
-          scan_.scan(a_.rows + jb * row_bytes_, row_bytes_, rows, a_.dp, a_.bits, w.tables.data(),
-                     w.dots.data());
-        if (!all) estimate_block(jb, rows, t, qn, eps, w);
-        for (size_t rr = 0; rr < rows; ++rr) {
-          const size_t j = jb + rr;
-          if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
-          ++seen;
-          ++scanned;
-          if (all) {
-            exact.push(exact_score(q, qn, j), a_.ids[j]);
-            ++rescored;
-            continue;
-          }
-          float est = w.est[rr], upper = est + w.width[rr], lower = est - w.width[rr];
-          // Factors of a crafted file can overflow: such a row is re-scored, never ranked by NaN.
-          if (!(std::fabs(upper) <= kFloatMax && std::fabs(lower) <= kFloatMax))
-            est = upper = kInf, lower = -kInf;
-          if (a_.rescore == RabitqRescore::Count) {
-            ranked.push(est, static_cast<int64_t>(j));
-            continue;
-          }
-          if (upper < ranked.threshold()) continue;  // then so is lower: the common case
-          ranked.push(lower, static_cast<int64_t>(j));
-          if (upper >= ranked.threshold()) w.candidates.push_back({upper, static_cast<int64_t>(j)});
+    nearest_lists(s.q, w);
+  }
+
+  // Rows [jb, jb + rows) of list l (terms t) offered to the query's candidates.
+  void scan_rows(QueryRun& s, QueryWork& w, size_t l, size_t jb, size_t rows, const ListTerms& t) const {
+    const bool all = a_.rescore == RabitqRescore::All, count = a_.rescore == RabitqRescore::Count;
+    const bool filtered = a_.allow.active();
+    const int64_t* ids = a_.ids;
+    KBest& ranked = s.ranked;
+    if (!all) estimate(l, jb, rows, t, s.qn, a_.epsilon, w);
+    // Locals, not members: the pushes below could alias them, and this loop runs per row.
+    const float* est_of = w.est.data();
+    const float* width_of = w.width.data();
+    float floor = ranked.threshold();  // Bound: the k-th lower bound, refreshed after a push
+    size_t n_rows = rows;
+    const uint32_t* order = nullptr;  // the rows to look at (null: all)
+    if (!all && !count && !filtered) {
+      n_rows = bound_survivors(est_of, width_of, rows, floor, w.survivors.data());
+      order = w.survivors.data();
+      s.seen += rows;
+    }
+    for (size_t o = 0; o < n_rows; ++o) {
+      const size_t rr = order ? order[o] : o;
+      const size_t j = jb + rr;
+      if (!order) {  // (survivors: no filter, counted above)
+        if (filtered && !a_.allow.allows(j, ids[j])) continue;
+        ++s.seen;
+        if (all) {
+          s.exact.push(exact_score(s.q, s.qn, j), ids[j]);
+          ++s.rescored;
+          continue;
         }
       }
+      float est = est_of[rr], upper = est + width_of[rr], lower = est - width_of[rr];
+      // Most rows: both bounds finite, the upper one below the k-th lower bound.
+      if (!count && upper < floor && lower >= -kFloatMax) continue;
+      // Factors of a crafted file can overflow: such a row is re-scored, never ranked by NaN.
+      if (!(std::fabs(upper) <= kFloatMax && std::fabs(lower) <= kFloatMax))
+        est = upper = kInf, lower = -kInf;
+      if (count) {
+        ranked.push(est, static_cast<int64_t>(j));
+        continue;
+      }
+      if (upper < floor) continue;  // then so is lower
+      ranked.push(lower, static_cast<int64_t>(j));
+      floor = ranked.threshold();
+      if (upper >= floor) w.candidates.push_back({upper, static_cast<int64_t>(j)});
     }
+  }
+
+  // The exact re-scoring of the candidates, and the query's results.
+  void finish(size_t i, QueryRun& s, QueryWork& w) const {
+    KBest& exact = s.exact;
     if (a_.rescore == RabitqRescore::Count) {
-      const std::vector<Candidate>& cands = ranked.items();
+      const std::vector<Candidate>& cands = s.ranked.items();
       for (size_t c = 0; c < cands.size(); ++c) {
         if (c + kPrefetchAhead < cands.size()) prefetch_row(cands[c + kPrefetchAhead].id);
-        exact.push(exact_score(q, qn, static_cast<size_t>(cands[c].id)), a_.ids[cands[c].id]);
-        ++rescored;
+        exact.push(exact_score(s.q, s.qn, static_cast<size_t>(cands[c].id)), a_.ids[cands[c].id]);
+        ++s.rescored;
       }
     } else if (a_.rescore == RabitqRescore::Bound) {
-      const float floor = ranked.threshold();
+      const float floor = s.ranked.threshold();
       auto& cands = w.candidates;
       cands.erase(std::remove_if(cands.begin(), cands.end(),
                                  [&](const Candidate& c) { return c.score < floor; }),
@@ -298,17 +413,77 @@ class RabitqSearch {
       for (size_t c = 0; c < cands.size(); ++c) {
         if (cands[c].score < exact.threshold()) break;  // no later candidate can enter either
         if (c + kPrefetchAhead < cands.size()) prefetch_row(cands[c + kPrefetchAhead].id);
-        exact.push(exact_score(q, qn, static_cast<size_t>(cands[c].id)), a_.ids[cands[c].id]);
-        ++rescored;
+        exact.push(exact_score(s.q, s.qn, static_cast<size_t>(cands[c].id)), a_.ids[cands[c].id]);
+        ++s.rescored;
       }
     }
     exact.write(a_.out_scores + i * a_.k, a_.out_ids + i * a_.k, a_.k);
+  }
+
+  void search_one(size_t i, QueryWork& w, uint64_t& scanned, uint64_t& rescored) const {
+    QueryRun s(keep(), a_.k);
+    start(i, s, w);
+    for (size_t r = 0; r < probes_; ++r) {
+      if (r >= a_.nprobe && s.seen >= a_.k) break;
+      const size_t l = w.probes[r];
+      const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
+      if (j0 == j1) continue;
+      const ListTerms t = list_terms(s.qn, l, s.centre, w);
+      for (size_t jb = j0; jb < j1; jb += kScanBlock) scan_rows(s, w, l, jb, std::min(kScanBlock, j1 - jb), t);
+    }
+    finish(i, s, w);
+    scanned += s.seen;
+    rescored += s.rescored;
+  }
+
+  // Queries [q0, q1) list by list: each block of a list is scanned for every query of
+  // the group that probes it while the block is in cache (a query alone reads every
+  // block from memory). The lists' order does not change any query's result: its
+  // candidates are those the bound leaves after all its lists (see search_one).
+  // No filter (a filtered query may probe further lists: search_one).
+  void search_group(size_t q0, size_t q1, std::vector<QueryWork>& work, uint64_t& scanned,
+                    uint64_t& rescored) const {
+    const size_t g = q1 - q0;
+    if (work.size() < g) work.resize(g);
+    std::vector<QueryRun> runs(g, QueryRun(keep(), a_.k));
+    // by_list[at[l] .. at[l + 1]): the queries (of the group) probing list l.
+    std::vector<uint32_t> at(a_.nlist + 1, 0), by_list(g * a_.nprobe);
+    for (size_t i = 0; i < g; ++i) {
+      start(q0 + i, runs[i], work[i]);
+      for (size_t r = 0; r < a_.nprobe; ++r) ++at[work[i].probes[r] + 1];
+    }
+    for (size_t l = 0; l < a_.nlist; ++l) at[l + 1] += at[l];
+    std::vector<uint32_t> fill(at.begin(), at.end() - 1);
+    for (size_t i = 0; i < g; ++i)
+      for (size_t r = 0; r < a_.nprobe; ++r) by_list[fill[work[i].probes[r]]++] = static_cast<uint32_t>(i);
+    std::vector<ListTerms> terms;
+    for (size_t l = 0; l < a_.nlist; ++l) {
+      const size_t j0 = a_.list_offsets[l], j1 = a_.list_offsets[l + 1];
+      if (j0 == j1 || at[l] == at[l + 1]) continue;
+      terms.clear();
+      for (size_t p = at[l]; p < at[l + 1]; ++p) {
+        const size_t i = by_list[p];
+        terms.push_back(list_terms(runs[i].qn, l, runs[i].centre, work[i]));
+      }
+      for (size_t jb = j0; jb < j1; jb += kScanBlock)
+        for (size_t p = at[l]; p < at[l + 1]; ++p) {
+          const size_t i = by_list[p];
+          scan_rows(runs[i], work[i], l, jb, std::min(kScanBlock, j1 - jb), terms[p - at[l]]);
+        }
+    }
+    for (size_t i = 0; i < g; ++i) {
+      finish(q0 + i, runs[i], work[i]);
+      scanned += runs[i].seen;
+      rescored += runs[i].rescored;
+    }
   }
 
   const RabitqSearchArgs& a_;
   const SimdLevel level_;
   const DenseKernels& kern_;
   const RabitqScanKernel& scan_;
+  const RabitqFastScanKernel& fast_;
+  std::vector<int64_t> block_starts_;  // fast scan: each list's first block
   const size_t row_bytes_;
   const float half_;
   const size_t probes_;
@@ -334,6 +509,14 @@ void check_args(const RabitqSearchArgs& a) {
   if (a.rescore == RabitqRescore::Bound && !(a.epsilon >= 0.0f)) fail("epsilon must be >= 0");
   if (a.nq > 0 && (!a.queries || a.query_stride < a.d)) fail("queries null or query_stride < d");
   if (a.nq > 0 && (!a.out_scores || !a.out_ids)) fail("outputs are null");
+  if (a.fast_blocks) {
+    if (a.bits != 1 || a.dp > kRabitqFastMaxDim) fail("fast_blocks need bits 1 and dp <= 1024");
+    std::vector<int64_t> starts;
+    const size_t blocks = rabitq_fast_block_starts(a.list_offsets, a.nlist, starts);
+    if (a.fast_bytes != blocks * rabitq_fast_block_bytes(a.dp))
+      fail("fast_blocks must be rabitq_fast_pack of the rows (" +
+           std::to_string(blocks * rabitq_fast_block_bytes(a.dp)) + " bytes)");
+  }
 }
 
 }  // namespace

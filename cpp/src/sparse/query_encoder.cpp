@@ -94,24 +94,43 @@ bool QueryEncoder::encode_short(std::string_view text, EncodedQueries& out) cons
   out.terms.clear();
   out.weights.clear();
   out.offsets.assign({0, 0});
+  // Words are looked up a round at a time, each stage of the look-up prefetched for the
+  // whole round first: between one-query calls the term map has left the caches, and
+  // one word after another would wait for its three misses in turn.
+  constexpr size_t kWordsPerRound = 16;
+  std::string_view words[kWordsPerRound];  // views into the tokenizer's buffer
+  uint64_t hashes[kWordsPerRound];
+  size_t n = 0;
   bool fits = true;
+  auto look_up_round = [&] {
+    for (size_t i = 0; i < n; ++i) terms_.prefetch_entry(hashes[i]);
+    for (size_t i = 0; i < n; ++i) terms_.prefetch_word(hashes[i]);
+    for (size_t i = 0; i < n && fits; ++i) {
+      if (stopwords_.find(words[i], hashes[i]) != StringIdMap::kMissing) continue;
+      const uint32_t t = terms_.find(words[i], hashes[i]);
+      if (t == StringIdMap::kMissing) continue;
+      size_t j = 0;
+      while (j < out.terms.size() && out.terms[j] != t) ++j;
+      if (j < out.terms.size()) {
+        out.weights[j] += 1.0;
+      } else if (out.terms.size() == kShortQueryTerms) {
+        fits = false;
+      } else {
+        out.terms.push_back(t);
+        out.weights.push_back(1.0);
+      }
+    }
+    n = 0;
+  };
   std::shared_lock<std::shared_mutex> lock(terms_mutex_);
   tokenizer.tokenize(text, 0, [&](std::string_view w) {
-    if (!fits || stopwords_.find(w) != StringIdMap::kMissing) return;
-    const uint32_t t = terms_.find(w);
-    if (t == StringIdMap::kMissing) return;
-    for (size_t i = 0; i < out.terms.size(); ++i)
-      if (out.terms[i] == t) {
-        out.weights[i] += 1.0;
-        return;
-      }
-    if (out.terms.size() == kShortQueryTerms) {
-      fits = false;
-      return;
-    }
-    out.terms.push_back(t);
-    out.weights.push_back(1.0);
+    if (!fits) return;
+    words[n] = w;
+    hashes[n] = StringIdMap::hash(w);
+    terms_.prefetch_slot(hashes[n]);
+    if (++n == kWordsPerRound) look_up_round();
   });
+  if (fits) look_up_round();
   out.offsets[1] = static_cast<int64_t>(out.terms.size());
   return fits;
 }

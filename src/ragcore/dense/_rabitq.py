@@ -25,6 +25,7 @@ ROTATION_ROUNDS = 4  # sign flips + Hadamard transforms, as rabitqlib's FhtKacRo
 LAYOUT = 2  # params.rabitq_layout: 2 = FHT-Kac sign bits; 1 (absent) = dense matrix
 DEFAULT_EPSILON = 1.9  # the RaBitQ paper's choice: the bound's width in standard deviations
 RESCORE_MODES = ("bound", "all")
+FAST_SCAN_MAX_DIM = 1024  # the 1-bit fast scan's 16-bit sums: padded_dim / 4 look-ups of <= 255
 MAX_RESCORE = 1 << 62  # an integer rescore: candidates per result (more than n keeps all)
 _ORTHONORMAL_TOLERANCE = 1e-3
 

@@ -25,8 +25,9 @@ from ..hits import Hits
 from ._lists import Lists
 from ._metric import METRICS, NATIVE_METRIC
 from ._rabitq import (
-    DEFAULT_EPSILON, LAYOUT, MAX_RABITQ_DIM, check_bits, check_epsilon, checked_factors,
-    checked_rotation, code_bytes, dense_rotation, native_rescore, rotate, rotation_signs,
+    DEFAULT_EPSILON, FAST_SCAN_MAX_DIM, LAYOUT, MAX_RABITQ_DIM, check_bits, check_epsilon, checked_factors,
+    checked_rotation, code_bytes, dense_rotation, native_rescore, padded_dim, rotate,
+    rotation_signs,
 )
 from .ivf import INITS, MAX_ITER, MAX_SEED, IVFIndex, checked_training
 
@@ -70,12 +71,28 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
         self._rescore, self._native_rescore = rescore, native_rescore(rescore)
         self._epsilon = check_epsilon(epsilon)
         self._rotation = self._rot_centroids = None
+        self._fast_scan = True
+        self._fast = None  # (lists, their fast-scan blocks): built on the first search of them
         empty = self._lists  # float32 lists of the parent: keep their empty ids and exact rows
         self._lists = Lists(empty.offsets, np.empty((0, code_bytes(dim, self._bits)), np.uint8),
                             empty.ids, empty.sorted_ids, empty.sq_norms,
                             np.empty((0, dim), np.float32))
 
     bits = property(lambda self: self._bits)
+
+    @property
+    def fast_scan(self) -> bool:
+        """Whether 1-bit codes are scanned by 4-bit table look-ups in SIMD registers (the
+        fast scan: the codes and factors are re-packed in memory in blocks of 32 on the first
+        search after a change, as many bytes again as the codes). True by default; applies at
+        bits=1 and dim <= 1024 only; False: the bit-plane kernel (what bits > 1 use)."""
+        return self._fast_scan and self._bits == 1 and padded_dim(self._dim) <= FAST_SCAN_MAX_DIM
+
+    @fast_scan.setter
+    def fast_scan(self, on: bool) -> None:
+        if not isinstance(on, (bool, np.bool_)):
+            raise ValueError(f"fast_scan must be True or False, got {on!r}")
+        self._fast_scan = bool(on)
     epsilon = property(lambda self: self._epsilon)
 
     @property
@@ -92,13 +109,17 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
 
     def bytes_per_vector(self) -> dict:
         """Bytes per vector scanned (codes + factors) and kept (+ exact float32 row, id,
-        squared norm for l2), next to float32's."""
+        squared norm for l2, and with the fast scan its second copy of codes + factors),
+        next to float32's."""
         scanned = code_bytes(self._dim, self._bits)
-        kept = scanned + 4 * self._dim + 8 + (4 if self._metric == "l2" else 0)
+        kept = scanned * (2 if self.fast_scan else 1) + 4 * self._dim + 8 + (4 if self._metric == "l2" else 0)
         return {"scanned": scanned, "kept": kept, "float32": 4 * self._dim}
 
     def memory_bytes(self) -> int:
+        fast = self._fast
         extra = [p for p in (self._rotation, self._rot_centroids) if p is not None]
+        if fast is not None and fast[0] is self._lists:
+            extra.append(fast[1])
         return super().memory_bytes() + int(sum(p.nbytes for p in extra))
 
     def __repr__(self) -> str:
@@ -146,6 +167,17 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
 
     # ---- search ---------------------------------------------------------
 
+    def _fast_blocks(self, lists: Lists) -> np.ndarray | None:
+        """The fast-scan blocks of these lists (packed once per Lists: they never change),
+        or None where the fast scan is off or does not apply."""
+        if not self.fast_scan:
+            return None
+        fast = self._fast
+        if fast is None or fast[0] is not lists:
+            fast = (lists, _core.rabitq_fast_pack(lists.rows, lists.offsets, dim=self._dim))
+            self._fast = fast  # one assignment: a concurrent search sees the old or the new pair
+        return fast[1]
+
     def search(self, queries, k: int, nprobe: int | None = None, n_threads: int = 0, allow=None,
                rescore=None) -> Hits:
         """Top-k of each query with exact scores: ``Hits`` [nq, k], padded (-1, -inf).
@@ -176,7 +208,7 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
             list_offsets=lists.offsets, ids=lists.ids, exact_rows=lists.exact,
             sq_norms=lists.sq_norms, metric=NATIVE_METRIC[self._metric], nprobe=nprobe,
             rescore=mode, rescore_count=count, epsilon=self._epsilon, allow=mask,
-            allow_by_row=by_row, n_threads=n_threads)
+            allow_by_row=by_row, n_threads=n_threads, fast_blocks=self._fast_blocks(lists))
         self._local.counts = counts
         return Hits(scores, ids)
 
@@ -193,11 +225,12 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
             lists.rows, query, k, self._centroids, self._centroid_sq_norms, self._rotation,
             self._bits, lists.offsets, lists.ids, lists.exact, lists.sq_norms,
             NATIVE_METRIC[self._metric], nprobe, mode, count, self._epsilon,
-            ONE_ROW_SQ_NORM_LIMIT, n_threads)
+            self._fast_blocks(lists), ONE_ROW_SQ_NORM_LIMIT, n_threads)
 
     def estimates(self, query, list_number: int) -> tuple[np.ndarray, np.ndarray]:
         """(estimated scores, one-standard-deviation error bounds) of the rows of one list
-        for one query, in list order (what the scan ranks by; for inspection and tests)."""
+        for one query, in list order (what the scan ranks by; for inspection and tests).
+        With the fast scan on, the bounds include its worst quantisation error."""
         self._require_trained("estimates")
         q = np.ascontiguousarray(self._prepared(query, "query")[:1])
         lists = self._lists
@@ -206,7 +239,8 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
             lists.rows, q, list_number, centroids=self._centroids,
             centroid_sq_norms=self._centroid_sq_norms, rotation=self._rotation, bits=self._bits,
             list_offsets=lists.offsets, ids=lists.ids, exact_rows=lists.exact,
-            sq_norms=lists.sq_norms, metric=NATIVE_METRIC[self._metric])
+            sq_norms=lists.sq_norms, metric=NATIVE_METRIC[self._metric],
+            fast_blocks=self._fast_blocks(lists))
 
     # ---- persistence ----------------------------------------------------
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
+
+from ._denormals import flushed_denormals, keep_denormals, thread_state_kept
 
 TEXT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 PROVIDER_CHOICES = ("auto", "cpu", "cuda")
@@ -35,9 +38,11 @@ def _requested_providers(providers, available) -> list[str]:
                      f"{', '.join(map(repr, PROVIDER_CHOICES))} or a list of provider names")
 
 
-def session_options(threads: int):
+def session_options(threads: int, denormals_as_zero: bool = False):
     """onnxruntime options of every ragcore session: `threads` intra-op threads
-    (0: onnxruntime's choice, every physical core), one inter-op thread, no spinning."""
+    (0: onnxruntime's choice, every physical core), one inter-op thread, no spinning;
+    denormals_as_zero: the session's pool threads flush subnormals (the calling
+    thread's state is the caller's: see _denormals)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -48,6 +53,8 @@ def session_options(threads: int):
     # speed of 1 thread, and 2 non-spinning ones near it (BENCHMARKS.md,
     # "Encoder throughput").
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if denormals_as_zero:
+        options.add_session_config_entry("session.set_denormal_as_zero", "1")
     options.log_severity_level = 3
     return options
 
@@ -58,6 +65,13 @@ def disabled_fusions(requested: list[str]) -> list[str]:
     return list(CPU_ONLY_DISABLED_FUSIONS) if requested == [CPU_PROVIDER] else []
 
 
+def flushes_denormals(requested: list[str]) -> bool:
+    """Whether sessions for these providers flush subnormals: CPU-only sessions,
+    unless RAGCORE_KEEP_DENORMALS is set. CUDA sessions run their math on the GPU and
+    keep onnxruntime's defaults (a gain there was not measured)."""
+    return requested == [CPU_PROVIDER] and not keep_denormals()
+
+
 class OnnxModel:
     """One ONNX model taking input_ids / attention_mask (/ token_type_ids).
 
@@ -66,6 +80,11 @@ class OnnxModel:
     ``provider`` says which one runs. threads=0 lets onnxruntime use every
     physical core for one call; calls are never run in parallel on top of it,
     and its threads sleep rather than spin between operators.
+
+    On CPU each run flushes subnormal floats to zero on the calling thread and
+    the session's pool threads (``flush_denormals``; RAGCORE_KEEP_DENORMALS=1
+    turns it off): the masked softmax of attention otherwise runs on subnormals
+    at a fraction of its speed (_denormals.py).
 
     io_binding: None (default) binds inputs and outputs through onnxruntime's
     IOBinding on CUDA and uses plain ``run`` on CPU; True or False forces
@@ -84,9 +103,12 @@ class OnnxModel:
         if not path.is_file():
             raise FileNotFoundError(f"model_path: {path} does not exist (expected an .onnx file)")
         requested = _requested_providers(providers, ort.get_available_providers())
+        flush = flushes_denormals(requested)
         try:
-            self.session = ort.InferenceSession(str(path), session_options(threads), providers=requested,
-                                                disabled_optimizers=disabled_fusions(requested))
+            with thread_state_kept():
+                self.session = ort.InferenceSession(str(path), session_options(threads, flush),
+                                                    providers=requested,
+                                                    disabled_optimizers=disabled_fusions(requested))
         except Exception as err:  # onnxruntime raises its own exception types
             raise ValueError(f"model_path: {path} could not be loaded as an ONNX model ({err})") from None
         self.path = path
@@ -104,13 +126,15 @@ class OnnxModel:
         self.output_name = output.name
         self.output_rank = len(output.shape)
         self.io_binding = self.provider == _CUDA if io_binding is None else io_binding
+        self.flush_denormals = flush and self.provider == CPU_PROVIDER
         self._output_device = _output_device(self.session, self.provider)
 
     def run(self, batch) -> np.ndarray:
         feeds = {name: np.ascontiguousarray(getattr(batch, name)) for name in self.input_names}
-        if self.io_binding:
-            return self._run_bound(feeds)
-        return self.session.run([self.output_name], feeds)[0]
+        with flushed_denormals() if self.flush_denormals else nullcontext():
+            if self.io_binding:
+                return self._run_bound(feeds)
+            return self.session.run([self.output_name], feeds)[0]
 
     def _run_bound(self, feeds) -> np.ndarray:
         """Inputs bound from host memory (onnxruntime copies them to the device

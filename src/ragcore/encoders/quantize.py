@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._denormals import thread_state_kept
+
 SMOOTH_ALPHA = 0.8
 # Texts for the activation ranges: varied, and none of them a check text.
 CALIBRATION_TEXTS = (
@@ -91,7 +93,8 @@ def _activation_ranges(fp32: Path, nodes, tokenizer) -> dict:
     names = sorted({n.input[0] for n in nodes})
     for name in names:
         probe.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    with thread_state_kept():  # onnxruntime may change it at a process's first session
+        session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
     ranges = {name: 0.0 for name in names}
     for text in CALIBRATION_TEXTS:
         batch = tokenizer.encode([text])

@@ -86,7 +86,13 @@ class BM25Index:
         self._term_ids: dict[str, int] = {}
         self._terms: list[str] = []
         self._encoder = self._normalizer.query_encoder()  # queries -> term ids, natively
+        self._bind_str_search()
         self._next_id = 0
+
+    def _bind_str_search(self) -> None:
+        """The one-str entry of search, bound to the current native index and encoder
+        (called again whenever either is replaced)."""
+        self._search_str = self._encoder.str_searcher(self._native, Hits)
 
     def _native_params(self) -> dict:
         return {"k1": self._k1, "b": self._b, "delta": self._delta,
@@ -147,7 +153,7 @@ class BM25Index:
         new_ids = fresh.add(texts, ids, n_threads=n_threads, show_progress=show_progress)
         with self._lock:
             for name in ("_native", "_words", "_word_to_term", "_term_ids", "_terms",
-                         "_encoder", "_next_id"):
+                         "_encoder", "_search_str", "_next_id"):
                 setattr(self, name, getattr(fresh, name))
         return new_ids
 
@@ -255,10 +261,11 @@ class BM25Index:
         of the allowed documents. Rows are padded with id -1 / score -inf only when k
         exceeds the (allowed) documents.
         """
-        if (allow is None and type(queries) is str and type(k) is int and k > 0
-                and type(n_threads) is int and n_threads >= 0 and type(algorithm) is str
-                and algorithm == "auto"):  # one query, nothing to convert
-            return self._encoder.search_one(self._native, queries, k, n_threads, Hits)
+        # One str, plain arguments: answered in one native call that checks them too
+        # (None where they are anything else: the checked path below explains them).
+        hits = self._search_str(queries, k, n_threads, algorithm, allow)
+        if hits is not None:
+            return hits
         return self._search(queries, k, n_threads, algorithm, allow)[0]
 
     def _search(self, queries, k, n_threads=0, algorithm="auto",
@@ -271,6 +278,8 @@ class BM25Index:
         """(scores, ids, algorithm codes): checks, then one native call that encodes the
         queries and searches."""
         k = check_positive_int(k, "k")
+        if k >= 1 << 63:  # past every native size (smaller ones get the native bound's error)
+            raise ValueError(f"k: {k} results for each query exceed the bound on padded results")
         n_threads = check_threads(n_threads)
         native_algorithm = _NATIVE_ALGORITHM.get(algorithm) if isinstance(algorithm, str) else None
         if native_algorithm is None:
@@ -336,6 +345,7 @@ class BM25Index:
             clone = self._empty_like()
             clone._native = _core.Bm25Index.from_arrays(dict(self._native.to_arrays()),
                                                         **self._native_params())
+            clone._bind_str_search()
             clone._terms = list(self._terms)
             clone._term_ids = dict(self._term_ids)
             clone._encoder.add_terms(clone._terms)
@@ -400,6 +410,7 @@ class BM25Index:
         if native.num_terms > len(terms):
             f.fail("terms", f"{len(terms)} terms for {native.num_terms} posting lists")
         index._native = native
+        index._bind_str_search()
         index._terms = terms
         index._term_ids = {t: i for i, t in enumerate(terms)}
         index._encoder.add_terms(terms)

@@ -75,6 +75,11 @@ struct RabitqSearchArgs {
   const int64_t* ids = nullptr;       // n external ids
   const float* exact_rows = nullptr;  // n x d float32 (the vectors before quantisation)
   const float* sq_norms = nullptr;    // n squared norms of the exact rows; L2 only
+  // Optional (bits 1, dp <= kRabitqFastMaxDim): the rows packed for the fast scan,
+  // rabitq_fast_pack of rows (rabitq_fastscan.h), fast_bytes bytes; then the scan
+  // reads these blocks instead of rows. Null: the bit-plane kernel (rabitq_scan.h).
+  const uint8_t* fast_blocks = nullptr;
+  size_t fast_bytes = 0;
   Metric metric = Metric::InnerProduct;
 
   RabitqRescore rescore = RabitqRescore::Bound;

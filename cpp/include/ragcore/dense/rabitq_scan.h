@@ -3,7 +3,8 @@
 // at run time: scalar (one look-up per plane byte in per-query tables of 256
 // partial sums per 8 dimensions) and AVX-512 (a masked add of 16 rotated query
 // coordinates per 16 code bits, the query pre-scaled by 2^b for plane b, zero-
-// padded to a multiple of 64 dimensions).
+// padded to a multiple of 64 dimensions). At 1 bit the search uses the fast scan of
+// rabitq_fastscan.h instead where the index gives it its packed blocks.
 #pragma once
 
 #include <cstddef>

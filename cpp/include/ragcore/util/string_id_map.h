@@ -26,8 +26,10 @@ class StringIdMap {
     return std::string_view(arena_.data() + begin, ends_[id] - begin);
   }
 
-  uint32_t find(std::string_view s) const {
-    const uint64_t h = hash(s);
+  uint32_t find(std::string_view s) const { return find(s, hash(s)); }
+
+  // find with h = hash(s) computed beforehand.
+  uint32_t find(std::string_view s, uint64_t h) const {
     for (size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
       const uint32_t id = slots_[i];
       if (id == kEmpty) return kMissing;
@@ -53,8 +55,24 @@ class StringIdMap {
     return id;
   }
 
- private:
-  static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
+  // For the look-up of several words at once, whose cache misses then overlap where
+  // one find after another would wait for each in turn (a slot, then the word's hash
+  // and end, then its bytes: three dependent misses in a map larger than the caches).
+  // Call each stage for every word, in this order, before the finds:
+  // the word's first slot,
+  void prefetch_slot(uint64_t h) const { __builtin_prefetch(&slots_[h & (slots_.size() - 1)]); }
+  // the hash and end of the word in that slot,
+  void prefetch_entry(uint64_t h) const {
+    const uint32_t id = slots_[h & (slots_.size() - 1)];
+    if (id == kEmpty) return;
+    __builtin_prefetch(&hashes_[id]);
+    __builtin_prefetch(&ends_[id]);
+  }
+  // and its bytes.
+  void prefetch_word(uint64_t h) const {
+    const uint32_t id = slots_[h & (slots_.size() - 1)];
+    if (id != kEmpty) __builtin_prefetch(arena_.data() + (id == 0 ? 0 : ends_[id - 1]));
+  }
 
   static uint64_t hash(std::string_view s) {  // FNV-1a, then a finaliser to spread low bits
     uint64_t h = 1469598103934665603ull;
@@ -63,6 +81,9 @@ class StringIdMap {
     h *= 0xff51afd7ed558ccdull;
     return h ^ (h >> 33);
   }
+
+ private:
+  static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
 
   void grow() {
     std::vector<uint32_t> slots(slots_.size() * 2, kEmpty);

@@ -53,6 +53,21 @@ py::array_t<uint8_t> encode_py(const py::array& x, const py::array& by_dim, size
   return codes;
 }
 
+py::array_t<float> train_py(const py::array& x, size_t m, uint64_t seed, int n_threads) {
+  if (x.ndim() != 2) fail("x", "expected n x d");
+  const size_t n = static_cast<size_t>(x.shape(0)), d = static_cast<size_t>(x.shape(1));
+  if (m == 0 || m > 256 || d == 0 || d % m) fail("m", "must divide the dimension and be 1..256");
+  if (n < 16) fail("x", "needs at least 16 rows (one per code)");
+  const float* rows = c_array<float>(x, n * d, "x");
+  py::array_t<float> books({m, size_t{16}, d / m});
+  float* out = books.mutable_data();
+  {
+    py::gil_scoped_release release;
+    pq4_train(rows, n, d, m, seed, n_threads, out);
+  }
+  return books;
+}
+
 py::array_t<uint16_t> scan_py(const py::array& packed, size_t n, size_t m, const py::array& luts,
                               SimdLevel level) {
   const uint8_t* p = c_array<uint8_t>(packed, pq4_packed_bytes(n, m), "packed");
@@ -280,6 +295,10 @@ void register_codes(py::module_& m) {
         py::arg("n_threads") = 0,
         "uint8 codes (n x m): per part of each row, the nearest of 16 centroids (squared L2, "
         "ties to the lower code); by_dim: the codebooks by dimension, m x (d / m) x 16.");
+  m.def("pq4_train", &train_py, py::arg("x"), py::arg("m"), py::kw_only(), py::arg("seed") = 0,
+        py::arg("n_threads") = 0,
+        "float32 codebooks (m x 16 x d / m): kmeans(part j of x, 16, seed=seed + j) per part, "
+        "the parts in parallel.");
   m.def("pq4_scan", &scan_py, py::arg("packed"), py::arg("n"), py::arg("m"), py::arg("luts"),
         py::arg("simd_level"), "16-bit losses of n packed vectors for byte tables luts.");
   m.def("pq4_quantize_tables", &quantize_py, py::arg("tables"),

@@ -335,6 +335,10 @@ class HnswGraph:
 
 def pq4_pack(codes: npt.NDArray[np.uint8], m: int) -> npt.NDArray[np.uint8]:
     """4-bit codes (n x m, each < 16) in the fast-scan block layout."""
+def pq4_train(x: npt.NDArray[np.float32], m: int, *, seed: int = 0,
+              n_threads: int = 0) -> npt.NDArray[np.float32]:
+    """float32 codebooks (m x 16 x d / m): kmeans(part j of x, 16, seed=seed + j) per part,
+    the parts in parallel."""
 def pq4_encode(x: npt.NDArray[np.float32], by_dim: npt.NDArray[np.float32], m: int,
                n_threads: int = 0) -> npt.NDArray[np.uint8]:
     """uint8 codes (n x m): per part of each row, the nearest of 16 centroids (squared L2,

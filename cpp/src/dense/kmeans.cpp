@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ragcore/dense/flat.h"
+#include "ragcore/dense/nearest_l2.h"
 #include "ragcore/util/parallel.h"
 #include "ragcore/simd/simd.h"
 
@@ -139,8 +140,8 @@ class KMeans {
   // Assignment step; returns the objective.
   double assign() {
     row_sq_norms(c_, p_.k, d_, c_norms_.data());
-    assign_nearest(x_, n_, d_, c_, c_norms_.data(), p_.k, p_.n_threads, p_.simd_level,
-                   labels_.data(), dist_.data());
+    nearest_l2(x_, n_, d_, d_, c_, c_norms_.data(), p_.k, x_norms_.data(), p_.n_threads,
+               p_.simd_level, labels_.data(), dist_.data());
     double total = 0.0;
     for (float v : dist_) total += v;
     return total;
@@ -247,9 +248,8 @@ void nearest_centroids(const float* queries, size_t nq, size_t query_stride, siz
 void assign_nearest(const float* x, size_t n, size_t d, const float* centroids,
                     const float* centroid_sq_norms, size_t k, int n_threads, int simd_level,
                     int64_t* out_label, float* out_dist) {
-  nearest_centroids(x, n, d, d, centroids, centroid_sq_norms, k, 1, n_threads, simd_level,
-                    out_label, out_dist);
-  for (size_t i = 0; i < n; ++i) out_dist[i] = std::max(0.0f, -out_dist[i]);  // score = -distance
+  nearest_l2(x, n, d, d, centroids, centroid_sq_norms, k, nullptr, n_threads, simd_level,
+             out_label, out_dist);
 }
 
 KMeansResult kmeans_train(const float* x, size_t n, size_t d, const KMeansParams& params,

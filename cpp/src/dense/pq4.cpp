@@ -12,6 +12,14 @@
 #include "ragcore/topk/topk_queue.h"
 #include "ragcore/util/parallel.h"
 
+#ifdef RAGCORE_X86
+namespace ragcore {
+// Rows i0 .. i1 - 1 of pq4_encode (pq4_encode_avx512.cpp).
+void pq4_encode_rows_avx512(const float* x, size_t i0, size_t i1, size_t d, const float* by_dim,
+                            size_t m, uint8_t* codes);
+}  // namespace ragcore
+#endif
+
 namespace ragcore {
 namespace {
 
@@ -54,8 +62,14 @@ void pq4_encode(const float* x, size_t n, size_t d, const float* by_dim, size_t 
   // Rows per task: thousands of sub-vector distances, so spawning a thread pays off.
   constexpr size_t kRowsPerTask = 512;
   const size_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+#ifdef RAGCORE_X86
+  const bool avx512 = best_simd_level() == SimdLevel::Avx512;  // the same codes, 16 lanes
+#endif
   parallel_for(tasks, tasks > 1 ? n_threads : 1, [&](size_t t, int) {
     const size_t end = std::min(n, (t + 1) * kRowsPerTask);
+#ifdef RAGCORE_X86
+    if (avx512) return pq4_encode_rows_avx512(x, t * kRowsPerTask, end, d, by_dim, m, codes);
+#endif
     for (size_t i = t * kRowsPerTask; i < end; ++i) {
       const float* row = x + i * d;
       for (size_t j = 0; j < m; ++j) {

@@ -45,12 +45,22 @@ class Lists:
         """A snapshot holding these rows too (each goes to the end of its list)."""
         all_labels = np.concatenate([self.labels(), labels])
         order = np.argsort(all_labels, kind="stable")
+        # Each old and new row is written once to its place in the new snapshot (no
+        # concatenated copy first: at 1M rows of float32 that copy is 1.5 GB).
+        place = np.empty_like(order)
+        place[order] = np.arange(len(order))
+        old = len(self)
+
+        def merged(before, added):
+            out = np.empty((len(order),) + before.shape[1:], dtype=np.result_type(before, added))
+            out[place[:old]] = before
+            out[place[old:]] = added
+            return out
+
         return self._rebuilt(
-            all_labels[order],
-            np.concatenate([self.rows, rows])[order],
-            np.concatenate([self.ids, ids])[order],
-            None if sq_norms is None else np.concatenate([self.sq_norms, sq_norms])[order],
-            None if exact is None else np.concatenate([self.exact, exact])[order],
+            all_labels[order], merged(self.rows, rows), merged(self.ids, ids),
+            None if sq_norms is None else merged(self.sq_norms, sq_norms),
+            None if exact is None else merged(self.exact, exact),
         )
 
     def without(self, remove_ids: np.ndarray) -> Lists:

@@ -35,13 +35,9 @@ def train_codebooks(x: np.ndarray, m: int, seed: int, n_threads: int) -> np.ndar
     if len(x) < CODES:
         raise ValueError(f"sample has {len(x)} vectors; training 4-bit codes needs at least "
                          f"{CODES} (one per code)")
-    x = kmeans_sample(x, CODES, seed)
-    dsub = x.shape[1] // m
-    books = np.empty((m, CODES, dsub), dtype=np.float32)
-    for j in range(m):  # one native k-means per sub-quantiser
-        part = np.ascontiguousarray(x[:, j * dsub : (j + 1) * dsub])
-        books[j] = _core.kmeans(part, CODES, seed=(seed + j) % (1 << 64), n_threads=n_threads)[0]
-    return books
+    # One native call: the m k-means (seeds seed + j) run in parallel across sub-spaces.
+    return _core.pq4_train(kmeans_sample(x, CODES, seed), m, seed=seed % (1 << 64),
+                           n_threads=n_threads)
 
 
 def by_dimension(books: np.ndarray) -> np.ndarray:

@@ -222,7 +222,7 @@ class IVFIndex:
         n_threads = check_threads(n_threads)
         x = np.ascontiguousarray(self._prepared(vectors, "vectors"))
         labels, _ = _core.assign_nearest(x, self._centroids, n_threads=n_threads)
-        rows, exact, sq_norms = self._stored_rows(x)
+        rows, exact, sq_norms = self._stored_rows(x, n_threads)
         with self._lock:
             new_ids = check_new_ids(ids, len(x), self._lists.sorted_ids, self._next_id)
             self._set_lists(self._lists.with_added(labels, rows, new_ids, sq_norms, exact))
@@ -247,12 +247,12 @@ class IVFIndex:
             x = as_float_matrix(vectors, name, self._dim)
         return normalized(x, name) if self._metric == "cosine" else x
 
-    def _stored_rows(self, x: np.ndarray):
+    def _stored_rows(self, x: np.ndarray, n_threads: int):
         """(rows as stored, exact float32 rows or None, squared norms or None)."""
         if self._dtype == "sq8":
             rows, exact, values = encode_sq8(x, self._code_min, self._code_scale), x, x
         elif self._dtype == "pq4":
-            rows, exact, values = _pq4_codes.encode(x, self._pq4_books, 0), x, x
+            rows, exact, values = _pq4_codes.encode(x, self._pq4_books, n_threads), x, x
         else:
             rows = to_storage(x, self._dtype, "vectors")
             exact, values = None, to_float32(rows, self._dtype)

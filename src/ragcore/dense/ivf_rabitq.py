@@ -31,6 +31,7 @@ from ._rabitq import (
 )
 from .ivf import INITS, MAX_ITER, MAX_SEED, IVFIndex, checked_training
 
+ENCODE_TILE = 8192  # rows per encoding tile (see RabitqIVFIndex.encode)
 FILE_KIND = "IVFIndex"  # one kind for every IVF storage; params.dtype tells them apart
 
 
@@ -142,10 +143,19 @@ class RabitqIVFIndex(IVFIndex, dtype="rabitq"):
         return new_ids.copy()
 
     def encode(self, x: np.ndarray, labels: np.ndarray, n_threads: int = 0) -> np.ndarray:
-        """uint8 rows (codes + factors) of prepared float32 vectors in lists `labels`."""
-        rotated = rotate(x - self._centroids[labels], self._rotation, n_threads)
-        rows, _ = _core.rabitq_encode(rotated, self._rot_centroids, np.ascontiguousarray(labels),
-                                      bits=self._bits, n_threads=n_threads)
+        """uint8 rows (codes + factors) of prepared float32 vectors in lists `labels`.
+
+        In tiles of ENCODE_TILE rows: the residuals and their rotation of one tile (12 MB at
+        d = 384) are reused from the heap, where whole-batch temporaries (two n x d float32
+        arrays) would be fresh pages, first touched, each time. Each row's code depends on
+        that row alone, so the rows equal those of one call over the whole batch."""
+        labels = np.ascontiguousarray(labels)
+        rows = np.empty((len(x), code_bytes(self._dim, self._bits)), dtype=np.uint8)
+        for start in range(0, len(x), ENCODE_TILE):
+            part = slice(start, start + ENCODE_TILE)
+            rotated = rotate(x[part] - self._centroids[labels[part]], self._rotation, n_threads)
+            rows[part] = _core.rabitq_encode(rotated, self._rot_centroids, labels[part],
+                                             bits=self._bits, n_threads=n_threads)[0]
         return rows
 
     def _set_centroids(self, centroids: np.ndarray, rotation: np.ndarray | None = None) -> None:

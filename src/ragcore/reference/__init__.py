@@ -11,7 +11,7 @@ from __future__ import annotations
 from .selection import topk, merge_topk
 from .dense import (METRICS, round_to_storage, normalize_rows, dense_scores, flat_search,
                     filtered_flat_search, kmeans_objective, scalar_quantize, scalar_dequantize)
-from .kmeans import kmeans_lloyd
+from .kmeans import kmeans_lloyd, nearest_l2, pq_codebooks
 from .sparse import (BM25_VARIANTS, bm25_absent_part, lucene_norm_length, bm25_scores,
                      bm25_impact_search, bm25_dense_bound, bm25_candidate_search)
 from .metrics import trec_eval_order, ranking_metric, evidence_question
@@ -23,6 +23,7 @@ __all__ = [
     "BM25_VARIANTS", "METRICS", "bert_hidden_states", "bm25_absent_part", "bm25_candidate_search",
     "bm25_dense_bound", "bm25_impact_search", "bm25_scores", "dense_scores",
     "convex_query", "evidence_question", "filtered_flat_search", "flat_search", "fuse_query",
-    "kmeans_lloyd", "kmeans_objective", "lucene_norm_length", "merge_topk", "mmr", "normalize_rows", "ranking_metric",
+    "kmeans_lloyd", "kmeans_objective", "lucene_norm_length", "merge_topk", "mmr", "nearest_l2", "normalize_rows",
+    "pq_codebooks", "ranking_metric",
     "round_to_storage", "scalar_dequantize", "scalar_quantize", "topk", "trec_eval_order",
 ]

@@ -14,6 +14,22 @@ def _assign(x: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return labels, dist[np.arange(len(x)), labels]
 
 
+def nearest_l2(x, centroids) -> tuple[np.ndarray, np.ndarray]:
+    """(labels int64, squared distances float64): each row's nearest centroid by squared L2
+    in float64, ties to the lower centroid number (the native nearest_l2's rule)."""
+    labels, dist = _assign(np.asarray(x, dtype=np.float64), np.asarray(centroids, dtype=np.float64))
+    return labels.astype(np.int64), dist
+
+
+def pq_codebooks(x, m: int, starts, max_iter: int = 25, tol: float = 1e-4) -> np.ndarray:
+    """[m, k, d / m]: kmeans_lloyd on each sub-space j of x (columns j * d / m ..) from
+    starts[j], the rule of the native pq4_train after each k-means's initialisation."""
+    x = np.asarray(x, dtype=np.float64)
+    dsub = x.shape[1] // m
+    return np.stack([kmeans_lloyd(x[:, j * dsub : (j + 1) * dsub], starts[j], max_iter, tol)[0]
+                     for j in range(m)])
+
+
 def _unit(c: np.ndarray) -> np.ndarray:
     norms = np.sqrt((c * c).sum(axis=1, keepdims=True))
     return np.where(norms > 0, c / np.where(norms > 0, norms, 1.0), c)

@@ -8,8 +8,9 @@
 // assignment (and a query's probes) far more than their share.
 //
 // Deterministic for a seed, whatever the thread count: the assignment step is
-// flat_search with k = 1 (ties to the lower centroid number), and the update
-// step sums each cluster's points in point order on one thread.
+// nearest_l2 (a blocked matrix-product kernel, ties to the lower centroid number;
+// each row's result independent of the threads), and the update step sums each
+// cluster's points in point order on one thread.
 #pragma once
 
 #include <cstddef>
@@ -54,8 +55,8 @@ void nearest_centroids(const float* queries, size_t nq, size_t query_stride, siz
                        size_t k_best, int n_threads, int simd_level, int64_t* out_ids,
                        float* out_scores);
 
-// Nearest centroid (squared L2) of each row: out_label[i] in [0, k), and out_dist[i]
-// its squared distance (clamped at 0). centroid_sq_norms: k squared norms.
+// Nearest centroid (squared L2) of each row, by nearest_l2: out_label[i] in [0, k), and
+// out_dist[i] its squared distance (clamped at 0). centroid_sq_norms: k squared norms.
 void assign_nearest(const float* x, size_t n, size_t d, const float* centroids,
                     const float* centroid_sq_norms, size_t k, int n_threads, int simd_level,
                     int64_t* out_label, float* out_dist);

@@ -37,6 +37,13 @@ void pq4_pack(const uint8_t* codes, size_t n, size_t m, uint8_t* packed);
 void pq4_encode(const float* x, size_t n, size_t d, const float* by_dim, size_t m,
                 uint8_t* codes, int n_threads);
 
+// books (m x 16 x d / m): per part j of the rows of x (n x d, d divisible by m, n >= 16),
+// kmeans_train with k = 16, seed + j (mod 2^64) and its other defaults, one thread per
+// part: the m independent k-means run in parallel over n_threads (<= 0: all), each the
+// same as alone, so the books do not depend on n_threads.
+void pq4_train(const float* x, size_t n, size_t d, size_t m, uint64_t seed, int n_threads,
+               float* books);
+
 // losses[i] = sum_j luts[j * 16 + code_j(i)] for i < n; luts: pairs*2 tables of 16 bytes
 // (the tables of sub-quantisers >= m must be zero). Exact integer sums (m <= 256).
 void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, uint16_t* losses,

@@ -99,6 +99,7 @@ class MaxScoreQuery {
     prefix_.resize(n_);
     block_prefix_.resize(n_);
     cut_.assign(n_, -std::numeric_limits<float>::infinity());
+    skips_.assign(n_, 0);
     required_.resize(n_);
     filter_ = std::all_of(terms_.begin(), terms_.end(), [](const TermScorer& t) { return t.weight() >= 0; });
     for (size_t i = 0; i < n_; ++i) {
@@ -195,7 +196,7 @@ class MaxScoreQuery {
   void advance(size_t i) {
     Cursor& c = cursors_[i];
     c.next();
-    if (!filter_ || c.doc() == kEndDoc) return;
+    if (!skips_[i] || c.doc() == kEndDoc) return;
     const float* excess = lanes_[i].excess;
     if (excess[c.position()] > cut_[i]) return;  // the usual case where little is skipped
     c.to_position(first_above(excess, c.position() + 1, c.size(), cut_[i]));
@@ -227,9 +228,11 @@ class MaxScoreQuery {
   // split (the split moves only when the threshold rises).
   void threshold_rose() {
     seen_entry_ = sink_.entry();
-    for (size_t i = first_essential_; i < n_; ++i)
+    for (size_t i = first_essential_; i < n_; ++i) {
       cut_[i] = !filter_ || sink_.may_enter(rest_[i]) ? -std::numeric_limits<float>::infinity()
                                                      : cannot_enter_upto(lanes_[i], rest_[i]);
+      skips_[i] = cut_[i] >= term(i).cache().list_min;  // else no posting is below the cut
+    }
     n_required_ = 0;
     for (size_t j = 0; j < first_essential_; ++j)
       if (lanes_[j].doc_bits && !sink_.may_enter(rest_[j])) required_[n_required_++] = j;
@@ -315,6 +318,7 @@ class MaxScoreQuery {
   std::vector<double> block_prefix_;   // the same over the blocks that could hold a candidate
   std::vector<double> rest_;           // rest_[i]: the sum of the list bounds of all terms but term(i)
   std::vector<float> cut_;             // cut_[i]: essential i skips the parts <= it
+  std::vector<uint8_t> skips_;         // skips_[i]: whether any part of list i is <= cut_[i]
   float seen_entry_ = std::numeric_limits<float>::quiet_NaN();  // the threshold cut_ and required_ are for
   std::vector<size_t> required_;       // required_[0, n_required_): required lists with doc bits
   size_t n_required_ = 0;

@@ -4,9 +4,10 @@ Two shortcuts of maxscore_query.h act there: an essential list skips, without ma
 candidates, the postings whose part plus the bounds of every other list cannot enter
 (`advance`, with no negative weight), and a candidate lacking a *required* non-essential
 list (one without which the other bounds cannot enter; tested on its doc bits, so a term in
-at least 1/64 of the slots) is dropped before it is scored. Both act only when the
-threshold is near the sum of the bounds: few query terms, each in many documents, a small
-k, and document lengths spread widely so that the parts of one list differ. Removed
+at least 1/64 of the slots) is dropped before it is scored. MaxScore takes them only for a
+query whose terms all have doc bits, and they act when the threshold is near the sum of the
+bounds: few query terms, each in many documents, a small k, and document lengths spread
+widely so that the parts of one list differ (the query with a rare term runs without them). Removed
 documents and the allow filter change the slots and the threshold; each must leave the hits
 identical (ids and scores) to exhaustive scoring's.
 """

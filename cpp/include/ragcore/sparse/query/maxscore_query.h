@@ -38,19 +38,31 @@ class MaxScoreQuery {
 
   // Offers every document that may enter to the sink, each with its exact sum.
   void run() {
+    if (shortcuts_) {
+      loop<true>();
+    } else {
+      loop<false>();  // the plain MaxScore loop, without a check of the shortcuts
+    }
+  }
+
+ private:
+  template <bool kShortcuts>
+  void loop() {
     update_essential();
     for (uint32_t doc = min_essential_doc(); doc != kEndDoc && first_essential_ < n_;) {
       if (needs_region_check(doc) && check_region(doc) == Region::Skip) {
         doc = skip_region();
         continue;
       }
-      if (shortcuts_ && sink_.entry() != seen_entry_) threshold_rose();
-      uint32_t next;
-      if (n_required_ && lacks_required(doc)) {
-        doc = skip_doc(doc);
-        continue;
+      if constexpr (kShortcuts) {
+        if (sink_.entry() != seen_entry_) threshold_rose();
+        if (n_required_ && lacks_required(doc)) {
+          doc = skip_doc(doc);
+          continue;
+        }
       }
-      double partial = score_essential(doc, next);
+      uint32_t next;
+      double partial = score_essential<kShortcuts>(doc, next);
       prefetch_probes(next);
       if (probe_non_essential(doc, partial) == DocStatus::Insert) {
         if (sink_.push(doc, sum_.take_total()) && update_essential()) {
@@ -64,7 +76,6 @@ class MaxScoreQuery {
     }
   }
 
- private:
   enum class Region : bool { MayEnter, Skip };
   static constexpr size_t kInsertionSortTerms = 32;
   enum class DocStatus : bool { Insert, Skip };
@@ -98,10 +109,6 @@ class MaxScoreQuery {
     lanes_.reserve(n_);
     prefix_.resize(n_);
     block_prefix_.resize(n_);
-    cut_.assign(n_, -std::numeric_limits<float>::infinity());
-    skips_.assign(n_, 0);
-    required_.resize(n_);
-    filter_ = std::all_of(terms_.begin(), terms_.end(), [](const TermScorer& t) { return t.weight() >= 0; });
     shortcuts_ = std::all_of(terms_.begin(), terms_.end(), [](const TermScorer& t) { return t.has_doc_bits(); });
     for (size_t i = 0; i < n_; ++i) {
       cursors_.emplace_back(term(i).list());
@@ -110,6 +117,11 @@ class MaxScoreQuery {
                         term(i).weight(), order_[i]});
       prefix_[i] = (i ? prefix_[i - 1] : 0.0) + term(i).list_bound();
     }
+    if (!shortcuts_) return;
+    filter_ = std::all_of(terms_.begin(), terms_.end(), [](const TermScorer& t) { return t.weight() >= 0; });
+    cut_.assign(n_, -std::numeric_limits<float>::infinity());
+    skips_.assign(n_, 0);
+    required_.resize(n_);
     rest_.assign(n_, 0.0);
     for (size_t i = 0; i < n_; ++i)
       for (size_t j = 0; j < n_; ++j)
@@ -170,6 +182,7 @@ class MaxScoreQuery {
 
   // Adds doc's contributions from the essential lists (a cached float each),
   // steps past it, and sets next to the following candidate. Returns their sum.
+  template <bool kShortcuts>
   double score_essential(uint32_t doc, uint32_t& next) {
     double partial = 0.0;
     next = kEndDoc;
@@ -179,7 +192,11 @@ class MaxScoreQuery {
         const double v = lanes_[i].score(c.position());
         sum_.add(lanes_[i].slot, v);
         partial += v;
-        advance(i);
+        if constexpr (kShortcuts) {
+          advance(i);
+        } else {
+          c.next();
+        }
       }
       next = std::min(next, c.doc());
     }
@@ -194,7 +211,7 @@ class MaxScoreQuery {
   // either, now or later (the threshold only rises). On the 1M zipf corpus the
   // heaviest queries have essential lists of 10^4-10^5 postings, most of which
   // were candidates only to fail the first bound check.
-  void advance(size_t i) {
+  void advance(size_t i) {  // with kShortcuts only
     Cursor& c = cursors_[i];
     c.next();
     if (!skips_[i] || c.doc() == kEndDoc) return;

@@ -106,6 +106,7 @@ const TermCache& Bm25Index::term_cache(size_t term, bool with_ranges) const {
     c.excess.resize(list.size());
     c.block_max.assign(list.num_blocks(), 0.0f);
     c.list_max = 0.0f;
+    c.list_min = std::numeric_limits<float>::infinity();
     for (size_t b = 0; b < list.num_blocks(); ++b) {
       uint32_t* docs = all_docs.data() + b * kBlockSize;
       const size_t n = list.decode(b, docs, tfs);
@@ -113,6 +114,7 @@ const TermCache& Bm25Index::term_cache(size_t term, bool with_ranges) const {
       for (size_t i = 0; i < n; ++i) {
         excess[i] = posting_excess(tfs[i], docs[i]);
         c.block_max[b] = std::max(c.block_max[b], excess[i]);
+        c.list_min = std::min(c.list_min, excess[i]);
       }
       c.list_max = std::max(c.list_max, c.block_max[b]);
     }

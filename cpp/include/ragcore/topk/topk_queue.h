@@ -30,6 +30,7 @@ class TopKQueue {
 
   // Whether a score could still enter (with a small enough id).
   bool may_enter(float score) const { return score >= entry_; }
+  float entry() const { return entry_; }  // the lowest score that may enter now
 
   // Refuses every score below `floor` from now on. The caller guarantees that at
   // least k documents score >= floor, so nothing below it can be among the best k.

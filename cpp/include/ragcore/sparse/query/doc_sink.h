@@ -24,6 +24,10 @@ class DocSink {
   // Whether a document whose summed contributions are at most `bound` may enter.
   bool may_enter(double bound) const { return queue_->may_enter_bound(base_ + bound); }
 
+  // The score a document needs to enter now, and the base added to every sum.
+  float entry() const { return queue_->entry(); }
+  double base() const { return base_; }
+
   // Returns whether the entry threshold may have changed.
   bool push(uint32_t doc, double sum) {
     if (allowed_ && !allowed_[doc]) return false;

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -36,14 +38,31 @@ class MaxScoreQuery {
 
   // Offers every document that may enter to the sink, each with its exact sum.
   void run() {
+    if (shortcuts_) {
+      loop<true>();
+    } else {
+      loop<false>();  // the plain MaxScore loop, without a check of the shortcuts
+    }
+  }
+
+ private:
+  template <bool kShortcuts>
+  void loop() {
     update_essential();
     for (uint32_t doc = min_essential_doc(); doc != kEndDoc && first_essential_ < n_;) {
       if (needs_region_check(doc) && check_region(doc) == Region::Skip) {
         doc = skip_region();
         continue;
       }
+      if constexpr (kShortcuts) {
+        if (sink_.entry() != seen_entry_) threshold_rose();
+        if (n_required_ && lacks_required(doc)) {
+          doc = skip_doc(doc);
+          continue;
+        }
+      }
       uint32_t next;
-      double partial = score_essential(doc, next);
+      double partial = score_essential<kShortcuts>(doc, next);
       prefetch_probes(next);
       if (probe_non_essential(doc, partial) == DocStatus::Insert) {
         if (sink_.push(doc, sum_.take_total()) && update_essential()) {
@@ -57,7 +76,6 @@ class MaxScoreQuery {
     }
   }
 
- private:
   enum class Region : bool { MayEnter, Skip };
   static constexpr size_t kInsertionSortTerms = 32;
   enum class DocStatus : bool { Insert, Skip };
@@ -91,6 +109,7 @@ class MaxScoreQuery {
     lanes_.reserve(n_);
     prefix_.resize(n_);
     block_prefix_.resize(n_);
+    shortcuts_ = std::all_of(terms_.begin(), terms_.end(), [](const TermScorer& t) { return t.has_doc_bits(); });
     for (size_t i = 0; i < n_; ++i) {
       cursors_.emplace_back(term(i).list());
       const TermCache& c = term(i).cache();
@@ -98,6 +117,15 @@ class MaxScoreQuery {
                         term(i).weight(), order_[i]});
       prefix_[i] = (i ? prefix_[i - 1] : 0.0) + term(i).list_bound();
     }
+    if (!shortcuts_) return;
+    filter_ = std::all_of(terms_.begin(), terms_.end(), [](const TermScorer& t) { return t.weight() >= 0; });
+    cut_.assign(n_, -std::numeric_limits<float>::infinity());
+    skips_.assign(n_, 0);
+    required_.resize(n_);
+    rest_.assign(n_, 0.0);
+    for (size_t i = 0; i < n_; ++i)
+      for (size_t j = 0; j < n_; ++j)
+        if (j != i) rest_[i] += term(j).list_bound();
   }
 
   // Moves lists whose bounds, with all lower ones, cannot reach the threshold
@@ -106,7 +134,9 @@ class MaxScoreQuery {
   bool update_essential() {
     const size_t before = first_essential_;
     while (first_essential_ < n_ && !sink_.may_enter(prefix_[first_essential_])) ++first_essential_;
-    return first_essential_ != before;
+    if (first_essential_ == before) return false;
+    seen_entry_ = std::numeric_limits<float>::quiet_NaN();  // the required lists are stale
+    return true;
   }
 
   uint32_t min_essential_doc() const {
@@ -152,6 +182,7 @@ class MaxScoreQuery {
 
   // Adds doc's contributions from the essential lists (a cached float each),
   // steps past it, and sets next to the following candidate. Returns their sum.
+  template <bool kShortcuts>
   double score_essential(uint32_t doc, uint32_t& next) {
     double partial = 0.0;
     next = kEndDoc;
@@ -161,11 +192,97 @@ class MaxScoreQuery {
         const double v = lanes_[i].score(c.position());
         sum_.add(lanes_[i].slot, v);
         partial += v;
-        c.next();
+        if constexpr (kShortcuts) {
+          advance(i);
+        } else {
+          c.next();
+        }
       }
       next = std::min(next, c.doc());
     }
     return partial;
+  }
+
+  // Moves essential cursor i past its posting and past every following one that
+  // cannot enter whatever the other lists add: its contribution plus rest_[i] (the
+  // bounds of all the other lists) below the threshold. Such a document is then never a candidate, and when another list
+  // offers it, its sum lacks this list's part: with no negative weight that sum is
+  // at most its true score (rounded addition is monotone), which cannot enter
+  // either, now or later (the threshold only rises). On the 1M zipf corpus the
+  // heaviest queries have essential lists of 10^4-10^5 postings, most of which
+  // were candidates only to fail the first bound check.
+  void advance(size_t i) {  // with kShortcuts only
+    Cursor& c = cursors_[i];
+    c.next();
+    if (!skips_[i] || c.doc() == kEndDoc) return;
+    const float* excess = lanes_[i].excess;
+    if (excess[c.position()] > cut_[i]) return;  // the usual case where little is skipped
+    c.to_position(first_above(excess, c.position() + 1, c.size(), cut_[i]));
+  }
+
+  // A list is required when the bounds of all the others cannot enter: every
+  // document that may enter has it. The non-essential required lists with doc bits
+  // are tested first, one bit each, before a candidate is scored or probed (on the
+  // 1M zipf corpus the heaviest queries are frequent terms only, where most
+  // candidates of the essential lists lack a required non-essential term).
+  bool lacks_required(uint32_t doc) const {
+    for (size_t j = 0; j < n_required_; ++j)
+      if (TermScorer::position_in(lanes_[required_[j]].doc_bits, doc) == TermScorer::kNoPosition)
+        return true;
+    return false;
+  }
+
+  // Steps the essential cursors past doc; returns the next candidate.
+  uint32_t skip_doc(uint32_t doc) {
+    uint32_t next = kEndDoc;
+    for (size_t i = first_essential_; i < n_; ++i) {
+      if (cursors_[i].doc() == doc) advance(i);
+      next = std::min(next, cursors_[i].doc());
+    }
+    return next;
+  }
+
+  // The cuts of advance() and the required lists, for the current threshold and
+  // split (the split moves only when the threshold rises).
+  void threshold_rose() {
+    seen_entry_ = sink_.entry();
+    for (size_t i = first_essential_; i < n_; ++i) {
+      cut_[i] = !filter_ || sink_.may_enter(rest_[i]) ? -std::numeric_limits<float>::infinity()
+                                                     : cannot_enter_upto(lanes_[i], rest_[i]);
+      skips_[i] = cut_[i] >= term(i).cache().list_min;  // else no posting is below the cut
+    }
+    n_required_ = 0;
+    for (size_t j = 0; j < first_essential_; ++j)
+      if (lanes_[j].doc_bits && !sink_.may_enter(rest_[j])) required_[n_required_++] = j;
+  }
+
+  // A score part e <= the value returned cannot enter with rest added (-inf if
+  // none is found): the threshold solved for e, lowered by a margin, and checked
+  // with the same rounding as may_enter, which is monotone in e for a weight >= 0.
+  float cannot_enter_upto(const Lane& lane, double rest) const {
+    const float none = -std::numeric_limits<float>::infinity();
+    if (lane.weight <= 0) return none;
+    const double solved = (static_cast<double>(sink_.entry()) - sink_.base() - rest) / lane.weight;
+    for (double margin : {1e-6, 1e-3}) {
+      const auto cut = static_cast<float>(solved - margin * (std::abs(solved) + 1.0));
+      if (!sink_.may_enter(lane.weight * cut + rest)) return cut;
+    }
+    return none;
+  }
+
+  // The first position in [p, n) whose part is above cut, n if none: 16 at a
+  // time with a branch-free mask, which the compiler turns into vector compares.
+  static size_t first_above(const float* excess, size_t p, size_t n, float cut) {
+    for (; p < n && (p & 15); ++p)
+      if (excess[p] > cut) return p;
+    for (; p + 16 <= n; p += 16) {
+      uint32_t mask = 0;
+      for (size_t j = 0; j < 16; ++j) mask |= static_cast<uint32_t>(excess[p + j] > cut) << j;
+      if (mask) return p + static_cast<size_t>(__builtin_ctz(mask));
+    }
+    for (; p < n; ++p)
+      if (excess[p] > cut) return p;
+    return n;
   }
 
   // The doc-bits entries that probing the next candidate would read: on a large
@@ -217,6 +334,18 @@ class MaxScoreQuery {
   std::vector<Lane> lanes_;            // lanes_[i]: term(i), flat
   std::vector<double> prefix_;         // prefix_[i]: sum of the list bounds of term(0..i)
   std::vector<double> block_prefix_;   // the same over the blocks that could hold a candidate
+  std::vector<double> rest_;           // rest_[i]: the sum of the list bounds of all terms but term(i)
+  std::vector<float> cut_;             // cut_[i]: essential i skips the parts <= it
+  std::vector<uint8_t> skips_;         // skips_[i]: whether any part of list i is <= cut_[i]
+  float seen_entry_ = std::numeric_limits<float>::quiet_NaN();  // the threshold cut_ and required_ are for
+  std::vector<size_t> required_;       // required_[0, n_required_): required lists with doc bits
+  size_t n_required_ = 0;
+  bool filter_ = false;                // whether advance() may skip postings (no negative weight)
+  // Whether the query uses the required lists and advance()'s skips: only where every
+  // term has doc bits (in at least 1/64 of the slots). Those are the queries whose
+  // threshold nears the sum of the bounds; on the others of the 1M zipf corpus the
+  // checks found little to skip and cost about what they saved.
+  bool shortcuts_ = false;
   size_t first_essential_ = 0;         // lists [first_essential_, n_) are essential
   uint32_t checked_until_ = 0;         // end of the last region checked as MayEnter
   bool checked_ = false;               // whether that region still applies

@@ -57,6 +57,20 @@ class PostingCursor {
     doc_ = docs_[pos_];
   }
 
+  // To the posting at `position` (>= position(); size() or more: exhausted),
+  // decoding only the block that holds it.
+  void to_position(size_t position) {
+    const size_t b = position / kBlockSize;
+    if (b != block_) load_block(b);
+    if (doc_ == kEndDoc) return;
+    pos_ = position % kBlockSize;
+    if (pos_ >= count_) {
+      load_block(b + 1);
+      return;
+    }
+    doc_ = docs_[pos_];
+  }
+
   void shallow_next_geq(uint32_t target) {
     if (shallow_ < list_->num_blocks() && list_->block(shallow_).last_doc < target)
       shallow_ = first_block_geq(shallow_ + 1, target);

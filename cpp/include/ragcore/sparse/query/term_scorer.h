@@ -28,6 +28,7 @@ struct TermCache {
   std::vector<float> excess;
   std::vector<float> block_max;
   float list_max = 0.0f;
+  float list_min = 0.0f;  // the smallest part: MaxScore skips no posting below a cut under it
   std::vector<uint32_t> best_blocks;  // up to kBestBlocks blocks of highest maximum, best first
   // Only for a frequent term (in at least 1/64 of the slots): per 64 slots, a
   // word whose bit d is set when slot 64 w + d has the term, next to the number

@@ -60,16 +60,17 @@ class EmbeddingCache:
             np.save(tmp, arr)
             os.replace(tmp, self.directory / f"{name}.npy")
 
-    def _encode_with_progress(self, texts: list, step: int = 256) -> np.ndarray:
+    def _encode_with_progress(self, texts: list, quiet_below: int = 256) -> np.ndarray:
+        """One encode call over all the texts (one length order, one set of threads:
+        the demo build ran 256 texts per call before, each call waiting for its last
+        model run), the bar fed as model calls finish."""
         from .._util.progress import Progress
 
-        bar = Progress(len(texts), "encoding", self.show_progress if len(texts) > step else False)
-        parts = []
-        for start in range(0, len(texts), step):
-            parts.append(self.encoder.encode(texts[start:start + step], warn=False))
-            bar.update(start + len(parts[-1]))
-        bar.close()
-        return np.concatenate(parts)
+        bar = Progress(len(texts), "encoding", self.show_progress if len(texts) > quiet_below else False)
+        try:
+            return self.encoder.encode(texts, warn=False, progress=bar.update)
+        finally:
+            bar.close()
 
     def encode(self, texts) -> np.ndarray:
         texts = list(texts)

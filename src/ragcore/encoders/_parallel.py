@@ -22,11 +22,19 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def map_in_order(fn, items: list, workers: int) -> list:
+def map_in_order(fn, items: list, workers: int, on_result=None) -> list:
     """[fn(item) for item in items], on up to `workers` threads; each thread takes
-    the next item when it is free, and the results come back in the items' order."""
+    the next item when it is free, and the results come back in the items' order.
+    on_result(item, result), when given, is called on the calling thread for each
+    result in that order, as soon as it and those before it are done."""
     if workers <= 1 or len(items) <= 1:
-        return [fn(item) for item in items]
+        return [_reported(on_result, item, fn(item)) for item in items]
     with ThreadPoolExecutor(max_workers=min(workers, len(items)),
                             thread_name_prefix="ragcore-encode") as pool:
-        return list(pool.map(fn, items))
+        return [_reported(on_result, item, result) for item, result in zip(items, pool.map(fn, items))]
+
+
+def _reported(on_result, item, result):
+    if on_result is not None:
+        on_result(item, result)
+    return result

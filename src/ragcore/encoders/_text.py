@@ -87,13 +87,17 @@ class TextTokenizer:
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
         """Character (start, end) of every token of text: no special tokens, no truncation."""
+        return self.token_spans_of([text])[0]
+
+    def token_spans_of(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        """token_spans of each text, in one tokenizer call (its own threads, in Rust)."""
         with self._lock:
             self._tok.no_truncation()
             try:
-                encoding = self._tok.encode(text, add_special_tokens=False)
+                encodings = self._tok.encode_batch(texts, add_special_tokens=False)
             finally:
                 self._tok.enable_truncation(self.max_length)
-        return [span for span in encoding.offsets if span[1] > span[0]]
+        return [[span for span in e.offsets if span[1] > span[0]] for e in encodings]
 
     def count(self, text: str) -> int:
         """Tokens of text (no special tokens, no truncation)."""

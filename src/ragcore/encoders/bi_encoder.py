@@ -42,6 +42,19 @@ def l2_normalize(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
+def _texts_done(progress):
+    """on_result for _run_each that reports the running count of texts to progress."""
+    if progress is None:
+        return None
+    done = 0
+
+    def report(item, _result):
+        nonlocal done
+        done += len(item[0])
+        progress(done)
+    return report
+
+
 class BiEncoder:
     """Encodes texts with an ONNX transformer through onnxruntime.
 
@@ -132,11 +145,16 @@ class BiEncoder:
         return (f"BiEncoder({str(self.model.path)!r}, provider={self.provider!r}, "
                 f"max_length={self.max_length}, pooling={self.pooling!r})")
 
-    def encode(self, texts, warn: bool = True) -> Embeddings:
-        """float32 [len(texts), dim]; an empty list gives [0, dim]."""
+    def encode(self, texts, warn: bool = True, progress=None) -> Embeddings:
+        """float32 [len(texts), dim]; an empty list gives [0, dim].
+
+        progress: None, or a function called with the number of texts encoded so far
+        as model calls finish (on the calling thread): one call over a whole corpus
+        keeps one length order and one set of threads, where a caller that cut the
+        corpus into calls for a progress bar waited for each call's last model run."""
         texts = check_texts(texts)
         batches = list(self._batches(texts))
-        vectors = self._run_each(batches, self._embed)
+        vectors = self._run_each(batches, self._embed, _texts_done(progress))
         truncated = sum(int(batch.truncated.sum()) for _, batch in batches)
         if truncated and warn:
             warnings.warn(f"{truncated} of {len(texts)} texts were longer than max_length="
@@ -186,17 +204,17 @@ class BiEncoder:
             return 1
         return self.threads or usable_cores()
 
-    def _run_each(self, batches: list, fn) -> list:
+    def _run_each(self, batches: list, fn, on_result=None) -> list:
         """[fn(model, batch) for each (rows, batch)], in order: side by side on one
         core each when several model calls and cores are there, else one at a time
-        on the main session's intra-op threads."""
+        on the main session's intra-op threads. on_result: as for map_in_order."""
         workers = self._workers()
-        if workers <= 1 or len(batches) <= 1:
-            return [fn(self.model, batch) for _, batch in batches]
-        if self._one_core_model is None:
-            self._one_core_model = OnnxModel(self.model.path, [CPU_PROVIDER], 1, False)
-        model = self._one_core_model
-        return map_in_order(lambda item: fn(model, item[1]), batches, workers)
+        model = self.model
+        if workers > 1 and len(batches) > 1:
+            if self._one_core_model is None:
+                self._one_core_model = OnnxModel(self.model.path, [CPU_PROVIDER], 1, False)
+            model = self._one_core_model
+        return map_in_order(lambda item: fn(model, item[1]), batches, workers, on_result)
 
     def _batches(self, texts):
         """(input rows, TokenBatch) over texts sorted by length, longest first,

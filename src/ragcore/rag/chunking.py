@@ -91,7 +91,9 @@ class Chunker:
         """The chunks of one document, in order."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        tokens = self.tokenizer.token_spans(text)
+        return self._chunk(text, self.tokenizer.token_spans(text), doc_id, metadata)
+
+    def _chunk(self, text: str, tokens, doc_id, metadata) -> list[Chunk]:
         sentences = self._sentences_as_token_ranges(text, tokens)
         meta = dict(metadata or {})
         out = []
@@ -102,10 +104,17 @@ class Chunker:
 
     def chunk_documents(self, documents) -> list[Chunk]:
         """Chunks of (doc_id, text) or (doc_id, text, metadata) tuples, in order."""
+        items = [tuple(item) for item in documents]
+        for doc_id, text, *_ in items:
+            if not isinstance(text, str):
+                raise TypeError(f"text of document {doc_id!r} must be a str, got {type(text).__name__}")
+        # every document tokenized in one call: the build's chunking ran one call per document
+        texts = [item[1] for item in items]
+        batched = getattr(self.tokenizer, "token_spans_of", None)
+        spans = batched(texts) if batched and texts else [self.tokenizer.token_spans(t) for t in texts]
         out = []
-        for item in documents:
-            doc_id, text, *rest = item
-            out += self.chunk(text, doc_id, rest[0] if rest else None)
+        for (doc_id, text, *rest), tokens in zip(items, spans):
+            out += self._chunk(text, tokens, doc_id, rest[0] if rest else None)
         return out
 
     @staticmethod

@@ -6,6 +6,7 @@ and its binding to the index it belongs to across index(), copy(), load(), add a
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import weakref
 
@@ -186,3 +187,44 @@ def test_str_searches_on_threads_while_the_index_is_replaced():
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads) and not errors
     assert set(seen) <= answers and len(seen) == 900
+
+
+@pytest.mark.parametrize("call", ["list", "algorithm", "allow"])
+def test_batch_searches_on_threads_while_the_index_is_replaced(call):
+    # The checked path too reads the encoder and the native index as one pair: index()
+    # once set them one after the other, so a search between the two encoded its words
+    # with one vocabulary and scored them in the other index (a silent wrong answer).
+    old = ["aa bb", "bb cc", "cc dd"]
+    new = ["xx yy", "yy bb", "bb bb bb", "zz"]
+    index = BM25Index(stopwords=None)
+    index.index(old)
+    args = {"list": (["bb"], 3), "algorithm": ("bb", 3, 1, "exhaustive"),
+            "allow": ("bb", 3, 1, "auto", [0, 1, 2, 3])}[call]
+    answers = set()
+    for docs in (old, new):
+        ref = BM25Index(stopwords=None)
+        ref.index(docs)
+        answers.add(tuple(ref.search(*args).ids[0].tolist()))
+    seen, errors = [], []
+
+    def searcher():
+        try:
+            for _ in range(400):
+                seen.append(tuple(index.search(*args).ids[0].tolist()))
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between the attribute reads
+    try:
+        threads = [threading.Thread(target=searcher) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for i in range(300):
+            index.index(new if i % 2 == 0 else old)
+        for t in threads:
+            t.join(timeout=120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not any(t.is_alive() for t in threads) and not errors
+    assert set(seen) <= answers and len(seen) == 1200

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,8 @@ py::tuple tables_py(const py::array& rotated) {
   const size_t dp = static_cast<size_t>(rotated.shape(0));
   if (dp == 0 || dp % 8 || dp > kRabitqFastMaxDim)
     fail("rotated", "expected a multiple of 8, at most 1024, of values");
+  for (size_t i = 0; i < dp; ++i)
+    if (!std::isfinite(v[i])) fail("rotated", "expected finite values");
   RabitqFastTables t;
   rabitq_fast_tables(v, dp, t);
   py::array_t<uint8_t> luts({dp / 4, size_t{16}});

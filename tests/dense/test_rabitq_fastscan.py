@@ -239,3 +239,40 @@ def test_every_level_of_the_fast_search_finds_the_exact_top_k(level):
                                                   fast_blocks=blocks, **kw)
         np.testing.assert_allclose(est, ref_est, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(err, ref_err, rtol=1e-5, atol=1e-6)
+
+
+def _worst_table_error(w, rng):
+    """(the largest |quantised - exact| <x, w> over random codes, max_error)."""
+    dim = len(w)
+    luts, bias, delta, max_error = _core.rabitq_fast_tables(w)
+    codes = rng.integers(0, 2, (200, dim))
+    codes[0], codes[1] = 0, 1
+    nibbles = (codes.reshape(200, -1, 4) << np.arange(4)).sum(axis=2)
+    approx = bias + delta * luts[np.arange(dim // 4)[None, :], nibbles].astype(np.float64).sum(axis=1)
+    return np.abs(approx - codes @ w.astype(np.float64)).max(), max_error
+
+
+@settings(max_examples=30, deadline=None)
+@given(dim=st.sampled_from([8, 64, 1024]), exponent=st.integers(-45, 18),
+       equal=st.booleans(), seed=st.integers(0, 10_000))
+def test_table_error_bound_holds_at_every_magnitude(dim, exponent, equal, seed):
+    # Tiny queries (norm ~1e-37 and below) once gave a subnormal step whose reciprocal
+    # overflowed: tables of 255s and a max_error far below their error.
+    rng = np.random.default_rng(seed)
+    w = np.full(dim, 1.0) if equal else rng.standard_normal(dim)
+    w = (w * 10.0 ** exponent).astype(np.float32)
+    seen, max_error = _worst_table_error(w, rng)
+    assert seen <= max_error
+
+
+def test_zero_query_tables_are_exact():
+    seen, max_error = _worst_table_error(np.zeros(64, np.float32), np.random.default_rng(0))
+    assert seen == 0.0 and max_error <= 1e-30
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_tables_refuse_non_finite_values(bad):
+    w = np.ones(16, np.float32)
+    w[3] = bad
+    with pytest.raises(ValueError, match="rotated: expected finite values"):
+        _core.rabitq_fast_tables(w)

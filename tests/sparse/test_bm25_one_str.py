@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -156,33 +157,59 @@ def test_an_index_is_freed_without_the_cycle_collector():
         gc.enable()
 
 
-def test_str_searches_on_threads_while_the_index_is_replaced():
-    # Each entry holds its own encoder and native index: a search that runs while index()
-    # swaps them answers from one whole index, the old or the new, never a mix.
+class _SlowSwap(BM25Index):
+    """index() sets the replaced attributes one by one; a pause after each lets the
+    searching threads run between them (else a mix is caught only by chance)."""
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name.startswith("_") and name != "_lock":
+            time.sleep(0.0002)
+
+
+def _searches_while_replaced(args, searches, swaps):
+    """Three threads call index.search(*args) `searches` times each while index() swaps
+    two document sets `swaps` times; asserts every answer is one whole index's."""
     old = ["aa bb", "bb cc", "cc dd"]
-    new = ["xx yy", "yy bb", "bb bb bb", "zz"]
-    index = BM25Index(stopwords=None)
+    new = ["xx yy", "zz ww", "yy bb", "bb bb bb"]  # "bb": term 1 of old, 4 of new
+    index = _SlowSwap(stopwords=None)
     index.index(old)
     answers = set()
     for docs in (old, new):
         ref = BM25Index(stopwords=None)
         ref.index(docs)
-        answers.add(tuple(ref.search("bb", 3).ids[0].tolist()))
+        answers.add(tuple(ref.search(*args).ids[0].tolist()))
     seen, errors = [], []
 
     def searcher():
         try:
-            for _ in range(300):
-                seen.append(tuple(index.search("bb", 3, n_threads=1).ids[0].tolist()))
+            for _ in range(searches):
+                seen.append(tuple(index.search(*args).ids[0].tolist()))
         except BaseException as err:  # reported below
             errors.append(err)
 
     threads = [threading.Thread(target=searcher) for _ in range(3)]
     for t in threads:
         t.start()
-    for i in range(40):
+    for i in range(swaps):
         index.index(new if i % 2 == 0 else old)
     for t in threads:
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads) and not errors
-    assert set(seen) <= answers and len(seen) == 900
+    assert set(seen) <= answers and len(seen) == 3 * searches
+
+
+def test_str_searches_on_threads_while_the_index_is_replaced():
+    # Each entry holds its own encoder and native index: a search that runs while index()
+    # swaps them answers from one whole index, the old or the new, never a mix.
+    _searches_while_replaced(("bb", 3, 1), searches=300, swaps=40)
+
+
+@pytest.mark.parametrize("args", [(["bb"], 3), ("bb", 3, 1, "exhaustive"),
+                                  ("bb", 3, 1, "auto", [0, 1, 2, 3])],
+                         ids=["list", "algorithm", "allow"])
+def test_batch_searches_on_threads_while_the_index_is_replaced(args):
+    # The checked path too reads the encoder and the native index as one pair: index()
+    # once set them one after the other, so a search between the two encoded its words
+    # with one vocabulary and scored them in the other index (a silent wrong answer).
+    _searches_while_replaced(args, searches=300, swaps=120)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "ragcore/dense/rabitq.h"
@@ -63,7 +64,10 @@ void rabitq_fast_tables(const float* rotated, size_t dp, RabitqFastTables& t) {
     bias += *lo;
     top = std::max(top, *hi - *lo);
   }
-  t.delta = top > 0.0f ? top / 255.0f : 1.0f;
+  // Never below the smallest normal float: a subnormal step loses its relative
+  // precision and 1 / delta overflows to inf under ~3e-39 (the tables were then
+  // garbage and max_error far below their error, for queries of norm ~1e-37).
+  t.delta = std::max(top / 255.0f, std::numeric_limits<float>::min());
   t.bias = static_cast<float>(bias);
   // Half a level per look-up, and 1/1024 of a level for the float rounding of the
   // partial sums and the division (a few units in the last place of `top`).
@@ -74,7 +78,10 @@ void rabitq_fast_tables(const float* rotated, size_t dp, RabitqFastTables& t) {
     for (size_t e = 0; e < 16; ++e) {
       // Round to nearest (ties to even, as nearbyint) inline: adding and subtracting
       // 2^23 leaves no fraction bits to a value in [0, 2^23) (nearbyint: a call an entry).
-      const float x = std::min(std::max((sums[g * 16 + e] - lows[g]) * inv, 0.0f), 255.0f);
+      // NaN (a non-finite query reaching the native call) becomes 0, not an undefined
+      // float-to-integer conversion.
+      const float y = (sums[g * 16 + e] - lows[g]) * inv;
+      const float x = y > 0.0f ? std::min(y, 255.0f) : 0.0f;
       t.luts[g * 16 + e] = static_cast<uint8_t>((x + 0x1p23f) - 0x1p23f);
     }
 }

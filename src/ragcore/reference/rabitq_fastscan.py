@@ -25,11 +25,12 @@ def nibble_sums(w: np.ndarray) -> np.ndarray:
 
 def fast_tables(w: np.ndarray) -> tuple[np.ndarray, float, float, float]:
     """(luts uint8 [dp / 4, 16], bias, delta, max_error) of a rotated query w: luts =
-    round((T - lo) / delta), bias = sum of lo, max_error = dp / 4 * delta / 2."""
+    round((T - lo) / delta), bias = sum of lo, max_error = dp / 4 * delta / 2; delta is
+    at least float32's smallest normal (a zero or tiny query)."""
     t = nibble_sums(w)
     lo = t.min(axis=1)
     top = float((t.max(axis=1) - lo).max())
-    delta = top / 255.0 if top > 0 else 1.0
+    delta = max(top / 255.0, float(np.finfo(np.float32).tiny))  # never a subnormal step
     luts = np.clip(np.rint((t - lo[:, None]) / delta), 0, 255).astype(np.uint8)
     return luts, float(lo.sum()), delta, len(t) * delta / 2.0
 

@@ -90,9 +90,12 @@ class BM25Index:
         self._next_id = 0
 
     def _bind_str_search(self) -> None:
-        """The one-str entry of search, bound to the current native index and encoder
-        (called again whenever either is replaced)."""
+        """The one-str entry of search, bound to the current native index and encoder,
+        and the pair itself for the other searches (called again whenever either is
+        replaced): a search reads ``_pair`` once, so one that runs while index() swaps
+        them encodes and scores with the same index, the old or the new."""
         self._search_str = self._encoder.str_searcher(self._native, Hits)
+        self._pair = (self._encoder, self._native)
 
     def _native_params(self) -> dict:
         return {"k1": self._k1, "b": self._b, "delta": self._delta,
@@ -153,7 +156,7 @@ class BM25Index:
         new_ids = fresh.add(texts, ids, n_threads=n_threads, show_progress=show_progress)
         with self._lock:
             for name in ("_native", "_words", "_word_to_term", "_term_ids", "_terms",
-                         "_encoder", "_search_str", "_next_id"):
+                         "_encoder", "_search_str", "_pair", "_next_id"):
                 setattr(self, name, getattr(fresh, name))
         return new_ids
 
@@ -284,19 +287,19 @@ class BM25Index:
         native_algorithm = _NATIVE_ALGORITHM.get(algorithm) if isinstance(algorithm, str) else None
         if native_algorithm is None:
             check_choice(algorithm, "algorithm", ALGORITHMS)  # raises, naming the choices
+        encoder, native = self._pair
         if allow is None:  # one native call encodes the queries and searches
             if isinstance(queries, str):  # one query: nothing to inspect
                 batch, pretokenized = [queries], False
             else:
                 batch, pretokenized = _as_documents(queries, "queries")
-            return self._encoder.search(self._native, batch, pretokenized, k, native_algorithm,
-                                        n_threads)
+            return encoder.search(native, batch, pretokenized, k, native_algorithm, n_threads)
         # Rows are slots (removed ones hold -1): a mask by slot where ids are too sparse.
-        mask, by_row = allow_mask(allow, self._native.slot_ids())
+        mask, by_row = allow_mask(allow, native.slot_ids())
         filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
-        terms, weights, offsets = self._encode_queries(queries)
-        return self._native.search(terms, weights, offsets, k, algorithm=native_algorithm,
-                                   n_threads=n_threads, **filtered)
+        terms, weights, offsets = _encoded(encoder, queries)
+        return native.search(terms, weights, offsets, k, algorithm=native_algorithm,
+                             n_threads=n_threads, **filtered)
 
     def get_scores(self, query) -> np.ndarray:
         """float32 score of one query (a str or a token list) for every document, in the
@@ -307,16 +310,13 @@ class BM25Index:
             batch = [list(query)]
         else:
             raise TypeError("query must be a str or a list of str tokens")
-        terms, weights, _ = self._encode_queries(batch)
-        return self._native.get_scores(terms, weights)
+        encoder, native = self._pair
+        terms, weights, _ = _encoded(encoder, batch)
+        return native.get_scores(terms, weights)
 
     def _encode_queries(self, queries):
-        """Flattened (term ids, multiplicities, offsets), each term once per query, in order
-        of first appearance: tokenized, normalised and counted natively (QueryEncoder)."""
-        if isinstance(queries, str):  # one query: nothing to inspect
-            return self._encoder.encode([queries])
-        batch, pretokenized = _as_documents(queries, "queries")
-        return self._encoder.encode(batch, pretokenized=pretokenized)
+        """_encoded by the current encoder (for tests)."""
+        return _encoded(self._pair[0], queries)
 
     @property
     def query_cache_words(self) -> int:
@@ -333,8 +333,9 @@ class BM25Index:
     def weighed_queries(self, queries):
         """The queries as the scoring code sees them: (term ids, float64 weights, offsets of
         each query's terms, float64 base score per query), each term once per query."""
-        terms, weights, offsets = self._encode_queries(queries)
-        terms, weights, base = self._native.weigh_queries(terms, weights, offsets)
+        encoder, native = self._pair
+        terms, weights, offsets = _encoded(encoder, queries)
+        terms, weights, base = native.weigh_queries(terms, weights, offsets)
         return terms, weights, offsets, base
 
     # ---- copies and devices ---------------------------------------------
@@ -462,6 +463,15 @@ def _checked_terms(f: FileFields) -> list[str]:
     if len(set(terms)) != len(terms):
         f.fail("terms", "a term occurs twice")
     return terms
+
+
+def _encoded(encoder, queries):
+    """Flattened (term ids, multiplicities, offsets), each term once per query, in order
+    of first appearance: tokenized, normalised and counted natively (QueryEncoder)."""
+    if isinstance(queries, str):  # one query: nothing to inspect
+        return encoder.encode([queries])
+    batch, pretokenized = _as_documents(queries, "queries")
+    return encoder.encode(batch, pretokenized=pretokenized)
 
 
 def _check_number(value, name: str, low: float, high: float) -> float:

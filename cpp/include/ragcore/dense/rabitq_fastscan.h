@@ -12,7 +12,8 @@
 // Built in memory from the stored rows (rabitq_fast_pack); never written to a file.
 //
 // Quantisation: per group g of 4 coordinates, T_g[v] = sum of the coordinates whose
-// bit is set in v; lo_g = min_v T_g[v]; delta = max_g (max T_g - lo_g) / 255;
+// bit is set in v; lo_g = min_v T_g[v]; delta = max_g (max T_g - lo_g) / 255 (at
+// least FLT_MIN);
 // luts[g][v] = round((T_g[v] - lo_g) / delta). Then
 //   <x, P q> = bias + delta * sum_g luts[g][x_g] + e,  bias = sum_g lo_g,
 // |e| <= max_error = dp / 4 * delta / 2 (each look-up rounds by at most delta / 2),

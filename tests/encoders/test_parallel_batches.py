@@ -121,24 +121,39 @@ def test_one_model_call_stays_on_the_main_session(derived_models):
 # ---- calls by count cut into pieces of their rows ------------------------------------
 
 
+def whole_and_cut_encoders(path, lets_it_cut: str) -> tuple:
+    """(whole padded calls, one thread; cut, one thread; cut, two threads) of path,
+    calls by count; lets_it_cut: the attribute that allows the cut, off in the first."""
+    whole, *cut = (BiEncoder(path, providers="cpu", threads=t, token_budget=None) for t in (1, 1, 2))
+    setattr(whole, lets_it_cut, False)
+    return whole, *cut
+
+
+def at_batch_size(encoders: tuple, batch_size: int) -> tuple:
+    """encoders at batch_size, checked to be (whole, cut, cut)."""
+    for encoder in encoders:
+        encoder.batch_size = batch_size
+    whole, *cut = encoders
+    assert not whole._cut_by_count() and all(c._cut_by_count() for c in cut)
+    return whole, cut
+
+
 @pytest.fixture(scope="module")
 def whole_and_cut(derived_models):
-    """(whole padded calls, one thread; cut, one thread; cut, two threads), fp32."""
-    whole = BiEncoder(derived_models["fp32"], providers="cpu", threads=1, token_budget=None)
-    whole._rows_independent = False  # as for a graph whose texts may interact
-    return (whole, BiEncoder(derived_models["fp32"], providers="cpu", threads=1, token_budget=None),
-            BiEncoder(derived_models["fp32"], providers="cpu", threads=2, token_budget=None))
+    """{precision: (whole, cut, cut)}; fp32's whole one as for a graph whose texts may interact."""
+    return {"fp32": whole_and_cut_encoders(derived_models["fp32"], "_rows_independent"),
+            "int8": whole_and_cut_encoders(derived_models["int8"], "_rows_scaled_per_call")}
+
+
+TEXTS_AND_BATCH_SIZE = given(picks=st.lists(st.integers(0, len(POOL) - 1), min_size=1, max_size=40),
+                             batch_size=st.integers(1, 40))
 
 
 @settings(max_examples=12, deadline=None)
-@given(picks=st.lists(st.integers(0, len(POOL) - 1), min_size=1, max_size=40),
-       batch_size=st.integers(1, 40))
+@TEXTS_AND_BATCH_SIZE
 def test_cut_calls_by_count_give_the_whole_calls_bits(whole_and_cut, picks, batch_size):
     texts = [POOL[i] for i in picks]
-    for encoder in whole_and_cut:
-        encoder.batch_size = batch_size
-    whole, *cut = whole_and_cut
-    assert not whole._cut_by_count() and all(c._cut_by_count() for c in cut)
+    whole, cut = at_batch_size(whole_and_cut["fp32"], batch_size)
     want = whole.encode(texts, warn=False)
     for encoder in cut:
         got = encoder.encode(texts, warn=False)
@@ -161,24 +176,11 @@ def test_only_row_wise_graphs_and_their_int8_are_cut(derived_models):
     assert not BiEncoder(derived_models["fp32"], providers="cpu")._cut_by_count()
 
 
-@pytest.fixture(scope="module")
-def int8_whole_and_cut(derived_models):
-    """(whole padded calls; cut, one thread; cut, two threads), int8."""
-    whole = BiEncoder(derived_models["int8"], providers="cpu", threads=1, token_budget=None)
-    whole._rows_scaled_per_call = False
-    return (whole, BiEncoder(derived_models["int8"], providers="cpu", threads=1, token_budget=None),
-            BiEncoder(derived_models["int8"], providers="cpu", threads=2, token_budget=None))
-
-
 @settings(max_examples=10, deadline=None)
-@given(picks=st.lists(st.integers(0, len(POOL) - 1), min_size=1, max_size=40),
-       batch_size=st.integers(1, 40))
-def test_int8_cut_calls_are_their_pieces_own_calls(int8_whole_and_cut, picks, batch_size):
+@TEXTS_AND_BATCH_SIZE
+def test_int8_cut_calls_are_their_pieces_own_calls(whole_and_cut, picks, batch_size):
     texts = [POOL[i] for i in picks]
-    for encoder in int8_whole_and_cut:
-        encoder.batch_size = batch_size
-    whole, *cut = int8_whole_and_cut
-    assert not whole._cut_by_count() and all(c._cut_by_count() for c in cut)
+    whole, cut = at_batch_size(whole_and_cut["int8"], batch_size)
     # reference: each padded call by count cut by split_padded, each piece one model call
     want = np.empty((len(texts), whole.dim), np.float32)
     for rows, batch in whole._batches(texts):

@@ -1,7 +1,7 @@
-"""A probe for the next round, not a built feature: the int8 graph's calls by count
-(32 texts, token_budget=None, 1 thread) whole, as BiEncoder runs them, against the
-same padded calls cut into pieces of 1,024 padded tokens as the fp32 graph's are
-(BiEncoder._cut_by_count forced on). The int8 graph's rows interact through the
+"""The int8 graph's calls by count (32 texts, token_budget=None, 1 thread) whole, as
+BiEncoder ran them before issue 19d (its cut turned off), against the same padded
+calls cut into pieces of 1,024 padded tokens as BiEncoder runs them now, as the
+fp32 graph's are. The int8 graph's rows interact through the
 per-call activation scales of its dynamic quantisation, so the pieces give other
 bits: the min cosine between the two is printed next to the CPU times (median of
 interleaved repeats, calling thread).
@@ -31,7 +31,7 @@ def main() -> None:
     texts = [t for t in stdlib_docs(max_docs=400, seed=1).texts() if t.strip()][:args.texts]
     engines = {name: BiEncoder(path, providers="cpu", threads=1, token_budget=None, batch_size=32)
                for name in ("whole", "pieces")}
-    engines["pieces"]._cut_by_count = lambda: True
+    engines["whole"]._rows_scaled_per_call = False
     cpu, vectors = {name: [] for name in engines}, {}
     for _ in range(args.repeats):
         for name, encoder in engines.items():

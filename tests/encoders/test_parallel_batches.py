@@ -1,7 +1,9 @@
 """Sub-batches of one encode call on several threads: the vectors equal the
 one-thread path's bit for bit, the calls really run side by side, and one-call
 encodes (queries) and whole calls by count keep the main session; calls by count
-cut into pieces of their rows give the whole calls' bits."""
+cut into pieces of their rows give the whole calls' bits (fp32) or each piece's
+own call (int8, whose activation scales are set per call), within the int8
+accuracy bound of the whole calls."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ pytest.importorskip("onnx")
 
 from ragcore.encoders import BiEncoder, derived, models  # noqa: E402
 from ragcore.encoders._batching import split_padded  # noqa: E402
+from ragcore.encoders.bi_encoder import BY_COUNT_PIECE_TOKENS  # noqa: E402
 from ragcore.encoders._parallel import map_in_order, usable_cores  # noqa: E402
 from ragcore.encoders._text import TokenBatch  # noqa: E402
 
@@ -102,8 +105,9 @@ def test_one_model_call_stays_on_the_main_session(derived_models):
     sequential = BiEncoder(derived_models["fp32"], providers="cpu", threads=2, parallel_batches=False)
     sequential.encode(POOL, warn=False)
     assert sequential._one_core_model is None
-    whole_calls = BiEncoder(derived_models["int8"], providers="cpu", threads=2, token_budget=None,
+    whole_calls = BiEncoder(derived_models["fp32"], providers="cpu", threads=2, token_budget=None,
                             batch_size=2)  # whole padded calls: slower side by side
+    whole_calls._rows_independent = False  # as for a graph whose texts may interact
     whole_calls.encode(POOL, warn=False)
     assert not whole_calls._cut_by_count() and whole_calls._one_core_model is None
     cut = BiEncoder(derived_models["fp32"], providers="cpu", threads=2, token_budget=None, batch_size=2)
@@ -117,24 +121,39 @@ def test_one_model_call_stays_on_the_main_session(derived_models):
 # ---- calls by count cut into pieces of their rows ------------------------------------
 
 
+def whole_and_cut_encoders(path, lets_it_cut: str) -> tuple:
+    """(whole padded calls, one thread; cut, one thread; cut, two threads) of path,
+    calls by count; lets_it_cut: the attribute that allows the cut, off in the first."""
+    whole, *cut = (BiEncoder(path, providers="cpu", threads=t, token_budget=None) for t in (1, 1, 2))
+    setattr(whole, lets_it_cut, False)
+    return whole, *cut
+
+
+def at_batch_size(encoders: tuple, batch_size: int) -> tuple:
+    """encoders at batch_size, checked to be (whole, cut, cut)."""
+    for encoder in encoders:
+        encoder.batch_size = batch_size
+    whole, *cut = encoders
+    assert not whole._cut_by_count() and all(c._cut_by_count() for c in cut)
+    return whole, cut
+
+
 @pytest.fixture(scope="module")
 def whole_and_cut(derived_models):
-    """(whole padded calls, one thread; cut, one thread; cut, two threads), fp32."""
-    whole = BiEncoder(derived_models["fp32"], providers="cpu", threads=1, token_budget=None)
-    whole._rows_independent = False  # as for a graph whose texts may interact
-    return (whole, BiEncoder(derived_models["fp32"], providers="cpu", threads=1, token_budget=None),
-            BiEncoder(derived_models["fp32"], providers="cpu", threads=2, token_budget=None))
+    """{precision: (whole, cut, cut)}; fp32's whole one as for a graph whose texts may interact."""
+    return {"fp32": whole_and_cut_encoders(derived_models["fp32"], "_rows_independent"),
+            "int8": whole_and_cut_encoders(derived_models["int8"], "_rows_scaled_per_call")}
+
+
+TEXTS_AND_BATCH_SIZE = given(picks=st.lists(st.integers(0, len(POOL) - 1), min_size=1, max_size=40),
+                             batch_size=st.integers(1, 40))
 
 
 @settings(max_examples=12, deadline=None)
-@given(picks=st.lists(st.integers(0, len(POOL) - 1), min_size=1, max_size=40),
-       batch_size=st.integers(1, 40))
+@TEXTS_AND_BATCH_SIZE
 def test_cut_calls_by_count_give_the_whole_calls_bits(whole_and_cut, picks, batch_size):
     texts = [POOL[i] for i in picks]
-    for encoder in whole_and_cut:
-        encoder.batch_size = batch_size
-    whole, *cut = whole_and_cut
-    assert not whole._cut_by_count() and all(c._cut_by_count() for c in cut)
+    whole, cut = at_batch_size(whole_and_cut["fp32"], batch_size)
     want = whole.encode(texts, warn=False)
     for encoder in cut:
         got = encoder.encode(texts, warn=False)
@@ -144,13 +163,50 @@ def test_cut_calls_by_count_give_the_whole_calls_bits(whole_and_cut, picks, batc
             np.testing.assert_array_equal(b, a)
 
 
-def test_only_row_wise_graphs_are_cut(derived_models):
+def test_only_row_wise_graphs_and_their_int8_are_cut(derived_models):
     assert BiEncoder(derived_models["fp32"], providers="cpu")._rows_independent
     # int8 quantises each call's activations with one scale: its texts interact
-    assert not BiEncoder(derived_models["int8"], providers="cpu")._rows_independent
-    assert not BiEncoder(models.INT8_NAME, providers="cpu")._rows_independent
+    # through that scale only, so its calls are cut too (at other bits)
+    int8 = BiEncoder(derived_models["int8"], providers="cpu", token_budget=None)
+    assert not int8._rows_independent and int8._rows_scaled_per_call and int8._cut_by_count()
+    bundled = BiEncoder(models.INT8_NAME, providers="cpu", token_budget=None)  # Reshape, Softmax ...
+    assert not bundled._rows_independent and not bundled._rows_scaled_per_call
+    assert not bundled._cut_by_count()
     # with a token budget nothing is cut: the budget already bounds the calls
     assert not BiEncoder(derived_models["fp32"], providers="cpu")._cut_by_count()
+
+
+@settings(max_examples=10, deadline=None)
+@TEXTS_AND_BATCH_SIZE
+def test_int8_cut_calls_are_their_pieces_own_calls(whole_and_cut, picks, batch_size):
+    texts = [POOL[i] for i in picks]
+    whole, cut = at_batch_size(whole_and_cut["int8"], batch_size)
+    # reference: each padded call by count cut by split_padded, each piece one model call
+    want = np.empty((len(texts), whole.dim), np.float32)
+    for rows, batch in whole._batches(texts):
+        for piece_rows, piece in split_padded(rows, batch, BY_COUNT_PIECE_TOKENS):
+            want[piece_rows] = whole._embed(whole.model, piece)
+    whole_calls = whole.encode(texts, warn=False)
+    for encoder in cut:
+        got = encoder.encode(texts, warn=False)
+        np.testing.assert_array_equal(got, want)
+        assert got.truncated == whole_calls.truncated
+        # other bits than whole calls, within the bound the int8 recipe keeps to fp32
+        assert (got * whole_calls).sum(axis=1).min() >= derived.INT8_MIN_COSINE
+
+
+def test_int8_check_covers_the_pieces(derived_models):
+    """The kept int8 file passed its check on the check texts in pieces of one call
+    by count (other bits than the whole call), whole and one text per call."""
+    n = len(derived.CHECK_TEXTS)
+    assert BiEncoder(derived_models["int8"], providers="cpu", token_budget=None,
+                     batch_size=n)._cut_by_count()
+    want, got = derived._encode(derived_models["fp32"]), derived._encode(derived_models["int8"])
+    assert got.shape == (3 * n, want.shape[1])
+    np.testing.assert_array_equal(want[:n], want[n:2 * n])  # fp32: pieces give the whole call's bits
+    assert not np.array_equal(got[:n], got[n:2 * n])  # int8: the pieces were really run
+    assert (want * got).sum(axis=1).min() >= derived.INT8_MIN_COSINE
+    assert derived._check_int8(derived_models["fp32"], derived_models["int8"])["passed"]
 
 
 @settings(max_examples=60, deadline=None)

@@ -12,6 +12,7 @@ from .models import DEFAULT_NAME, resolve
 from ._batching import plan_batches, split_padded
 from ._onnx import CPU_PROVIDER, OnnxModel, embedding_rows, graph_operators, load_graph
 from .bert_graph import ROW_WISE_OPERATORS
+from .quantize import PER_CALL_SCALE_OPERATORS
 from ._parallel import map_in_order, usable_cores
 from ._text import TextTokenizer, check_texts
 
@@ -82,7 +83,12 @@ class BiEncoder:
             None, on CPU and for a graph whose texts do not interact (ragcore's
             fused fp32 graph), each padded call is still cut into pieces of its
             rows of at most 1,024 padded tokens at the call's width: the same
-            padded work and the same bits, in smaller calls.
+            padded work and the same bits, in smaller calls. Its int8
+            quantisation is cut the same way; its activation scales are set per
+            model call, so an int8 vector depends on the texts batched with it
+            and, cut, on the piece boundaries (a few 1e-3 of cosine; the derived
+            file is kept only if its accuracy check passes whole, in pieces and
+            one text per call).
         threads: cores one call may use (0: all of them). A call that makes one
             model call (a query) runs it on onnxruntime's intra-op threads; a call
             that makes several (bulk encoding) runs them on `threads` Python
@@ -123,7 +129,11 @@ class BiEncoder:
                 f"{spec.onnx_path} outputs rank {self.model.output_rank} ({self.model.output_name})")
         graph = load_graph(spec.onnx_path)
         # texts that do not interact in the graph: a padded call can be cut into pieces
-        self._rows_independent = graph is not None and graph_operators(graph) <= ROW_WISE_OPERATORS
+        operators = graph_operators(graph)
+        self._rows_independent = graph is not None and operators <= ROW_WISE_OPERATORS
+        # its int8 quantisation: the rows meet only through each call's activation scales
+        self._rows_scaled_per_call = (graph is not None and not self._rows_independent
+                                      and operators <= ROW_WISE_OPERATORS | PER_CALL_SCALE_OPERATORS)
         rows = embedding_rows(graph)
         del graph
         if rows is not None and self.tokenizer.vocab_size > rows:
@@ -191,8 +201,10 @@ class BiEncoder:
 
     def _cut_by_count(self) -> bool:
         """Whether calls by count are cut into pieces of their rows (same padding):
-        on CPU, for graphs whose texts do not interact (the same bits)."""
-        return self.token_budget is None and self._rows_independent and self.provider == CPU_PROVIDER
+        on CPU, for graphs whose texts do not interact (the same bits) and for their
+        dynamic int8 quantisation (other bits: scales per piece, within its check)."""
+        return (self.token_budget is None and self.provider == CPU_PROVIDER
+                and (self._rows_independent or self._rows_scaled_per_call))
 
     def _workers(self) -> int:
         # Only small calls gain side by side: two 32-text padded calls at once ran at

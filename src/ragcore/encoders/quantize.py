@@ -24,6 +24,11 @@ import numpy as np
 
 from ._denormals import thread_state_kept
 
+# Operators the dynamic int8 quantisation adds to the fused fp32 graph: the rows of
+# a call meet only through its activation scales (one per call), so a call may be
+# cut into pieces of its rows at other bits, within the recipe's check (derived.py).
+PER_CALL_SCALE_OPERATORS = frozenset({"DynamicQuantizeLinear", "MatMulInteger", "Mul", "QAttention"})
+
 SMOOTH_ALPHA = 0.8
 # Texts for the activation ranges: varied, and none of them a check text.
 CALIBRATION_TEXTS = (

@@ -345,8 +345,9 @@ def softmax_outputs_graph(seed):
 @settings(max_examples=15, deadline=None)
 @given(lengths=st.lists(st.integers(1, 20), min_size=2, max_size=4), seed=st.integers(0, 2**31))
 def test_masked_attention_weights_are_exactly_zero_when_flushed(lengths, seed):
-    """In a BERT's attention the padded keys' weights are exactly 0 under the flush,
-    and the other weights move by rounding at most."""
+    """In a BERT's attention, under the flush, the padded keys' weights are exactly 0
+    (they are without it too: this guards the flush against breaking the mask), no
+    weight is subnormal (what the flush adds), and the others move by rounding at most."""
     assume(min(lengths) < max(lengths))  # some padded keys
     graph = softmax_outputs_graph(seed)
     batch = padded_batch(np.random.default_rng(seed), lengths)

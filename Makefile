@@ -29,7 +29,10 @@ install: $(BIN)/python
 demo: install-demo
 	$(BIN)/python -m ragcore demo
 
+# check_simd_linkage: no SIMD file (-mavx2 / -mavx512*) may share an inline function with
+# scalar code, which the linker could resolve to the SIMD copy (SIGILL on older CPUs).
 test: install
+	$(BIN)/python tools/check_simd_linkage.py $$(ls -d build/cp3*-* | head -n 1)
 	$(BIN)/python -m pytest -q
 
 # ASan + UBSan build of the native module (build/asan, separate from the package build),

@@ -186,6 +186,31 @@ float pq4_quantize_tables(const float* t, size_t m, uint8_t* luts) {
   return scale;
 }
 
+Pq4Candidates::Pq4Candidates(size_t want)
+    : want_(want), cap_(want > (SIZE_MAX - 64) / 2 ? SIZE_MAX : std::max<size_t>(2 * want, want + 64)) {
+  keys_.reserve(std::min<size_t>(cap_, 1 << 16));
+}
+
+void Pq4Candidates::make_room() {
+  // used_ < cap_ here (offer shrinks at cap_), so this always adds room.
+  const size_t size = keys_.size();
+  keys_.resize(size > cap_ / 2 ? cap_ : std::max<size_t>(2 * size, 64));  // zero-fills only the new room
+}
+
+void Pq4Candidates::shrink() {
+  std::nth_element(keys_.begin(), keys_.begin() + (want_ - 1), keys_.begin() + used_);
+  used_ = want_;
+  bound_ = static_cast<uint32_t>(keys_[want_ - 1] >> 32);  // the largest kept (nth_element)
+}
+
+const std::vector<uint64_t>& Pq4Candidates::sorted() {
+  keys_.resize(used_);
+  std::sort(keys_.begin(), keys_.end());
+  if (keys_.size() > want_) keys_.resize(want_);
+  used_ = keys_.size();
+  return keys_;
+}
+
 Pq4TableMaker::Pq4TableMaker(const float* by_dim, size_t m, size_t d, Metric metric)
     : by_dim_(by_dim), m_(m), dsub_(d / m), metric_(metric),
       sq_norms_(metric == Metric::L2 ? m * 16 : 0, 0.0f) {

@@ -57,37 +57,32 @@ void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, ui
 // work, and an offer is an append (a heap cost ~30 ns an offer: measured slower).
 class Pq4Candidates {
  public:
-  explicit Pq4Candidates(size_t want)
-      : want_(want), cap_(want > (SIZE_MAX - 64) / 2 ? SIZE_MAX : std::max<size_t>(2 * want, want + 64)) {
-    keys_.reserve(std::min<size_t>(cap_, 1 << 16));
-  }
+  explicit Pq4Candidates(size_t want);
 
   // A loss above this cannot be among the want smallest.
   uint32_t bound() const { return bound_; }
   // Rows offered and kept; every offered row while fewer than 2 * want were offered.
-  size_t size() const { return keys_.size(); }
+  size_t size() const { return used_; }
 
+  // Inline for the SIMD scans; everything that grows or sorts the vector is out of line in
+  // pq4.cpp, a baseline file, so no SIMD file emits its own copy of std::vector's or
+  // std::sort's code for the linker to share with scalar code (tools/check_simd_linkage.py).
   void offer(uint32_t loss, uint32_t row) {
     if (want_ == 0) return;
-    keys_.push_back((static_cast<uint64_t>(loss) << 32) | row);
-    if (keys_.size() == cap_) shrink();
+    if (used_ == keys_.size()) make_room();
+    keys_[used_++] = (static_cast<uint64_t>(loss) << 32) | row;
+    if (used_ == cap_) shrink();
   }
 
   // The want smallest keys, best (smallest loss, then lowest row) first.
-  const std::vector<uint64_t>& sorted() {
-    std::sort(keys_.begin(), keys_.end());
-    if (keys_.size() > want_) keys_.resize(want_);
-    return keys_;
-  }
+  const std::vector<uint64_t>& sorted();
 
  private:
-  void shrink() {
-    std::nth_element(keys_.begin(), keys_.begin() + (want_ - 1), keys_.end());
-    keys_.resize(want_);
-    bound_ = static_cast<uint32_t>(keys_[want_ - 1] >> 32);  // the largest kept (nth_element)
-  }
+  void make_room();
+  void shrink();
 
   size_t want_, cap_;
+  size_t used_ = 0;  // keys_[0, used_) are the offers kept; the rest is room
   uint32_t bound_ = 0xFFFFFFFFu;
   std::vector<uint64_t> keys_;
 };

@@ -3,14 +3,12 @@ runs ``python -m ragcore demo`` in a fresh process with an empty embedding cache
 prints "N chunks indexed in S s", then is stopped. The builds take turns (order rotated
 every round), so a slower machine or a busier minute hits each of them alike.
 
-    python bench/demo_build_commits.py --build old=/path/to/pkg --build now=/other/pkg \
-        [--rounds 2] [--keep-models now]
+    python bench/demo_build_commits.py --build old=/path/to/pkg --build now=/other/pkg [--rounds 2]
 
 A build is a folder holding an importable ``ragcore`` package (a source tree's ``src/`` with
 its compiled ``_core`` copied beside the Python files, or a virtual environment's
-site-packages); it goes first on PYTHONPATH. ``--keep-models NAME`` gives that build's runs
-after the first what its first run left in the cache besides the embeddings (the fused fp32
-graph ragcore derives once per machine), so only the first run of it pays for the derivation.
+site-packages); it goes first on PYTHONPATH. Every run starts from an empty cache, so a build
+that derives its model (main's fused fp32 graph) pays for the derivation each time.
 """
 
 from __future__ import annotations
@@ -49,30 +47,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", action="append", required=True, metavar="NAME=PKG_DIR")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--keep-models", action="append", default=[], metavar="NAME")
     args = ap.parse_args()
     builds = dict(b.split("=", 1) for b in args.build)
-    models: dict[str, Path] = {}
     work = Path(tempfile.mkdtemp(prefix="demo_builds_"))
-    results: dict[str, list[float]] = {name: [] for name in builds}
+    results: dict[str, list[tuple[int, float]]] = {name: [] for name in builds}
     print(f"load {os.getloadavg()[0]:.2f}", flush=True)
     for rnd in range(args.rounds):
         names = list(builds)[rnd % len(builds):] + list(builds)[:rnd % len(builds)]
         for name in names:
             cache = work / f"{name}-{rnd}"
-            if name in models:
-                shutil.copytree(models[name], cache, ignore=shutil.ignore_patterns("embeddings"))
-            cache.mkdir(parents=True, exist_ok=True)
+            cache.mkdir(parents=True)
             chunks, build_s, wall_s = one_build(Path(builds[name]), cache)
-            if name in args.keep_models and name not in models:
-                models[name] = cache
-            results[name].append(build_s)
+            results[name].append((chunks, build_s))
             print(f"round {rnd} {name:10s} {chunks} chunks in {build_s:6.1f} s "
                   f"({chunks / build_s:6.1f} chunks/s; process start to line {wall_s:6.1f} s) "
                   f"load {os.getloadavg()[0]:.2f}", flush=True)
-    for name, times in results.items():
-        best = min(times)
-        print(f"{name}: best {best:.1f} s, {chunks / best:.1f} chunks/s over {len(times)} runs")
+    for name, runs in results.items():
+        chunks, best = min(runs, key=lambda run: run[1])
+        print(f"{name}: best {best:.1f} s, {chunks / best:.1f} chunks/s over {len(runs)} runs")
     shutil.rmtree(work, ignore_errors=True)
 
 

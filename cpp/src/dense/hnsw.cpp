@@ -234,8 +234,8 @@ void HnswIndex::add(const void* rows, size_t n, size_t stride, const int64_t* id
     parallel_for(slots.size(), threads, [&](size_t i, int w) {
       insert(slots[i], levels[i], qbufs[w], visited[w]);
     });
-    // The repair walks the whole graph on one thread: after every chunk it took a
-    // tenth of a 1M build's wall time. It runs once the rows inserted since the last
+    // The repair walks the whole graph on one thread, so running it after every
+    // chunk made a large build quadratic in its serial part. It runs once the rows inserted since the last
     // one reach a tenth of the index, and after the last chunk, so every live node is
     // reachable when add returns; a search between two chunks of a long add may miss
     // a node cut off in the chunks before it.

@@ -41,7 +41,7 @@ class MaxScoreQuery {
     if (shortcuts_) {
       loop<true>();
     } else {
-      loop<false>();  // the plain MaxScore loop, without a check of the shortcuts
+      batched_loop();  // the plain MaxScore loop, in batches of candidates
     }
   }
 
@@ -76,8 +76,132 @@ class MaxScoreQuery {
     }
   }
 
+  // MaxScore without the shortcuts, kBatch candidates at a time: the candidates
+  // and their essential parts are collected first, then each non-essential list,
+  // highest bound first, is probed for every candidate still able to enter. The
+  // probes of one list are independent of each other, so their cache misses
+  // (doc bits, score parts) overlap instead of each waiting on the last
+  // candidate's branches. The checks use the threshold at the start of the
+  // batch's probes, which only rises: a lower one keeps more candidates, never
+  // fewer, and every kept candidate is scored exactly, so the hits are those of
+  // the one-at-a-time loop.
+  void batched_loop() {
+    update_essential();
+    batch_values_.assign(kBatch * n_, 0.0);
+    batch_bounds_.resize(kBatch * n_);
+    for (uint32_t doc = min_essential_doc(); doc != kEndDoc && first_essential_ < n_;) {
+      const size_t m = collect_batch(doc);
+      if (probe_batch(m)) {
+        doc = min_essential_doc();  // the split moved: a list left the essential ones
+        checked_ = false;
+      }
+    }
+  }
+
+  // Collects up to kBatch candidates from doc on: their docs, essential parts
+  // (in batch_values_, by slot) and partial sums; leaves doc at the next one.
+  size_t collect_batch(uint32_t& doc) {
+    size_t m = 0;
+    while (m < kBatch && doc != kEndDoc) {
+      if (needs_region_check(doc)) {
+        // A batch ends at a region: checking one moves the non-essential lists'
+        // block pointers to its start, past the blocks of earlier candidates.
+        if (m) break;
+        if (check_region(doc) == Region::Skip) {
+          doc = skip_region();
+          continue;
+        }
+      }
+      double* values = &batch_values_[m * n_];
+      double partial = 0.0;
+      uint32_t next = kEndDoc;
+      for (size_t i = first_essential_; i < n_; ++i) {
+        Cursor& c = cursors_[i];
+        if (c.doc() == doc) {
+          const double v = lanes_[i].score(c.position());
+          values[lanes_[i].slot] = v;
+          partial += v;
+          c.next();
+        }
+        next = std::min(next, c.doc());
+      }
+      batch_docs_[m] = doc;
+      batch_partial_[m] = partial;
+      ++m;
+      doc = next;
+    }
+    return m;
+  }
+
+  // Probes the non-essential lists for the batch's first m candidates and
+  // offers those that may enter; clears their values. Returns whether the
+  // essential split moved.
+  bool probe_batch(size_t m) {
+    const size_t fe = first_essential_;
+    size_t alive = 0;  // batch_alive_[0, alive): candidates that may still enter
+    for (size_t c = 0; c < m; ++c) {
+      batch_alive_[alive] = static_cast<uint8_t>(c);
+      // With every list essential, a partial is a full sum (in another order): no check.
+      alive += !fe || sink_.may_enter(batch_partial_[c] + prefix_[fe - 1]);
+    }
+    if (fe && alive) {
+      // Per candidate, the prefix sums of the blocks that could hold it (as
+      // probe_non_essential bounds one), list by list: each shallow cursor
+      // moves forward over the candidates in doc order.
+      for (size_t i = 0; i < fe; ++i) {
+        Cursor& cur = cursors_[i];
+        for (size_t a = 0; a < alive; ++a) {
+          const size_t c = batch_alive_[a];
+          cur.shallow_next_geq(batch_docs_[c]);
+          const double block = cur.shallow_done() ? 0.0 : term(i).block_bound(cur.shallow_index());
+          batch_bounds_[c * n_ + i] = (i ? batch_bounds_[c * n_ + i - 1] : 0.0) + block;
+        }
+      }
+      for (size_t i = fe; i-- > 0 && alive;) {
+        const Lane& lane = lanes_[i];
+        size_t kept = 0;
+        for (size_t a = 0; a < alive; ++a) {
+          const size_t c = batch_alive_[a];
+          batch_alive_[kept] = static_cast<uint8_t>(c);
+          kept += sink_.may_enter(batch_partial_[c] + batch_bounds_[c * n_ + i]);
+        }
+        alive = kept;
+        if (lane.doc_bits) {  // a popcount each, no block to decode
+          for (size_t a = 0; a < alive; ++a) {
+            const size_t c = batch_alive_[a];
+            const size_t position = TermScorer::position_in(lane.doc_bits, batch_docs_[c]);
+            if (position == TermScorer::kNoPosition) continue;
+            const double v = lane.score(position);
+            batch_values_[c * n_ + lane.slot] = v;
+            batch_partial_[c] += v;
+          }
+        } else {
+          Cursor& cur = cursors_[i];
+          for (size_t a = 0; a < alive; ++a) {
+            const size_t c = batch_alive_[a];
+            cur.next_geq(batch_docs_[c]);
+            if (cur.doc() != batch_docs_[c]) continue;
+            const double v = lane.score(cur.position());
+            batch_values_[c * n_ + lane.slot] = v;
+            batch_partial_[c] += v;
+          }
+        }
+      }
+    }
+    bool moved = false;
+    for (size_t a = 0; a < alive; ++a) {
+      const size_t c = batch_alive_[a];
+      double total = 0.0;  // in query order, as SlotSum::take_total adds
+      for (size_t slot = 0; slot < n_; ++slot) total += batch_values_[c * n_ + slot];
+      if (sink_.push(batch_docs_[c], total)) moved |= update_essential();
+    }
+    std::fill(batch_values_.begin(), batch_values_.begin() + m * n_, 0.0);
+    return moved;
+  }
+
   enum class Region : bool { MayEnter, Skip };
   static constexpr size_t kInsertionSortTerms = 32;
+  static constexpr size_t kBatch = 64;  // candidates per batch of batched_loop
   enum class DocStatus : bool { Insert, Skip };
 
   const TermScorer& term(size_t i) const { return terms_[order_[i]]; }
@@ -350,6 +474,14 @@ class MaxScoreQuery {
   uint32_t checked_until_ = 0;         // end of the last region checked as MayEnter
   bool checked_ = false;               // whether that region still applies
   SlotSum sum_;
+  // batched_loop's candidates: doc, partial sum, parts by slot (kBatch x n_, zero
+  // where absent), block-bound prefix sums of the non-essential lists, and the
+  // indices of those that may still enter.
+  uint32_t batch_docs_[kBatch];
+  double batch_partial_[kBatch];
+  std::vector<double> batch_values_;
+  std::vector<double> batch_bounds_;
+  uint8_t batch_alive_[kBatch];
 };
 
 }  // namespace ragcore

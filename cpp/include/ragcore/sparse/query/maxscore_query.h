@@ -118,7 +118,11 @@ class MaxScoreQuery {
       for (size_t i = first_essential_; i < n_; ++i) {
         Cursor& c = cursors_[i];
         if (c.doc() == doc) {
-          const double v = lanes_[i].score(c.position());
+          const size_t position = c.position();
+          const double v = lanes_[i].score(position);
+          // Two lines ahead: after a region skip the parts are read from a new
+          // place, too briefly for the hardware prefetcher to follow.
+          __builtin_prefetch(lanes_[i].excess + position + kPartsAhead);
           values[lanes_[i].slot] = v;
           partial += v;
           c.next();
@@ -150,10 +154,17 @@ class MaxScoreQuery {
       // moves forward over the candidates in doc order.
       for (size_t i = 0; i < fe; ++i) {
         Cursor& cur = cursors_[i];
+        const TermScorer& t = term(i);
+        size_t last = kNoBlock;  // consecutive candidates mostly share a block
+        double block = 0.0;
         for (size_t a = 0; a < alive; ++a) {
           const size_t c = batch_alive_[a];
           cur.shallow_next_geq(batch_docs_[c]);
-          const double block = cur.shallow_done() ? 0.0 : term(i).block_bound(cur.shallow_index());
+          const size_t b = cur.shallow_done() ? kNoBlock : cur.shallow_index();
+          if (b != last) {
+            last = b;
+            block = b == kNoBlock ? 0.0 : t.block_bound(b);
+          }
           batch_bounds_[c * n_ + i] = (i ? batch_bounds_[c * n_ + i - 1] : 0.0) + block;
         }
       }
@@ -202,6 +213,8 @@ class MaxScoreQuery {
   enum class Region : bool { MayEnter, Skip };
   static constexpr size_t kInsertionSortTerms = 32;
   static constexpr size_t kBatch = 64;  // candidates per batch of batched_loop
+  static constexpr size_t kPartsAhead = 32;  // floats: two cache lines
+  static constexpr size_t kNoBlock = ~size_t{0};
   enum class DocStatus : bool { Insert, Skip };
 
   const TermScorer& term(size_t i) const { return terms_[order_[i]]; }

@@ -30,67 +30,38 @@ class MaxScoreQuery {
   using Cursor = PostingCursor;
   static_assert(is_block_max_cursor<Cursor>::value, "MaxScore needs a block-max cursor");
 
-  // terms in query order (their slots index the SlotSum); both must outlive the query.
+  // terms in query order (their slots order each sum); both must outlive the query.
   MaxScoreQuery(const std::vector<TermScorer>& terms, DocSink& sink)
-      : terms_(terms), sink_(sink), n_(terms.size()), sum_(terms.size()) {
+      : terms_(terms), sink_(sink), n_(terms.size()) {
     sort_by_list_bound();
   }
 
   // Offers every document that may enter to the sink, each with its exact sum.
   void run() {
     if (shortcuts_) {
-      loop<true>();
+      batched_loop<true>();
     } else {
-      batched_loop();  // the plain MaxScore loop, in batches of candidates
+      batched_loop<false>();  // without a check of the shortcuts
     }
   }
 
  private:
-  template <bool kShortcuts>
-  void loop() {
-    update_essential();
-    for (uint32_t doc = min_essential_doc(); doc != kEndDoc && first_essential_ < n_;) {
-      if (needs_region_check(doc) && check_region(doc) == Region::Skip) {
-        doc = skip_region();
-        continue;
-      }
-      if constexpr (kShortcuts) {
-        if (sink_.entry() != seen_entry_) threshold_rose();
-        if (n_required_ && lacks_required(doc)) {
-          doc = skip_doc(doc);
-          continue;
-        }
-      }
-      uint32_t next;
-      double partial = score_essential<kShortcuts>(doc, next);
-      prefetch_probes(next);
-      if (probe_non_essential(doc, partial) == DocStatus::Insert) {
-        if (sink_.push(doc, sum_.take_total()) && update_essential()) {
-          next = min_essential_doc();  // a list left the essential ones: its doc may be the min
-          checked_ = false;
-        }
-      } else {
-        sum_.clear();
-      }
-      doc = next;
-    }
-  }
-
-  // MaxScore without the shortcuts, kBatch candidates at a time: the candidates
-  // and their essential parts are collected first, then each non-essential list,
-  // highest bound first, is probed for every candidate still able to enter. The
-  // probes of one list are independent of each other, so their cache misses
-  // (doc bits, score parts) overlap instead of each waiting on the last
-  // candidate's branches. The checks use the threshold at the start of the
+  // MaxScore, kBatch candidates at a time: the candidates and their essential
+  // parts are collected first, then each non-essential list, highest bound
+  // first, is probed for every candidate still able to enter. The probes of one
+  // list are independent of each other, so their cache misses (doc bits, score
+  // parts) overlap instead of each waiting on the last candidate's branches
+  // (BENCHMARKS.md, issue 16's sixth round). The checks use the threshold at the start of the
   // batch's probes, which only rises: a lower one keeps more candidates, never
-  // fewer, and every kept candidate is scored exactly, so the hits are those of
-  // the one-at-a-time loop.
+  // fewer, and every kept candidate is scored exactly, so the hits are the
+  // same as checking each candidate against the newest threshold.
+  template <bool kShortcuts>
   void batched_loop() {
     update_essential();
     batch_values_.assign(kBatch * n_, 0.0);
     batch_bounds_.resize(kBatch * n_);
     for (uint32_t doc = min_essential_doc(); doc != kEndDoc && first_essential_ < n_;) {
-      const size_t m = collect_batch(doc);
+      const size_t m = collect_batch<kShortcuts>(doc);
       if (probe_batch(m)) {
         doc = min_essential_doc();  // the split moved: a list left the essential ones
         checked_ = false;
@@ -100,6 +71,7 @@ class MaxScoreQuery {
 
   // Collects up to kBatch candidates from doc on: their docs, essential parts
   // (in batch_values_, by slot) and partial sums; leaves doc at the next one.
+  template <bool kShortcuts>
   size_t collect_batch(uint32_t& doc) {
     size_t m = 0;
     while (m < kBatch && doc != kEndDoc) {
@@ -109,6 +81,13 @@ class MaxScoreQuery {
         if (m) break;
         if (check_region(doc) == Region::Skip) {
           doc = skip_region();
+          continue;
+        }
+      }
+      if constexpr (kShortcuts) {
+        if (sink_.entry() != seen_entry_) threshold_rose();
+        if (n_required_ && lacks_required(doc)) {
+          doc = skip_doc(doc);
           continue;
         }
       }
@@ -125,7 +104,11 @@ class MaxScoreQuery {
           __builtin_prefetch(lanes_[i].excess + position + kPartsAhead);
           values[lanes_[i].slot] = v;
           partial += v;
-          c.next();
+          if constexpr (kShortcuts) {
+            advance(i);
+          } else {
+            c.next();
+          }
         }
         next = std::min(next, c.doc());
       }
@@ -149,9 +132,9 @@ class MaxScoreQuery {
       alive += !fe || sink_.may_enter(batch_partial_[c] + prefix_[fe - 1]);
     }
     if (fe && alive) {
-      // Per candidate, the prefix sums of the blocks that could hold it (as
-      // probe_non_essential bounds one), list by list: each shallow cursor
-      // moves forward over the candidates in doc order.
+      // Per candidate, the prefix sums of the maxima of the blocks that could
+      // hold it, list by list: each shallow cursor moves forward over the
+      // candidates in doc order, without decoding.
       for (size_t i = 0; i < fe; ++i) {
         Cursor& cur = cursors_[i];
         const TermScorer& t = term(i);
@@ -215,7 +198,6 @@ class MaxScoreQuery {
   static constexpr size_t kBatch = 64;  // candidates per batch of batched_loop
   static constexpr size_t kPartsAhead = 32;  // floats: two cache lines
   static constexpr size_t kNoBlock = ~size_t{0};
-  enum class DocStatus : bool { Insert, Skip };
 
   const TermScorer& term(size_t i) const { return terms_[order_[i]]; }
 
@@ -225,7 +207,7 @@ class MaxScoreQuery {
     const float* excess;                  // term(i).cache().excess
     const TermCache::DocBits* doc_bits;   // null without doc bits
     double weight;
-    size_t slot;                          // position in query order (the SlotSum's)
+    size_t slot;                          // position in query order
     double score(size_t position) const { return weight * excess[position]; }  // = TermScorer::score
   };
 
@@ -245,7 +227,6 @@ class MaxScoreQuery {
     cursors_.reserve(n_);
     lanes_.reserve(n_);
     prefix_.resize(n_);
-    block_prefix_.resize(n_);
     shortcuts_ = std::all_of(terms_.begin(), terms_.end(), [](const TermScorer& t) { return t.has_doc_bits(); });
     for (size_t i = 0; i < n_; ++i) {
       cursors_.emplace_back(term(i).list());
@@ -315,29 +296,6 @@ class MaxScoreQuery {
     for (size_t i = first_essential_; i < n_; ++i) cursors_[i].next_geq(checked_until_ + 1);
     checked_ = false;
     return checked_until_ == kEndDoc ? kEndDoc : min_essential_doc();
-  }
-
-  // Adds doc's contributions from the essential lists (a cached float each),
-  // steps past it, and sets next to the following candidate. Returns their sum.
-  template <bool kShortcuts>
-  double score_essential(uint32_t doc, uint32_t& next) {
-    double partial = 0.0;
-    next = kEndDoc;
-    for (size_t i = first_essential_; i < n_; ++i) {
-      Cursor& c = cursors_[i];
-      if (c.doc() == doc) {
-        const double v = lanes_[i].score(c.position());
-        sum_.add(lanes_[i].slot, v);
-        partial += v;
-        if constexpr (kShortcuts) {
-          advance(i);
-        } else {
-          c.next();
-        }
-      }
-      next = std::min(next, c.doc());
-    }
-    return partial;
   }
 
   // Moves essential cursor i past its posting and past every following one that
@@ -422,47 +380,6 @@ class MaxScoreQuery {
     return n;
   }
 
-  // The doc-bits entries that probing the next candidate would read: on a large
-  // index they are cache misses, which this overlaps with the current candidate's
-  // probes (on the 1M zipf corpus most of MaxScore's time waited on these loads).
-  void prefetch_probes(uint32_t next) const {
-    if (next == kEndDoc) return;
-    for (size_t i = 0; i < first_essential_; ++i)
-      if (lanes_[i].doc_bits) __builtin_prefetch(lanes_[i].doc_bits + (next >> 6));
-  }
-
-  // The non-essential lists can add at most their list bounds, and at most the
-  // maxima of the blocks that could hold the document (moved to without
-  // decoding); probes them, highest bound first, while the document can enter.
-  DocStatus probe_non_essential(uint32_t doc, double partial) {
-    if (first_essential_ == 0) return DocStatus::Insert;
-    if (!sink_.may_enter(partial + prefix_[first_essential_ - 1])) return DocStatus::Skip;
-    for (size_t i = 0; i < first_essential_; ++i) {
-      Cursor& c = cursors_[i];
-      c.shallow_next_geq(doc);
-      const double block = c.shallow_done() ? 0.0 : term(i).block_bound(c.shallow_index());
-      block_prefix_[i] = (i ? block_prefix_[i - 1] : 0.0) + block;
-    }
-    for (size_t i = first_essential_; i-- > 0;) {
-      if (!sink_.may_enter(partial + block_prefix_[i])) return DocStatus::Skip;
-      const Lane& lane = lanes_[i];
-      double v;
-      if (lane.doc_bits) {  // a popcount, no block to decode
-        const size_t position = TermScorer::position_in(lane.doc_bits, doc);
-        if (position == TermScorer::kNoPosition) continue;
-        v = lane.score(position);
-      } else {
-        Cursor& c = cursors_[i];
-        c.next_geq(doc);
-        if (c.doc() != doc) continue;
-        v = lane.score(c.position());
-      }
-      sum_.add(lane.slot, v);
-      partial += v;
-    }
-    return DocStatus::Insert;
-  }
-
   const std::vector<TermScorer>& terms_;
   DocSink& sink_;
   const size_t n_;
@@ -470,7 +387,6 @@ class MaxScoreQuery {
   std::vector<Cursor> cursors_;        // cursors_[i] walks term(i)'s list
   std::vector<Lane> lanes_;            // lanes_[i]: term(i), flat
   std::vector<double> prefix_;         // prefix_[i]: sum of the list bounds of term(0..i)
-  std::vector<double> block_prefix_;   // the same over the blocks that could hold a candidate
   std::vector<double> rest_;           // rest_[i]: the sum of the list bounds of all terms but term(i)
   std::vector<float> cut_;             // cut_[i]: essential i skips the parts <= it
   std::vector<uint8_t> skips_;         // skips_[i]: whether any part of list i is <= cut_[i]
@@ -486,7 +402,6 @@ class MaxScoreQuery {
   size_t first_essential_ = 0;         // lists [first_essential_, n_) are essential
   uint32_t checked_until_ = 0;         // end of the last region checked as MayEnter
   bool checked_ = false;               // whether that region still applies
-  SlotSum sum_;
   // batched_loop's candidates: doc, partial sum, parts by slot (kBatch x n_, zero
   // where absent), block-bound prefix sums of the non-essential lists, and the
   // indices of those that may still enter.

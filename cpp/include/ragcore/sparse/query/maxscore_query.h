@@ -101,7 +101,7 @@ class MaxScoreQuery {
           const double v = lanes_[i].score(position);
           // Two lines ahead: after a region skip the parts are read from a new
           // place, too briefly for the hardware prefetcher to follow.
-          __builtin_prefetch(lanes_[i].excess + position + kPartsAhead);
+          if (position + kPartsAhead < c.size()) __builtin_prefetch(lanes_[i].excess + position + kPartsAhead);
           values[lanes_[i].slot] = v;
           partial += v;
           if constexpr (kShortcuts) {

@@ -5,6 +5,7 @@
 // lists and the others are only probed, lowest bound last, while the document
 // can still make it, bounded first by the list bounds and then by the maxima of
 // the blocks that would hold it (block-max MaxScore, Chakrabarti et al., WSDM 2011).
+// Candidates are collected and probed in batches (batched_loop).
 //
 // Usage, per query: MaxScoreQuery(terms, sink).run();
 #pragma once

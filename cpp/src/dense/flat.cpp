@@ -158,6 +158,10 @@ class FlatSearch {
     const size_t block = corpus_tile_rows();
     std::vector<float> scores(block);
     auto dot_rows = kern_.dot_rows[static_cast<int>(a_.storage)];
+    // One query over float32 rows too large to stay in L2 between calls: one memory stream.
+    if (q1 - q0 == 1 && a_.storage == Storage::F32 &&
+        scan_streams(a_.n * a_.corpus_stride * sizeof(float)))
+      dot_rows = kern_.dot_rows_streamed;
     for (size_t jb = j0; jb < j1; jb += block) {
       const size_t rows = std::min(block, j1 - jb);
       for (size_t i = q0; i < q1; ++i) {

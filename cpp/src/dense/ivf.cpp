@@ -198,7 +198,10 @@ class IvfSearch {
     const size_t block = count == 1 ? kMaxBlockRows
                                     : std::clamp<size_t>(kScanBlockBytes / row_bytes(), 16, kMaxBlockRows);
     float scores[kMaxBlockRows];
-    const auto dot_rows = quantised_ ? kern_.dot_rows_sq8 : kern_.dot_rows[static_cast<int>(a_.storage)];
+    auto dot_rows = quantised_ ? kern_.dot_rows_sq8 : kern_.dot_rows[static_cast<int>(a_.storage)];
+    // One query over float32 lists of an index too large to stay in L2: one memory stream.
+    if (count == 1 && a_.storage == Storage::F32 && scan_streams(a_.n * row_bytes()))
+      dot_rows = kern_.dot_rows_streamed;
     for (size_t jb = j0; jb < j1; jb += block) {
       const size_t rows = std::min(block, j1 - jb);
       for (size_t c = 0; c < count; ++c) {

@@ -243,6 +243,16 @@ void dot_gather(const float* q, const void* const* rows, size_t n, size_t d, flo
 }
 
 template <class V>
+void dot_rows_streamed(const float* q, const void* x, size_t ldx, size_t n_rows, size_t d,
+                       float* out) {
+  const size_t full = d - d % V::kWidth;
+  const size_t tail = d - full;
+  const typename V::Reg qt = query_tail<V>(q, full, tail);
+  const float* rows = static_cast<const float*>(x);
+  for (size_t j = 0; j < n_rows; ++j) out[j] = dot1<V, Storage::F32>(q, qt, rows + j * ldx, full, tail);
+}
+
+template <class V>
 DenseKernels make_kernels(SimdLevel level, const char* name) {
   return DenseKernels{
       level,
@@ -253,6 +263,7 @@ DenseKernels make_kernels(SimdLevel level, const char* name) {
       dot_rows_batch<V>,
       at_least<V>,
       {dot_gather<V, Storage::F32>, dot_gather<V, Storage::F16>, dot_gather<V, Storage::BF16>},
+      dot_rows_streamed<V>,
   };
 }
 

@@ -1,6 +1,6 @@
 """One query over float32 rows larger than the L2 cache: FlatIndex and IVFIndex scan them one
 row at a time (`dot_rows_streamed`, cpp/src/simd/kernels_impl.h) instead of four interleaved
-rows, which as four memory streams ran at 0.4-0.5x faiss's speed on an AMD Zen 4. The sums
+rows (four memory streams, far slower on an AMD Zen 4: BENCHMARKS.md). The sums
 must be dot_rows' bit for bit, so a query's hits do not depend on whether it came alone (the
 streamed scan) or in a batch (the blocked path, or four-row scans), on every SIMD level.
 """

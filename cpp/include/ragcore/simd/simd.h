@@ -51,8 +51,8 @@ struct DenseKernels {
   // dot_rows of float32 rows, one row at a time: the same sums (each row by the same
   // chain), for a query's scan of rows that do not stay in cache between queries. Four
   // interleaved rows hide the chain's latency when the rows sit in L2, but as four
-  // memory streams they ran at 0.4-0.5x faiss's one-row scan on an AMD Zen 4 (BENCHMARKS.md,
-  // issue 16's sixth round); one stream matched it.
+  // memory streams they were far slower than one on an AMD Zen 4 (BENCHMARKS.md, issue
+  // 16's sixth round).
   void (*dot_rows_streamed)(const float* q, const void* x, size_t ldx, size_t n_rows, size_t d,
                             float* out);
 };

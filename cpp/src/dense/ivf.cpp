@@ -199,7 +199,8 @@ class IvfSearch {
                                     : std::clamp<size_t>(kScanBlockBytes / row_bytes(), 16, kMaxBlockRows);
     float scores[kMaxBlockRows];
     auto dot_rows = quantised_ ? kern_.dot_rows_sq8 : kern_.dot_rows[static_cast<int>(a_.storage)];
-    // One query over float32 lists of an index too large to stay in L2: one memory stream.
+    // One query for this list, float32 rows of an index too large to stay in L2 between
+    // queries: one memory stream (the same sums).
     if (count == 1 && a_.storage == Storage::F32 && scan_streams(a_.n * row_bytes()))
       dot_rows = kern_.dot_rows_streamed;
     for (size_t jb = j0; jb < j1; jb += block) {

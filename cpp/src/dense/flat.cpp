@@ -19,6 +19,9 @@ constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};
 constexpr size_t kBlockedFromBatchScalar = 4;
 // Scan path: corpus rows per block, sized so a block stays in L1 across queries.
 constexpr size_t kScanBlockBytes = 32 * 1024;
+// One query reuses no row: a block only bounds the score buffer, and its quarters are
+// the one-query kernel's streams, long enough to keep the prefetchers ahead.
+constexpr size_t kOneQueryBlockRows = 1024;
 // Blocked path: corpus rows per tile and queries per block, sized so the corpus
 // tile, the query block and the score tile fit in a 1 MiB L2.
 constexpr size_t kTileRows = 240;
@@ -155,13 +158,11 @@ class FlatSearch {
   // ---- scan path ---------------------------------------------------------
 
   void scan_range(size_t q0, size_t q1, size_t j0, size_t j1, TopKBatch& top) {
-    const size_t block = corpus_tile_rows();
+    const bool one_query = q1 - q0 == 1;
+    const size_t block = one_query ? kOneQueryBlockRows : corpus_tile_rows();
+    auto dot_rows = one_query ? kern_.dot_rows_one_query[static_cast<int>(a_.storage)]
+                              : kern_.dot_rows[static_cast<int>(a_.storage)];
     std::vector<float> scores(block);
-    auto dot_rows = kern_.dot_rows[static_cast<int>(a_.storage)];
-    // One query over float32 rows too large to stay in L2 between calls: one memory stream.
-    if (q1 - q0 == 1 && a_.storage == Storage::F32 &&
-        scan_streams(a_.n * a_.corpus_stride * sizeof(float)))
-      dot_rows = kern_.dot_rows_streamed;
     for (size_t jb = j0; jb < j1; jb += block) {
       const size_t rows = std::min(block, j1 - jb);
       for (size_t i = q0; i < q1; ++i) {

@@ -199,10 +199,9 @@ class IvfSearch {
                                     : std::clamp<size_t>(kScanBlockBytes / row_bytes(), 16, kMaxBlockRows);
     float scores[kMaxBlockRows];
     auto dot_rows = quantised_ ? kern_.dot_rows_sq8 : kern_.dot_rows[static_cast<int>(a_.storage)];
-    // One query for this list, float32 rows of an index too large to stay in L2 between
-    // queries: one memory stream (the same sums).
-    if (count == 1 && a_.storage == Storage::F32 && scan_streams(a_.n * row_bytes()))
-      dot_rows = kern_.dot_rows_streamed;
+    // One query for this list: the one-query kernel (the same sums, longer streams).
+    if (count == 1 && !quantised_)
+      dot_rows = kern_.dot_rows_one_query[static_cast<int>(a_.storage)];
     for (size_t jb = j0; jb < j1; jb += block) {
       const size_t rows = std::min(block, j1 - jb);
       for (size_t c = 0; c < count; ++c) {

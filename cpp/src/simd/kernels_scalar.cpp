@@ -96,7 +96,7 @@ extern const DenseKernels kScalarKernels = {
     dot_rows_batch,
     at_least,
     {dot_gather<Storage::F32>, dot_gather<Storage::F16>, dot_gather<Storage::BF16>},
-    dot_rows<Storage::F32>,  // already one row at a time
+    {dot_rows<Storage::F32>, dot_rows<Storage::F16>, dot_rows<Storage::BF16>},
 };
 
 }  // namespace ragcore

@@ -1,6 +1,4 @@
 // Run-time choice of the kernel table from what the CPU offers.
-#include <unistd.h>
-
 #include <stdexcept>
 #include <string>
 
@@ -40,17 +38,6 @@ SimdLevel best_simd_level() {
     return SimdLevel::Scalar;
   }();
   return best;
-}
-
-size_t l2_cache_bytes() {
-  static const size_t bytes = [] {
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    if (reported > 0) return static_cast<size_t>(reported);
-#endif
-    return size_t{1} << 20;
-  }();
-  return bytes;
 }
 
 const DenseKernels& dense_kernels(SimdLevel level) {

@@ -48,21 +48,11 @@ struct DenseKernels {
   void (*dot_gather[kNumStorage])(const float* q, const void* const* rows, size_t n, size_t d,
                                   float* out);
 
-  // dot_rows of float32 rows, one row at a time: the same sums (each row by the same
-  // chain), for a query's scan of rows that do not stay in cache between queries. Four
-  // interleaved rows hide the chain's latency when the rows sit in L2, but as four
-  // memory streams they were far slower than one on an AMD Zen 4 (BENCHMARKS.md, issue
-  // 16's sixth round).
-  void (*dot_rows_streamed)(const float* q, const void* x, size_t ldx, size_t n_rows, size_t d,
-                            float* out);
+  // dot_rows for one query (no other query reuses the rows while they are in cache):
+  // the same sums, read as four long streams rather than four adjacent rows.
+  void (*dot_rows_one_query[kNumStorage])(const float* q, const void* x, size_t ldx,
+                                          size_t n_rows, size_t d, float* out);
 };
-
-// The L2 data cache of one core in bytes (sysconf; 1 MiB when the system does not say).
-size_t l2_cache_bytes();
-
-// Whether a one-query scan of this many bytes of float32 rows takes dot_rows_streamed:
-// when they are larger than L2, they are read from further out on every query.
-inline bool scan_streams(size_t row_bytes_total) { return row_bytes_total > l2_cache_bytes(); }
 
 // Kernels of one level; throws std::invalid_argument if this CPU or build lacks it.
 const DenseKernels& dense_kernels(SimdLevel level);

@@ -19,8 +19,8 @@ constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};
 constexpr size_t kBlockedFromBatchScalar = 4;
 // Scan path: corpus rows per block, sized so a block stays in L1 across queries.
 constexpr size_t kScanBlockBytes = 32 * 1024;
-// One query reuses no row: a block only bounds the score buffer, and its quarters are
-// the one-query kernel's streams, long enough to keep the prefetchers ahead.
+// One query reuses no row: a block only bounds the score buffer; its quarters are the
+// one-query kernel's streams (smaller and larger blocks measured alike).
 constexpr size_t kOneQueryBlockRows = 1024;
 // Blocked path: corpus rows per tile and queries per block, sized so the corpus
 // tile, the query block and the score tile fit in a 1 MiB L2.

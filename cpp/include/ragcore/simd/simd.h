@@ -49,7 +49,7 @@ struct DenseKernels {
                                   float* out);
 
   // dot_rows for one query (no other query reuses the rows while they are in cache):
-  // the same sums, read as four long streams rather than four adjacent rows.
+  // the same sums, the rows read as four long streams (four quarters side by side).
   void (*dot_rows_one_query[kNumStorage])(const float* q, const void* x, size_t ldx,
                                           size_t n_rows, size_t d, float* out);
 };

@@ -21,9 +21,10 @@ import numpy as np
 
 
 def main() -> None:
-    from ragcore.encoders import derived, models, quantize
+    from ragcore.encoders import modelsNone
+    from ragcore.encoders.build import derived, quantizeNone
     from ragcore.encoders._text import TextTokenizer
-    from ragcore.encoders.derived import CHECK_TEXTS, INT8_MIN_COSINE, _encode, _nearest
+    from ragcore.encoders.build.derived import CHECK_TEXTS, INT8_MIN_COSINE, _encode, _nearest
     from ragcore.encoders.models import max_seq_length, minilm_dir
 
     fp32 = derived.ensure(models.FUSED_NAME)

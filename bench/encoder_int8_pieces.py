@@ -21,7 +21,8 @@ import numpy as np
 
 def main() -> None:
     from ragcore.cli.datasets import stdlib_docs
-    from ragcore.encoders import BiEncoder, derived, models
+    from ragcore.encoders import BiEncoder, modelsNone
+    from ragcore.encoders.build import derivedNone
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=256)

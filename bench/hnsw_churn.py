@@ -21,7 +21,7 @@ import numpy as np
 
 from ragcore import FlatIndex, HNSWIndex
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dense"))
 from _hnsw_data import clustered, recall  # noqa: E402  (the test's data, so seed 0 is the test)
 
 

@@ -2,8 +2,6 @@
 Native against the numpy reference, against PQIndex and FlatIndex, filters, add/remove,
 save/load (mmap and crafted files), bad input."""
 
-import threading
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -142,33 +140,6 @@ def test_filters_apply_inside_the_scan_and_probe_further(metric):
     mask = np.zeros(1500, dtype=bool)
     mask[allow] = True
     np.testing.assert_array_equal(index.search(q, 10, nprobe=15, rescore=100, allow=mask).ids, full.ids)
-
-
-def test_add_remove_and_concurrent_searches():
-    x = clustered(800, 16, 8, seed=10)
-    index = _ivf(x[:400], nlist=8, m=4)
-    stop, errors = threading.Event(), []
-
-    def search_loop():
-        while not stop.is_set():
-            hits = index.search(x[:20], 5, nprobe=8, rescore=200)
-            if (hits.ids[:, 0] < 0).any() or not (hits.ids < 800).all():
-                errors.append(hits.ids)
-
-    threads = [threading.Thread(target=search_loop) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for start in range(400, 800, 40):
-        index.add(x[start : start + 40])
-        index.remove(np.arange(start - 400, start - 380))
-    stop.set()
-    for t in threads:
-        t.join()
-    assert not errors and len(index) == 600
-    removed = np.concatenate([np.arange(s - 400, s - 380) for s in range(400, 800, 40)])
-    hits = index.search(x, 10, nprobe=8, rescore=100)
-    assert not np.isin(hits.ids, removed).any()
-    assert sorted(index.ids.tolist()) == sorted(set(range(800)) - set(removed.tolist()))
 
 
 @pytest.mark.parametrize("mmap", [False, True])

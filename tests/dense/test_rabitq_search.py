@@ -118,34 +118,3 @@ def test_bytes_per_vector_and_memory():
     assert b == {"scanned": 3 * 16 + 12, "kept": 3 * 16 + 12 + 512 + 8 + 4, "float32": 512}
     assert b["scanned"] <= b["float32"] / 8
     assert index.memory_bytes() >= 100 * b["kept"]
-
-
-def test_searches_run_while_vectors_are_added_and_removed():
-    import threading
-
-    x = clustered(400, 16, 4, seed=8)
-    index = _built(x[:200], 4, "ip", 2)
-    stop, errors = threading.Event(), []
-
-    def search_loop():
-        while not stop.is_set():
-            hits = index.search(x[:20], 5, nprobe=4)
-            real = hits.ids[hits.ids >= 0]
-            if not ((real >= 0) & (real < 400)).all() or (hits.ids[:, 0] < 0).any():
-                errors.append(hits.ids)
-
-    threads = [threading.Thread(target=search_loop) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for start in range(200, 400, 20):
-        index.add(x[start : start + 20])
-        index.remove(np.arange(start - 200, start - 190))
-    stop.set()
-    for t in threads:
-        t.join()
-    assert not errors and len(index) == 300
-    # After all that, every list re-scored is still FlatIndex's answer over what is left.
-    kept = index.ids
-    got = index.search(x[:5], 5, nprobe=4, rescore="all")
-    want = reference.flat_search(x[kept], x[:5], 5, "ip", kept)
-    np.testing.assert_array_equal(got.ids, want.ids)

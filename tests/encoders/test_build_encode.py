@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from ragcore.encoders import BiEncoder, derived, models  # noqa: E402
+from ragcore.encoders import BiEncoder, models  # noqa: E402
+from ragcore.encoders.build import derived  # noqa: E402
 from ragcore.encoders._parallel import map_in_order  # noqa: E402
 from ragcore.rag.chunking import Chunker  # noqa: E402
 

@@ -199,7 +199,8 @@ def test_keep_denormals_reads_the_environment(monkeypatch):
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from ragcore.encoders import _onnx, bert_graph  # noqa: E402
+from ragcore.encoders import _onnx  # noqa: E402
+from ragcore.encoders.build import bert_graph  # noqa: E402
 from ragcore.encoders._text import TokenBatch  # noqa: E402
 
 from _random_bert import random_bert  # noqa: E402

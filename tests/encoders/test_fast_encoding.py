@@ -16,7 +16,8 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ragcore.encoders import BiEncoder, cpu_features, defaults, derived, export, models  # noqa: E402
+from ragcore.encoders import BiEncoder, defaults, models  # noqa: E402
+from ragcore.encoders.build import cpu_features, derived, export  # noqa: E402
 from ragcore.encoders._batching import plan_batches  # noqa: E402
 
 TEXTS = [
@@ -223,7 +224,7 @@ def test_smoothing_alone_changes_nothing(fused):
     """x W = (x / s)(s W): the smoothed fp32 graph gives the fused graph's vectors."""
     import onnx
 
-    from ragcore.encoders import quantize
+    from ragcore.encoders.build import quantizeNone
     from ragcore.encoders._text import TextTokenizer
 
     model = onnx.load(str(fused))

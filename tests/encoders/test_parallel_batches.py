@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from ragcore.encoders import BiEncoder, derived, models  # noqa: E402
+from ragcore.encoders import BiEncoder, models  # noqa: E402
+from ragcore.encoders.build import derived  # noqa: E402
 from ragcore.encoders._batching import split_padded  # noqa: E402
 from ragcore.encoders.bi_encoder import BY_COUNT_PIECE_TOKENS  # noqa: E402
 from ragcore.encoders._parallel import map_in_order, usable_cores  # noqa: E402

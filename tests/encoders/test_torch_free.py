@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from ragcore.encoders import _onnx, bert_graph, derived, models  # noqa: E402
-from ragcore.encoders.safetensors_file import read_safetensors  # noqa: E402
+from ragcore.encoders import _onnx, models  # noqa: E402
+from ragcore.encoders.build import bert_graph, derived  # noqa: E402
+from ragcore.encoders.build.safetensors_file import read_safetensors  # noqa: E402
 from ragcore.reference import bert_hidden_states  # noqa: E402
 
 from _random_bert import random_bert  # noqa: E402
@@ -208,7 +209,7 @@ def test_fused_graph_equals_the_numpy_reference_on_the_bundled_model():
 def test_stored_vectors_are_pytorch_s():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from ragcore.encoders.export import pytorch_embeddings
+    from ragcore.encoders.build.export import pytorch_embeddings
 
     stored = np.load(derived.CHECK_VECTORS)
     assert str(stored["source_sha256"]) == models.source_digest()

@@ -1,6 +1,6 @@
 """Kills a Collection writer with SIGKILL at random points of add / upsert / delete /
 compact, then reopens the collection and checks it (used by test_collection_kill.py and,
-for hundreds of kills, tools/collection_kill_test.py).
+for hundreds of kills, tests/rag/run_kills.py).
 
 The writer (a forked child) journals each operation before it starts ("intent", fsynced)
 and after it returns ("ack", fsynced). After each kill the parent replays the acknowledged
@@ -21,7 +21,7 @@ import signal
 import time
 
 from _collection_data import HashEncoder, WORDS
-from ragcore.rag import collection as collection_module
+from ragcore.rag.collection import collection as collection_module
 from ragcore.rag.collection import Collection
 
 OPERATIONS = ("add", "upsert", "delete", "compact")

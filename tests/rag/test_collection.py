@@ -12,8 +12,8 @@ import pytest
 from _collection_data import (ForbiddenEncoder, HashEncoder, assert_same_ranking,
                               brute_force_dense, corpus, queries)
 from ragcore import BM25Index
-import ragcore.rag._indexes as indexes_module
-from ragcore.rag._indexes import MANIFEST
+import ragcore.rag.collection.indexes as indexes_module
+from ragcore.rag.collection.indexes import MANIFEST
 from ragcore.rag.collection import Collection
 
 
@@ -253,7 +253,7 @@ def test_generated_ids(tmp_path):
 
 
 def matches(meta: dict, flt) -> bool:
-    """MongoDB's semantics of the filter language (ragcore.rag._filters)."""
+    """MongoDB's semantics of the filter language (ragcore.rag.collection.filters)."""
     if flt is None:
         return True
     return all(_key(meta, key, cond) for key, cond in flt.items())

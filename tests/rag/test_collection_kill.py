@@ -1,4 +1,4 @@
-"""SIGKILL durability, briefly (tools/collection_kill_test.py runs hundreds of kills): a
+"""SIGKILL durability, briefly (tests/rag/run_kills.py runs hundreds of kills): a
 writer killed at random points of add / upsert / delete / compact loses no acknowledged
 document, never leaves one in part, and the reopened collection searches as a fresh one."""
 

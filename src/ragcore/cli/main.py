@@ -84,14 +84,15 @@ def _pipeline_options(parser) -> None:
 
 
 def _models(args) -> int:
-    from ..encoders import export, models
+    from ..encoders import modelsNone
+    from ..encoders.build import exportNone
 
     if args.action == "export":
         path = export.export(force=args.force, precision=args.precision)
         print(f"exported and checked against PyTorch: {path}")
         return 0
     if args.action == "derive":
-        from ..encoders import derived
+        from ..encoders.build import derivedNone
 
         for name in models.DERIVED_RECIPES:
             print(f"{name}: derived and checked: {derived.ensure(name)}")

@@ -11,8 +11,8 @@ from ..errors import TruncationWarning
 from .models import DEFAULT_NAME, resolve
 from ._batching import plan_batches, split_padded
 from ._onnx import CPU_PROVIDER, OnnxModel, embedding_rows, graph_operators, load_graph
-from .bert_graph import ROW_WISE_OPERATORS
-from .quantize import PER_CALL_SCALE_OPERATORS
+from .build.bert_graph import ROW_WISE_OPERATORS
+from .build.quantize import PER_CALL_SCALE_OPERATORS
 from ._parallel import map_in_order, usable_cores
 from ._text import TextTokenizer, check_texts
 

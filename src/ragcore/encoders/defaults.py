@@ -5,8 +5,8 @@ from __future__ import annotations
 import warnings
 
 from .bi_encoder import BiEncoder
-from .cpu_features import fast_int8
-from .derived import ensure
+from .build.cpu_features import fast_int8
+from .build.derived import ensure
 from .models import (DERIVED_RECIPES, FUSED_INT8_NAME, INT8_NAME, PRECISIONS, check_precision,
                      model_name)
 

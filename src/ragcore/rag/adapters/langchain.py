@@ -24,7 +24,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict
 
-from .._store import DB_NAME
+from ..collection.store import DB_NAME
 from ..collection import Collection
 
 

@@ -29,7 +29,7 @@ from llama_index.core.vector_stores.types import (
 )
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
-from .._store import DB_NAME
+from ..collection.store import DB_NAME
 from ..collection import Collection, FilterError
 
 _RANGE = {FilterOperator.GT: "$gt", FilterOperator.GTE: "$gte", FilterOperator.LT: "$lt",

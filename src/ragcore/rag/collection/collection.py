@@ -24,15 +24,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._util.arrays import check_choice, check_positive_int
-from ..hits import PADDING_ID, Hits
-from . import _store
-from . import _collection_checks as _checks
-from ._allow_cache import AllowCache
-from ._filters import FilterError
-from ._indexes import Indexes, empty_hits
-from ._locking import ReadWriteLock, WriterLock
-from ._store import CollectionError, CollectionLockedError
+from ..._util.arrays import check_choice, check_positive_int
+from ...hits import PADDING_ID, Hits
+from . import store
+from . import checks
+from .allow_cache import AllowCache
+from .filters import FilterError
+from .indexes import Indexes, empty_hits
+from .locking import ReadWriteLock, WriterLock
+from .store import CollectionError, CollectionLockedError
 
 MODES = ("hybrid", "dense", "sparse")
 FUSIONS = ("rrf", "wsum", "combsum", "combmnz")
@@ -92,7 +92,7 @@ class Collection:
         self._write_mutex = threading.Lock()
         self._rw = ReadWriteLock()
         self._local = threading.local()
-        self._fields = _store.read_fields(conn)
+        self._fields = store.read_fields(conn)
         self._allow_cache = AllowCache()
         self._closed = False
         self.indexes, self.repaired = Indexes.load(path, settings, conn, settings.get("dim"))
@@ -122,16 +122,16 @@ class Collection:
             SQLite and whose values are type-checked; other fields may still be used.
         """
         path = os.fspath(path)
-        settings = {"encoder": "bundled" if encoder is None else _checks.describe(encoder),
-                    "chunker": _checks.chunker_settings(chunker),
-                    "dense": _checks.dense_settings(dense), "bm25": _checks.bm25_settings(bm25),
-                    "dim": None, "id_type": None, "schema": _checks.check_schema(metadata_schema)}
-        _checks.prepare_directory(path)
-        db = os.path.join(path, _store.DB_NAME)
+        settings = {"encoder": "bundled" if encoder is None else checks.describe(encoder),
+                    "chunker": checks.chunker_settings(chunker),
+                    "dense": checks.dense_settings(dense), "bm25": checks.bm25_settings(bm25),
+                    "dim": None, "id_type": None, "schema": checks.check_schema(metadata_schema)}
+        checks.prepare_directory(path)
+        db = os.path.join(path, store.DB_NAME)
         lock = WriterLock(path)
         try:
-            conn = _store.connect(db, readonly=False)
-            _store.create_schema(conn, settings, settings["schema"])
+            conn = store.connect(db, readonly=False)
+            store.create_schema(conn, settings, settings["schema"])
         except BaseException:
             lock.release()
             if os.path.exists(db):
@@ -150,24 +150,24 @@ class Collection:
             encoder (for dense queries and adds) or chunker (for adds).
         """
         path = os.fspath(path)
-        db = os.path.join(path, _store.DB_NAME)
+        db = os.path.join(path, store.DB_NAME)
         if not os.path.isdir(path):
             raise CollectionError(f"{path}: no such directory; create the collection first "
                                   "(Collection.create)")
         if not os.path.isfile(db):
-            raise CollectionError(f"{path}: not a ragcore collection (no {_store.DB_NAME})")
+            raise CollectionError(f"{path}: not a ragcore collection (no {store.DB_NAME})")
         if not readonly and not os.access(path, os.W_OK):
             raise PermissionError(f"{path}: no write permission; open it with readonly=True")
         lock = None if readonly else WriterLock(path)
         try:
-            conn = _store.connect(db, readonly=readonly)
+            conn = store.connect(db, readonly=readonly)
             meta = _read_meta(conn, path)
             settings = json.loads(meta["settings"])
             version = int(meta["format_version"])
-            if version > _store.FORMAT_VERSION:
+            if version > store.FORMAT_VERSION:
                 raise CollectionError(
                     f"{path}: written by a newer ragcore (collection format {version}; this "
-                    f"version reads up to {_store.FORMAT_VERSION}); upgrade ragcore")
+                    f"version reads up to {store.FORMAT_VERSION}); upgrade ragcore")
             settings["dim"] = int(meta["dim"]) if "dim" in meta else None
             settings["id_type"] = meta.get("id_type")
             return cls(path, settings, conn, readonly, encoder, chunker, lock)
@@ -212,20 +212,20 @@ class Collection:
         """Documents (matching filter, if given)."""
         self._check_open()
         with self._snapshot() as conn:
-            return _store.count_documents(conn, filter, self._fields_now(conn))
+            return store.count_documents(conn, filter, self._fields_now(conn))
 
     def ids(self, filter=None) -> list:
         """Every document id (matching filter, if given), in the order they were added."""
         self._check_open()
         with self._snapshot() as conn:
-            return _store.document_ids(conn, filter, self._fields_now(conn))
+            return store.document_ids(conn, filter, self._fields_now(conn))
 
     def get(self, ids) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
         self._check_open()
         ids = self._check_ids(ids, "ids", allow_new_type=True)
         with self._snapshot() as conn:
-            found = _store.get_documents(conn, ids)
+            found = store.get_documents(conn, ids)
         return [Document(i, *found[i]) for i in ids if i in found]
 
     # ---- writing ---------------------------------------------------------------
@@ -256,7 +256,7 @@ class Collection:
             return 0
         with self._write_mutex:
             conn = self._conn
-            found = set(_store.existing_ids(conn, ids))
+            found = set(store.existing_ids(conn, ids))
             unknown = [i for i in ids if i not in found]
             if unknown and not missing_ok:
                 raise KeyError(f"ids: {len(unknown)} not in the collection (e.g. "
@@ -265,9 +265,9 @@ class Collection:
             if not present:
                 return 0
             with self._rw.write():
-                with _store.transaction(conn):
-                    dead = _store.delete_documents(conn, present)
-                    change = _store.bump_change(conn)
+                with store.transaction(conn):
+                    dead = store.delete_documents(conn, present)
+                    change = store.bump_change(conn)
                 self._apply(lambda: self.indexes.remove(dead), change)
             self._maybe_save()
             return len(present)
@@ -287,10 +287,10 @@ class Collection:
             with self._rw.write():
                 self.indexes.drop_tombstones()
                 if self.indexes.ivf_drifted():
-                    ids, _, vectors = _store.all_chunks(conn, self._settings["dim"], True)
+                    ids, _, vectors = store.all_chunks(conn, self._settings["dim"], True)
                     self.indexes.retrain_ivf(vectors, ids)
-            with _store.transaction(conn):
-                _store.prune_embeddings(conn)
+            with store.transaction(conn):
+                store.prune_embeddings(conn)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._save()
 
@@ -300,7 +300,7 @@ class Collection:
         with self._write_mutex, self._rw.write():
             fresh = Indexes(self._settings)
             fresh.catch_up(self._conn, self._settings["dim"])
-            fresh.change = _store.change_number(self._conn)
+            fresh.change = store.change_number(self._conn)
             self.indexes = fresh
             self._save()
 
@@ -312,7 +312,7 @@ class Collection:
         of SearchResults, one per query).
 
         mode: "hybrid" (dense and BM25, k0 candidates each, fused), "dense" or "sparse".
-        filter: a metadata filter (see ragcore.rag._filters); applied inside the scans,
+        filter: a metadata filter (see ragcore.rag.collection.filters); applied inside the scans,
             so k results come back whenever k chunks match.
         fusion: "rrf", "wsum", "combsum", "combmnz", a dict of ragcore.rag.fusion.combine
             options ({"method": "wsum", "norm": "zscore", "weights": [0.7, 0.3]}), or a
@@ -326,7 +326,7 @@ class Collection:
         """
         self._check_open()
         single = isinstance(query, str)
-        queries = [query] if single else _checks.check_queries(query)
+        queries = [query] if single else checks.check_queries(query)
         mode = check_choice(mode, "mode", MODES)
         timings = dict.fromkeys(STAGES, 0.0)
         vectors = None
@@ -352,7 +352,7 @@ class Collection:
 
     def _query_vectors(self, vectors, nq: int):
         """float32 [nq, dim] query vectors, or None while the collection has no vectors."""
-        from .._util.arrays import as_float_matrix
+        from ..._util.arrays import as_float_matrix
 
         dim = self._settings["dim"]
         if dim is None:
@@ -390,7 +390,7 @@ class Collection:
             hits = fuse(lists, width) if len(lists) > 1 else lists[0]
             timings["fuse"] = time.perf_counter() - t
             t = time.perf_counter()
-            rows = _store.chunks_by_ids(conn, np.unique(hits.ids[hits.ids != PADDING_ID]))
+            rows = store.chunks_by_ids(conn, np.unique(hits.ids[hits.ids != PADDING_ID]))
             timings["fetch"] = time.perf_counter() - t
         if rerank is not None:
             t = time.perf_counter()
@@ -403,7 +403,7 @@ class Collection:
 
     def _write(self, texts, ids, metadata, embeddings, replace: bool) -> list:
         self._check_writable()
-        texts = _checks.check_texts(texts)
+        texts = checks.check_texts(texts)
         metadata = self._check_metadata(metadata, len(texts))
         given = self._check_embeddings(embeddings, len(texts))
         with self._write_mutex:
@@ -413,42 +413,42 @@ class Collection:
             ids = self._check_ids(ids, "ids")
             if len(ids) != len(texts):
                 raise CollectionError(f"ids has {len(ids)} entries for {len(texts)} texts")
-            existing = _store.existing_ids(conn, ids)
+            existing = store.existing_ids(conn, ids)
             if existing and not replace:
                 raise CollectionError(f"ids: {len(existing)} already in the collection (e.g. "
                                       f"{existing[:3]!r}); use upsert to replace them")
             chunked = [self._chunk(text, i) for i, text in enumerate(texts)]
-            hashes = [[_store.content_hash(c[2]) for c in doc] for doc in chunked]
+            hashes = [[store.content_hash(c[2]) for c in doc] for doc in chunked]
             if given is None:
                 new_vectors = self._embed_missing(conn, chunked, hashes)
             else:
                 new_vectors = {h[0]: v.tobytes() for h, v in zip(hashes, given)}
             dim = self._settings["dim"]
             with self._rw.write():
-                with _store.transaction(conn):
+                with store.transaction(conn):
                     if dim is None and new_vectors:
                         dim = len(next(iter(new_vectors.values()))) // 4
-                        _store.set_meta(conn, "dim", str(dim))
+                        store.set_meta(conn, "dim", str(dim))
                     if self._settings["id_type"] is None:
-                        _store.set_meta(conn, "id_type", type(ids[0]).__name__)
-                    dead = _store.delete_documents(conn, existing) if existing else \
+                        store.set_meta(conn, "id_type", type(ids[0]).__name__)
+                    dead = store.delete_documents(conn, existing) if existing else \
                         np.empty(0, np.int64)
                     conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?)",
                                      list(new_vectors.items()))
                     fields = dict(self._fields)
-                    _store.record_fields(conn, fields, metadata)
+                    store.record_fields(conn, fields, metadata)
                     chunk_ids = []
                     for uid, text, meta, doc, digests in zip(ids, texts, metadata, chunked, hashes):
-                        chunk_ids += _store.insert_document(
+                        chunk_ids += store.insert_document(
                             conn, uid, text, meta, [c + (h,) for c, h in zip(doc, digests)])
-                    change = _store.bump_change(conn)
+                    change = store.bump_change(conn)
                 # Committed: from here on the write is acknowledged.
                 self._fields = fields
                 self._settings["dim"] = dim
                 self._settings["id_type"] = type(ids[0]).__name__
                 chunk_ids = np.array(chunk_ids, dtype=np.int64)
                 chunk_texts = [c[2] for doc in chunked for c in doc]
-                vectors = _store.chunk_vectors(conn, chunk_ids, dim)
+                vectors = store.chunk_vectors(conn, chunk_ids, dim)
 
                 def apply():
                     self.indexes.remove(dead)
@@ -475,7 +475,7 @@ class Collection:
     def _search_lock(self, conn):
         """The in-memory lock a search holds: shared; exclusive in a read-only collection
         whose indexes must first catch up with the snapshot conn reads."""
-        if self.readonly and _store.change_number(conn) != self.indexes.change:
+        if self.readonly and store.change_number(conn) != self.indexes.change:
             with self._rw.write():
                 self._refresh(conn)
                 yield
@@ -485,10 +485,10 @@ class Collection:
 
     def _refresh(self, conn) -> None:
         """Read-only: catches the indexes up with the snapshot conn reads."""
-        change = _store.change_number(conn)
+        change = store.change_number(conn)
         if change == self.indexes.change:
             return
-        meta = _store.read_meta(conn)
+        meta = store.read_meta(conn)
         if self._settings["dim"] is None and "dim" in meta:
             self._settings["dim"] = int(meta["dim"])
         self._settings["id_type"] = meta.get("id_type")
@@ -502,33 +502,33 @@ class Collection:
 
     def _save(self) -> None:
         # Called with the write mutex held: the indexes reflect the database's change number.
-        self.indexes.save(self.path, _store.change_number(self._conn))
+        self.indexes.save(self.path, store.change_number(self._conn))
 
     def _snapshot(self):
         """A read transaction on this thread's connection: one consistent snapshot."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            db = os.path.join(self.path, _store.DB_NAME)
-            conn = self._local.conn = _store.connect(db, readonly=True)
-        return _store.transaction(conn, write=False)
+            db = os.path.join(self.path, store.DB_NAME)
+            conn = self._local.conn = store.connect(db, readonly=True)
+        return store.transaction(conn, write=False)
 
     def _allowed(self, conn, flt) -> np.ndarray:
         """The chunk ids flt allows in conn's snapshot (cached until the next change)."""
-        key = AllowCache.key(flt, _store.change_number(conn))
+        key = AllowCache.key(flt, store.change_number(conn))
         allow = self._allow_cache.get(key)
         if allow is None:
-            allow = _store.filtered_chunk_ids(conn, flt, self._fields_now(conn))
+            allow = store.filtered_chunk_ids(conn, flt, self._fields_now(conn))
             self._allow_cache.put(key, allow)
         return allow
 
     def _fields_now(self, conn) -> dict:
-        return _store.read_fields(conn) if self.readonly else self._fields
+        return store.read_fields(conn) if self.readonly else self._fields
 
     def _embed_missing(self, conn, chunked, hashes) -> dict:
         """hash -> float32 bytes for the chunk texts whose embedding is not stored yet."""
         todo = {}
         flat_hashes = [h for doc in hashes for h in doc]
-        known = _store.known_hashes(conn, list(set(flat_hashes)))
+        known = store.known_hashes(conn, list(set(flat_hashes)))
         for doc, digests in zip(chunked, hashes):
             for chunk, digest in zip(doc, digests):
                 if digest not in known and digest not in todo:
@@ -550,7 +550,7 @@ class Collection:
         encoder = self._get_encoder()
         if queries and hasattr(encoder, "encode_queries"):
             vectors = encoder.encode_queries(texts)
-        elif _checks.is_bi_encoder(encoder):
+        elif checks.is_bi_encoder(encoder):
             vectors = encoder.encode(texts, warn=warn)
         else:
             vectors = encoder.encode(texts)
@@ -562,7 +562,7 @@ class Collection:
                 raise CollectionError(
                     f"this collection was created with the encoder {self._settings['encoder']}; "
                     "pass it again: Collection.open(path, encoder=...)")
-            from ..encoders import default_encoder
+            from ...encoders import default_encoder
 
             self._encoder = default_encoder()
         return self._encoder
@@ -572,9 +572,9 @@ class Collection:
         if cfg == "none":
             return [(0, len(text), text)]
         if self._chunker is None:
-            from .chunking import Chunker
+            from ..chunking import Chunker
 
-            tokenizer = self._encoder if _checks.is_bi_encoder(self._encoder) else None
+            tokenizer = self._encoder if checks.is_bi_encoder(self._encoder) else None
             self._chunker = Chunker(tokenizer, cfg["chunk_size"], cfg["overlap"])
         chunks = [(c.start, c.end, c.text) for c in self._chunker.chunk(text)]
         if not chunks:
@@ -633,7 +633,7 @@ class Collection:
         if self._settings["chunker"] != "none":
             raise CollectionError("embeddings= needs a collection created with chunker='none' "
                                   "(one chunk, so one vector, per document)")
-        from .._util.arrays import as_float_matrix
+        from ..._util.arrays import as_float_matrix
 
         x = np.ascontiguousarray(as_float_matrix(embeddings, "embeddings", self._settings["dim"]),
                                  dtype=np.float32)
@@ -661,7 +661,7 @@ class Collection:
                     raise CollectionError(f"metadata[{i}]: key {key!r} must be a non-empty str "
                                           "without quotes or backslashes, not starting with $")
                 if key in schema and value is not None and \
-                        not _checks.has_type(value, schema[key]):
+                        not checks.has_type(value, schema[key]):
                     raise TypeError(f"metadata[{i}][{key!r}] must be {schema[key]} (the "
                                     f"metadata_schema), got {type(value).__name__}")
             try:
@@ -685,7 +685,7 @@ def _read_meta(conn, path: str) -> dict:
     import sqlite3
 
     try:
-        meta = _store.read_meta(conn)
+        meta = store.read_meta(conn)
     except sqlite3.DatabaseError as err:
         raise CollectionError(f"{path}: not a ragcore collection ({err})") from None
     if "format_version" not in meta or "settings" not in meta:
@@ -694,7 +694,7 @@ def _read_meta(conn, path: str) -> dict:
 
 
 def _fusion_function(fusion):
-    from . import fusion as fusion_module
+    from .. import fusion as fusion_module
 
     if isinstance(fusion, fusion_module.FusionSetting):  # e.g. fusion.tune(...).setting
         return lambda lists, k: fusion.fuse(lists[0], lists[1], k)  # dense, then sparse

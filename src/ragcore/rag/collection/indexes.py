@@ -24,13 +24,13 @@ import tempfile
 
 import numpy as np
 
-from ..dense.flat import FlatIndex
-from ..dense.hnsw import HNSWIndex
-from ..dense.ivf import IVFIndex
-from ..errors import IndexFileError
-from ..hits import PADDING_ID, Hits
-from ..sparse.bm25 import BM25Index
-from . import _store
+from ...dense.flat import FlatIndex
+from ...dense.hnsw import HNSWIndex
+from ...dense.ivf import IVFIndex
+from ...errors import IndexFileError
+from ...hits import PADDING_ID, Hits
+from ...sparse.bm25 import BM25Index
+from . import store
 
 MANIFEST = "indexes.json"
 _MAX_TOMBSTONES = 1024
@@ -165,7 +165,7 @@ class Indexes:
                 self._order_cache = (self.version, order, ordered_ids)
             subset = stored[order[np.searchsorted(ordered_ids, allow)]]
         else:
-            subset = _store.chunk_vectors(conn, allow, vectors.shape[1])
+            subset = store.chunk_vectors(conn, allow, vectors.shape[1])
         exact = FlatIndex(vectors.shape[1], metric=self.settings["dense"]["metric"])
         exact.add(subset, ids=allow)
         return exact.search(vectors, k)
@@ -180,7 +180,7 @@ class Indexes:
     def save(self, directory: str, change: int) -> None:
         """Writes both files stamped with change, then the manifest; removes older files."""
         dense_name, bm25_name = f"dense-{change}.rci", f"bm25-{change}.rci"
-        manifest = {"format_version": _store.FORMAT_VERSION, "change": change,
+        manifest = {"format_version": store.FORMAT_VERSION, "change": change,
                     "bm25": bm25_name, "dense": None, "ivf_trained_at": self._ivf_trained_at}
         if self.dense is not None:
             self.drop_tombstones()
@@ -207,7 +207,7 @@ class Indexes:
         try:
             with open(os.path.join(directory, MANIFEST), "rb") as f:
                 manifest = json.loads(f.read())
-            if manifest.get("format_version") != _store.FORMAT_VERSION:
+            if manifest.get("format_version") != store.FORMAT_VERSION:
                 raise ValueError("manifest format")
             idx.change = int(manifest["change"])
             idx._ivf_trained_at = int(manifest.get("ivf_trained_at", 0))
@@ -228,7 +228,7 @@ class Indexes:
                     idx.dense = _LOADERS[file_kind](path)
                 except (OSError, IndexFileError, ValueError):
                     idx.dense, repaired = None, True
-        change = _store.change_number(conn)
+        change = store.change_number(conn)
         # Files stamped with the database's change number reflect it: nothing to compare.
         if repaired or idx.change != change:
             idx.catch_up(conn, dim)
@@ -239,7 +239,7 @@ class Indexes:
     def catch_up(self, conn, dim) -> bool:
         """Brings both indexes to the chunks of the database (in conn's snapshot), by the
         difference of ids; returns whether anything changed."""
-        live = _store.live_chunk_ids(conn)
+        live = store.live_chunk_ids(conn)
         bm25_ids = np.sort(self.bm25.ids)
         dense_ids = np.sort(self.dense.ids) if self.dense is not None else np.empty(0, np.int64)
         if self.dense is not None and dim is not None and self.dense.dim != dim:
@@ -259,7 +259,7 @@ class Indexes:
         need_dense = np.setdiff1d(live, dense_ids, assume_unique=True)
         if len(need_bm25) or len(need_dense):
             first = int(min(need_bm25.min(initial=2**62), need_dense.min(initial=2**62)))
-            ids, texts, vectors = _store.all_chunks(conn, dim, with_vectors=len(need_dense) > 0,
+            ids, texts, vectors = store.all_chunks(conn, dim, with_vectors=len(need_dense) > 0,
                                                    after=first - 1)
             take = np.isin(ids, need_bm25)
             if take.any():

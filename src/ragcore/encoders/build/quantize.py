@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._denormals import thread_state_kept
+from .._denormals import thread_state_kept
 
 # Operators the dynamic int8 quantisation adds to the fused fp32 graph: the rows of
 # a call meet only through its activation scales (one per call), so a call may be

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 
-from .._util.arrays import check_choice, check_positive_int
-from . import _store
-from ._filters import SCALAR_TYPES
-from ._store import CollectionError
+from ..._util.arrays import check_choice, check_positive_int
+from . import store
+from .filters import SCALAR_TYPES
+from .store import CollectionError
 
 DENSE_DEFAULTS = {"flat": {"kind": "flat", "dtype": "float32", "metric": "ip"},
                   "ivf": {"kind": "ivf", "nlist": 256, "nprobe": 32, "dtype": "float32",
@@ -21,7 +21,7 @@ def prepare_directory(path: str) -> None:
     if os.path.exists(path):
         if not os.path.isdir(path):
             raise CollectionError(f"{path}: exists and is not a directory")
-        if os.path.exists(os.path.join(path, _store.DB_NAME)):
+        if os.path.exists(os.path.join(path, store.DB_NAME)):
             raise CollectionError(f"{path}: already a collection; use Collection.open")
         if os.listdir(path):
             raise CollectionError(f"{path}: the directory is not empty")
@@ -74,7 +74,7 @@ def dense_settings(dense) -> dict:
         check_positive_int(out["nlist"], "dense['nlist']")
         check_positive_int(out["nprobe"], "dense['nprobe']")
     if kind == "hnsw":
-        from ..dense.hnsw import HNSWIndex
+        from ...dense.hnsw import HNSWIndex
 
         try:  # every option checked now, before anything is written
             HNSWIndex(1, out["metric"], out["M"], out["ef_construction"], out["dtype"], ef=out["ef"])
@@ -84,7 +84,7 @@ def dense_settings(dense) -> dict:
 
 
 def bm25_settings(bm25) -> dict:
-    from ..sparse.bm25 import BM25Index
+    from ...sparse.bm25 import BM25Index
 
     options = dict(bm25 or {})
     BM25Index(**options)  # checks every option now, before anything is written

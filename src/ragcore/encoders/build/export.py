@@ -13,8 +13,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from .bi_encoder import BiEncoder
-from .models import (EXPORT_FILE, FP16_NAME, FP32_NAME, cache_dir, check_precision,
+from ..bi_encoder import BiEncoder
+from ..models import (EXPORT_FILE, FP16_NAME, FP32_NAME, cache_dir, check_precision,
                      max_seq_length, minilm_dir)
 
 EXPORT_PRECISIONS = ("fp32", "fp16")

@@ -7,7 +7,7 @@ import fcntl
 import os
 import threading
 
-from ._store import CollectionLockedError
+from .store import CollectionLockedError
 
 
 class WriterLock:

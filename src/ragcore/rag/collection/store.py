@@ -21,7 +21,7 @@ import sqlite3
 
 import numpy as np
 
-from ._filters import compile_filter, field_path, value_type
+from .filters import compile_filter, field_path, value_type
 
 FORMAT_VERSION = 1
 DB_NAME = "collection.sqlite"

@@ -1,7 +1,7 @@
 """Kills a Collection writer with SIGKILL at random points of add / upsert / delete /
 compact (default 250 times) and checks the collection after each reopen; prints the counts.
 
-    .venv/bin/python tools/collection_kill_test.py [--kills 250] [--seed 0] [--dense hnsw]
+    .venv/bin/python tests/rag/run_kills.py [--kills 250] [--seed 0] [--dense hnsw]
 
 The harness is tests/rag/_kill_harness.py (test_collection_kill.py runs 30 kills of it).
 """
@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "rag"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _kill_harness  # noqa: E402
 

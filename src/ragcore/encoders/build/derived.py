@@ -37,10 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._text import TextTokenizer
-from .bi_encoder import BiEncoder
+from .._text import TextTokenizer
+from ..bi_encoder import BiEncoder
 from .bert_graph import write_fused_bert
-from .models import (DERIVED_RECIPES, EXPORT_FILE, FUSED_NAME, derived_path,
+from ..models import (DERIVED_RECIPES, EXPORT_FILE, FUSED_NAME, derived_path,
                      max_seq_length, minilm_dir, source_digest)
 from .quantize import write_int8
 

@@ -1,0 +1,17 @@
+"""The Collection: a directory with a SQLite database (documents, chunks, metadata,
+embeddings; the source of truth) and the index files it keeps current.
+
+    collection  the Collection class: the public API
+    store       every SQL statement
+    indexes     the dense and BM25 indexes kept beside the database
+    filters     the metadata filter language, compiled to SQL and to allow-sets
+    locking     one writer across processes, searches against writes inside one
+    checks      the checks of create/open arguments and settings
+    allow_cache allow-sets of recent filters
+"""
+
+from .collection import Collection
+from .filters import FilterError
+from .store import CollectionError, CollectionLockedError
+
+__all__ = ["Collection", "CollectionError", "CollectionLockedError", "FilterError"]

@@ -61,3 +61,19 @@ def test_refuses_a_folder_without_simd_objects(tmp_path):
     result = run_tool(tmp_path)
     assert result.returncode == 2
     assert "no SIMD objects" in result.stderr
+
+
+TABLE = "struct Table { int (*fn)(int); const char* name; };\nint twice(int x) { return 2 * x; }\n"
+DYNAMIC_TABLE = TABLE + "Table make() { return Table{twice, \"avx2\"}; }\nextern const Table kTable = make();\n"
+CONSTANT_TABLE = (TABLE + "constexpr Table make() { return Table{twice, \"avx2\"}; }\n"
+                  "extern constexpr Table kTable = make();\n")
+
+
+@needs_toolchain
+def test_flags_a_static_initializer_in_a_simd_object(tmp_path):
+    """A kernel table built at load time runs the SIMD file's code on every CPU."""
+    result = run_tool(compile_objects(tmp_path / "a", DYNAMIC_TABLE, "int scalar_path() { return 0; }\n"))
+    assert result.returncode == 1, result.stderr
+    assert "kernel_avx2.cpp.o: has a static initializer" in result.stdout
+    result = run_tool(compile_objects(tmp_path / "b", CONSTANT_TABLE, "int scalar_path() { return 0; }\n"))
+    assert result.returncode == 0, result.stdout

@@ -1,4 +1,5 @@
-"""Fails when a SIMD translation unit shares an inline or template function with another one.
+"""Fails when a SIMD translation unit shares an inline or template function with another one,
+or runs code when the module is loaded.
 
 Why: the files compiled with -mavx2 / -mavx512* (cpp/src/**/*_avx2.cpp, *_avx512.cpp,
 *_vnni.cpp) may emit their own copy of any inline function they use (std::vector's growth,
@@ -9,6 +10,12 @@ meant to keep safe. Nothing at run time on an AVX-512 machine shows it, so the b
 checked instead: a weak (or unique) symbol defined by a SIMD object must not be defined by any
 other object of the module. Helpers a SIMD file needs go in an anonymous namespace (internal
 linkage, one copy per file), or out of line in a baseline file.
+
+A SIMD object must not have a static initializer either (an .init_array or .ctors section):
+the loader runs it when Python imports the module, on every CPU, before any dispatch. A kernel
+table built by a non-constexpr call is such an initializer, and the compiler may use the
+file's SIMD instructions in it (it stored an AVX-512 table with zmm registers, so `import
+ragcore` died with SIGILL on an AVX2-only CPU). Tables are constant-initialized (constexpr).
 
     python tools/check_simd_linkage.py BUILD_DIR
 
@@ -49,6 +56,14 @@ def shared_simd_symbols(objects: list[Path]) -> list[tuple[str, Path, list[Path]
             for name, obj in weak_in_simd if len(definers[name]) > 1]
 
 
+def has_static_initializer(obj: Path) -> bool:
+    """Whether obj carries code the loader runs at load time (.init_array / .ctors)."""
+    out = subprocess.run(["objdump", "-h", str(obj)], check=True, capture_output=True,
+                         text=True).stdout
+    return any(part in (".init_array", ".ctors") or part.startswith((".init_array.", ".ctors."))
+               for line in out.splitlines() for part in line.split()[1:2])
+
+
 def demangle(name: str) -> str:
     return subprocess.run(["c++filt", name], capture_output=True, text=True).stdout.strip() or name
 
@@ -68,9 +83,14 @@ def main(argv: list[str]) -> int:
     for name, obj, others in breaches:
         print(f"{obj.name}: {demangle(name)} is also defined by "
               f"{', '.join(o.name for o in others)}")
+    initializers = [o for o in simd if has_static_initializer(o)]
+    for obj in initializers:
+        print(f"{obj.name}: has a static initializer (runs at import on every CPU); "
+              "make its tables constexpr")
     print(f"check_simd_linkage: {len(objects)} objects, {len(simd)} SIMD, "
-          f"{len(breaches)} shared inline symbols", file=sys.stderr)
-    return 1 if breaches else 0
+          f"{len(breaches)} shared inline symbols, {len(initializers)} static initializers",
+          file=sys.stderr)
+    return 1 if breaches or initializers else 0
 
 
 if __name__ == "__main__":

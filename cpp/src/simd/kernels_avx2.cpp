@@ -47,6 +47,6 @@ struct Avx2 {
 
 }  // namespace
 
-extern const DenseKernels kAvx2Kernels = simd_impl::make_kernels<Avx2>(SimdLevel::Avx2, "avx2");
+extern constexpr DenseKernels kAvx2Kernels = simd_impl::make_kernels<Avx2>(SimdLevel::Avx2, "avx2");
 
 }  // namespace ragcore

@@ -71,7 +71,7 @@ struct Avx512 {
 
 }  // namespace
 
-extern const DenseKernels kAvx512Kernels =
+extern constexpr DenseKernels kAvx512Kernels =
     simd_impl::make_kernels<Avx512>(SimdLevel::Avx512, "avx512");
 
 }  // namespace ragcore

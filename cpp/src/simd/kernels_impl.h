@@ -267,7 +267,7 @@ void dot_rows_one_query(const float* q, const void* x, size_t ldx, size_t n_rows
 }
 
 template <class V>
-DenseKernels make_kernels(SimdLevel level, const char* name) {
+constexpr DenseKernels make_kernels(SimdLevel level, const char* name) {
   return DenseKernels{
       level,
       name,

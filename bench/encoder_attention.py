@@ -33,8 +33,8 @@ import onnx
 import onnxruntime as ort
 
 from encoders import stdlib_paragraphs
-from ragcore.encoders import modelsNone
-from ragcore.encoders.build import bert_graph, derivedNone
+from ragcore.encoders import models
+from ragcore.encoders.build import bert_graph, derived
 from ragcore.encoders._denormals import flushed_denormals, thread_state_kept
 from ragcore.encoders._onnx import CPU_PROVIDER, disabled_fusions, session_options
 from ragcore.encoders._text import TextTokenizer

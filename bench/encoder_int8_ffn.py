@@ -21,8 +21,8 @@ import numpy as np
 
 
 def main() -> None:
-    from ragcore.encoders import modelsNone
-    from ragcore.encoders.build import derived, quantizeNone
+    from ragcore.encoders import models
+    from ragcore.encoders.build import derived, quantize
     from ragcore.encoders._text import TextTokenizer
     from ragcore.encoders.build.derived import CHECK_TEXTS, INT8_MIN_COSINE, _encode, _nearest
     from ragcore.encoders.models import max_seq_length, minilm_dir

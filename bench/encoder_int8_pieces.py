@@ -21,8 +21,8 @@ import numpy as np
 
 def main() -> None:
     from ragcore.cli.datasets import stdlib_docs
-    from ragcore.encoders import BiEncoder, modelsNone
-    from ragcore.encoders.build import derivedNone
+    from ragcore.encoders import BiEncoder, models
+    from ragcore.encoders.build import derived
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=256)

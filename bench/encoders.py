@@ -103,8 +103,8 @@ def ragcore_encoders(threads: int, fp16: bool = False, before: bool = False, kep
     default runs a call's sub-batches side by side, one core each). kept: the fused
     graphs with IEEE subnormals too; only: the engine names to keep (None: all)."""
     import ragcore
-    from ragcore.encoders import modelsNone
-    from ragcore.encoders.build import derived, exportNone
+    from ragcore.encoders import models
+    from ragcore.encoders.build import derived, export
 
     engines, missing = {}, {}
     paths = {"fp32_fused": lambda: derived.ensure(models.FUSED_NAME),
@@ -287,8 +287,8 @@ def cross_encoder_rows(texts, args) -> list:
     import transformers
 
     import ragcore
-    from ragcore.encoders import modelsNone
-    from ragcore.encoders.build import exportNone
+    from ragcore.encoders import models
+    from ragcore.encoders.build import export
     config = transformers.BertConfig(vocab_size=30522, hidden_size=128, num_hidden_layers=2,
                                      num_attention_heads=2, intermediate_size=512, num_labels=1)
     torch.manual_seed(0)

@@ -68,8 +68,8 @@ def texts(n: int) -> list[str]:
 
 
 def model_paths(args, workdir: Path) -> dict:
-    from ragcore.encoders import modelsNone
-    from ragcore.encoders.build import exportNone
+    from ragcore.encoders import models
+    from ragcore.encoders.build import export
     fp32 = Path(args.fp32) if args.fp32 else models.exported_path(models.FP32_NAME)
     if not fp32.is_file():
         if args.fp32:

@@ -224,7 +224,7 @@ def test_smoothing_alone_changes_nothing(fused):
     """x W = (x / s)(s W): the smoothed fp32 graph gives the fused graph's vectors."""
     import onnx
 
-    from ragcore.encoders.build import quantizeNone
+    from ragcore.encoders.build import quantize
     from ragcore.encoders._text import TextTokenizer
 
     model = onnx.load(str(fused))

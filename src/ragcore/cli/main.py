@@ -84,15 +84,15 @@ def _pipeline_options(parser) -> None:
 
 
 def _models(args) -> int:
-    from ..encoders import modelsNone
-    from ..encoders.build import exportNone
+    from ..encoders import models
+    from ..encoders.build import export
 
     if args.action == "export":
         path = export.export(force=args.force, precision=args.precision)
         print(f"exported and checked against PyTorch: {path}")
         return 0
     if args.action == "derive":
-        from ..encoders.build import derivedNone
+        from ..encoders.build import derived
 
         for name in models.DERIVED_RECIPES:
             print(f"{name}: derived and checked: {derived.ensure(name)}")

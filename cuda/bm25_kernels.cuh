@@ -1,6 +1,8 @@
 // The two kernels of the exhaustive GPU BM25 plan (see gpu_bm25.h).
 #pragma once
 
+#include <limits>
+
 #include "bm25_segment.cuh"
 #include "common.cuh"
 #include "select.h"
@@ -13,11 +15,18 @@ namespace ragcore::gpu {
 // dense, and still lets the select pass skip the sums of untouched runs.
 constexpr int64_t kDocsPerFlag = 32;
 
+// The accumulator of a document no query term has reached: a NaN (cudaMemset
+// with 0xFF bytes writes one too), never a sum of finite contributions.
+constexpr double kUnheld = std::numeric_limits<double>::quiet_NaN();
+
 // One thread per posting of the launch: finds its segment by binary search and
 // adds weight * value to the document's accumulator. A query holds each term
 // once, so no two threads of a launch touch the same accumulator: plain stores,
 // no atomics, and each sum grows in query order. __dmul_rn / __dadd_rn are
 // never fused into an FMA, matching the CPU's separate multiply and add.
+// An accumulator no posting has reached holds kUnheld (a NaN), which tells the
+// select pass that the document holds no query term (not a result); the first
+// posting adds to 0.0, as the CPU's sums start.
 // touched: one byte per kDocsPerFlag documents per query (every writer writes 1).
 __global__ void bm25_scatter_kernel(const Bm25Segment* segs, int n_segs, int64_t total,
                                     const uint32_t* docs, const float* values, double* acc,
@@ -29,7 +38,8 @@ __global__ void bm25_scatter_kernel(const Bm25Segment* segs, int n_segs, int64_t
     const int64_t p = s.begin + (g - s.first);
     const uint32_t doc = docs[p];
     const int64_t at = s.row * n_slots + doc;
-    acc[at] = __dadd_rn(acc[at], __dmul_rn(s.weight, static_cast<double>(values[p])));
+    const double sum = acc[at];
+    acc[at] = __dadd_rn(isnan(sum) ? 0.0 : sum, __dmul_rn(s.weight, static_cast<double>(values[p])));
     touched[s.row * n_flags + doc / kDocsPerFlag] = 1;
   }
 }
@@ -37,8 +47,9 @@ __global__ void bm25_scatter_kernel(const Bm25Segment* segs, int n_segs, int64_t
 // Grid: (blocks over the chunk, queries of the group). Scores documents
 // [row_begin, row_begin + row_count) of query j as float32(base + sum), the
 // CPU's rounding, and appends those whose key beats the query's k-th best kept
-// so far (keys are unique: ids break ties). Sums of untouched runs are 0 and
-// not read; every sum read is reset to 0 for the next group (the flags are
+// so far (keys are unique: ids break ties). Only documents holding a query
+// term are results (as on the CPU); sums of untouched runs are kUnheld and not
+// read; every sum read is reset to kUnheld for the next group (the flags are
 // cleared after the group's last chunk).
 __global__ void bm25_select_kernel(Selection s, const double* base, int64_t row_begin,
                                    int64_t row_count, const int32_t* ranks, double* acc,
@@ -58,13 +69,13 @@ __global__ void bm25_select_kernel(Selection s, const double* base, int64_t row_
     if (r < row_count) {
       const int64_t doc = row_begin + r;
       const int64_t at = j * n_slots + doc;
-      double sum = 0.0;
+      double sum = kUnheld;
       if (touched[j * n_flags + doc / kDocsPerFlag]) {
         sum = acc[at];
-        acc[at] = 0.0;
+        acc[at] = kUnheld;
       }
       const int32_t rank = ranks[doc];
-      if (rank >= 0) {
+      if (rank >= 0 && !isnan(sum)) {
         key = result_key(__double2float_rn(__dadd_rn(b, sum)), static_cast<uint32_t>(rank));
         pass = key > floor;
       }

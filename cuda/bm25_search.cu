@@ -213,8 +213,9 @@ void DeviceBm25::search_exhaustive(const Bm25SearchArgs& a) const {
   const size_t acc_entries = static_cast<size_t>(group) * n_slots_;
   const size_t flag_bytes = static_cast<size_t>(group * flags);
   Scratch acc(acc_entries * sizeof(double), stream), touched(flag_bytes, stream);
-  if (acc_entries) {  // zero once: the select kernel resets the sums it reads
-    RAGCORE_CUDA_CHECK(cudaMemsetAsync(acc.as<void>(), 0, acc_entries * sizeof(double), stream));
+  if (acc_entries) {  // once: the select kernel resets the sums it reads
+    // 0xFF bytes: every accumulator kUnheld (bm25_kernels.cuh).
+    RAGCORE_CUDA_CHECK(cudaMemsetAsync(acc.as<void>(), 0xFF, acc_entries * sizeof(double), stream));
     RAGCORE_CUDA_CHECK(cudaMemsetAsync(touched.as<void>(), 0, flag_bytes, stream));
   }
 

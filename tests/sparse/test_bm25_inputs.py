@@ -73,10 +73,11 @@ def test_search_threads_and_concurrent_adds():
 
 def test_result_shape_and_padding():
     index = build([["a"], ["b"]])
-    hits = index.search(["a", "zzz"], 4)
+    hits = index.search([["a"], ["zzz"]], 4)
     assert isinstance(hits, Hits) and hits.scores.shape == (2, 4)
-    assert hits.ids[0].tolist() == [0, 1, -1, -1]  # every document has a score (0 if no term)
-    assert hits.ids[1].tolist() == [0, 1, -1, -1] and (hits.scores[1, :2] == 0).all()
+    # Only documents holding a query term are results: the rest is padding (-1, -inf).
+    assert hits.ids[0].tolist() == [0, -1, -1, -1] and np.isneginf(hits.scores[0, 1:]).all()
+    assert hits.ids[1].tolist() == [-1, -1, -1, -1] and np.isneginf(hits.scores[1]).all()
     assert index.search([], 3).ids.shape == (0, 3)
 
 

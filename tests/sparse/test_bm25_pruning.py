@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ragcore.reference import topk
-
-from _bm25_corpora import VARIANTS, build, corpora, queries, zipf_corpus, zipf_queries
+from _bm25_corpora import VARIANTS, build, corpora, queries, top_k_of_matches, zipf_corpus, zipf_queries
 from _hits_check import assert_hits_equal
 
 PRUNED = ("maxscore", "bmw", "bmp")
@@ -103,10 +101,9 @@ def test_auto_depends_on_k_for_the_same_lists():
     assert (small_k, large_k) == (["maxscore"], ["exhaustive"])
 
 
-def brute_force_top_k(index, query, k):
-    scores, ids = index.get_scores(query), index.ids
-    order = np.lexsort((ids, -scores))[:k]
-    return scores[order], ids[order]
+def brute_force_top_k(index, docs_of, query, k):
+    want = top_k_of_matches(index, docs_of, query, k)
+    return np.asarray(want.scores)[0], np.asarray(want.ids)[0]
 
 
 def test_ascending_and_unordered_ids_give_the_brute_force_top_k():
@@ -119,14 +116,17 @@ def test_ascending_and_unordered_ids_give_the_brute_force_top_k():
     index.remove(np.arange(0, 3000, 7) * 5 + 2)
     stages = [index]
     unordered = build(corpus, ids=np.arange(3000) * 5 + 2)
-    unordered.add(zipf_corpus(200, seed=13), ids=np.arange(200) * 5 + 1)  # smaller ids, added later
+    later = zipf_corpus(200, seed=13)
+    unordered.add(later, ids=np.arange(200) * 5 + 1)  # smaller ids, added later
     stages.append(unordered)
+    docs_of = {5 * i + 2: doc for i, doc in enumerate(corpus)}
+    docs_of.update({5 * i + 1: doc for i, doc in enumerate(later)})
     for idx in stages:
         for k in (1, 10, 100):
             for algorithm in ("exhaustive", "maxscore", "bmw", "bmp", "auto"):
                 hits = idx.search(qs, k, n_threads=1, algorithm=algorithm)
                 for row, q in enumerate(qs):
-                    want_scores, want_ids = brute_force_top_k(idx, q, k)
+                    want_scores, want_ids = brute_force_top_k(idx, docs_of, q, k)
                     np.testing.assert_array_equal(np.asarray(hits.ids)[row], want_ids)
                     np.testing.assert_array_equal(np.asarray(hits.scores)[row], want_scores)
 
@@ -144,7 +144,7 @@ def test_every_algorithm_equals_the_top_k_of_all_scores(seed, variant, k):
     corpus = zipf_corpus(2000, vocab=3000, seed=seed % 1000, max_len=60)
     index = build(corpus, variant=variant)
     for q in zipf_queries(8, vocab=3000, seed=seed):
-        want = topk(index.get_scores(q)[None, :], index.ids, k)
+        want = top_k_of_matches(index, corpus, q, k)
         for algorithm in ("exhaustive",) + PRUNED + ("auto",):
             assert_hits_equal(index.search([q], k, algorithm=algorithm), want)
 
@@ -156,7 +156,7 @@ def test_a_long_query_with_a_large_k_equals_the_top_k_of_all_scores():
     index = build(corpus, variant="lucene")
     long_query = [f"t{i}" for i in range(100)]
     for q, k in ((long_query, 30_000), (["t3", "t50"], 10), (long_query, 5)):
-        want = topk(index.get_scores(q)[None, :], index.ids, k)
+        want = top_k_of_matches(index, corpus, q, k)
         for algorithm in ("exhaustive", "maxscore", "bmp", "auto"):
             assert_hits_equal(index.search([q], k, algorithm=algorithm), want)
 
@@ -174,7 +174,7 @@ def test_cursor_moves_of_every_length_equal_the_top_k_of_all_scores():
     index = build(corpus, variant="lucene")
     for q in (["a", "b"], ["b", "c"], ["a", "b", "c"]):
         for k in (1, 3, 17):
-            want = topk(index.get_scores(q)[None, :], index.ids, k)
+            want = top_k_of_matches(index, corpus, q, k)
             for algorithm in ("exhaustive",) + PRUNED + ("auto",):
                 assert_hits_equal(index.search([q], k, algorithm=algorithm), want)
 
@@ -199,7 +199,7 @@ def test_block_max_pruning_equals_the_top_k_of_all_scores(seed, n, variant, k):
     qs = [list(rng.choice(vocab, size=int(rng.integers(1, 6)), replace=False)) for _ in range(6)]
     batch = index.search(qs, k, algorithm="bmp")
     for row, q in enumerate(qs):
-        want = topk(index.get_scores(q)[None, :], index.ids, k)
+        want = top_k_of_matches(index, corpus, q, k)
         assert_hits_equal(index.search([q], k, algorithm="bmp"), want)
         np.testing.assert_array_equal(np.asarray(batch.ids)[row], np.asarray(want.ids)[0])
         np.testing.assert_array_equal(np.asarray(batch.scores)[row], np.asarray(want.scores)[0])

@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 import ragcore
 from ragcore import BM25Index, reference
-from ragcore.reference import BM25_VARIANTS, bm25_absent_part, bm25_scores, lucene_norm_length
+from ragcore.reference import (BM25_VARIANTS, bm25_absent_part, bm25_matches, bm25_scores,
+                               lucene_norm_length)
 
 from _bm25_corpora import VARIANTS, build, corpora, queries
 from _hits_check import assert_hits_close
@@ -23,10 +24,12 @@ WORKED = [
 def test_worked_example_okapi():
     index = build([d.split() for d in WORKED], variant="okapi", k1=1.5, b=0.75)
     hits = index.search([["neural", "retrieval"]], k=3)
-    np.testing.assert_array_equal(hits.ids, [[0, 1, 2]])
-    np.testing.assert_array_equal(np.round(hits.scores.astype(np.float64), 2), [[0.71, 0.55, 0.00]])
-    np.testing.assert_allclose(hits.scores[0], bm25_scores([d.split() for d in WORKED],
-                                                           ["neural", "retrieval"], variant="okapi"),
+    # Document 2 holds neither word: not a result, so the row ends in padding.
+    np.testing.assert_array_equal(hits.ids, [[0, 1, -1]])
+    np.testing.assert_array_equal(np.round(hits.scores.astype(np.float64), 2)[:, :2], [[0.71, 0.55]])
+    assert np.isneginf(hits.scores[0, 2])
+    np.testing.assert_allclose(hits.scores[0, :2], bm25_scores([d.split() for d in WORKED],
+                                                               ["neural", "retrieval"], variant="okapi")[:2],
                                rtol=1e-6)
 
 
@@ -56,7 +59,8 @@ def test_native_equals_reference(corpus, query, variant, k1, b, lucene_norms):
     k = len(corpus) + 2
     hits = index.search([query], k)
     scale = max(1.0, float(np.abs(ref).max(initial=0.0)))
-    assert_hits_close(hits, ref[None, :], np.arange(len(corpus)), k, atol=1e-6 * scale)
+    held = bm25_matches(corpus, query)  # only these are results; the rest of the row is padding
+    assert_hits_close(hits, ref[None, held], np.flatnonzero(held), k, atol=1e-6 * scale)
 
 
 def test_repeated_query_terms_count_twice():
@@ -66,15 +70,21 @@ def test_repeated_query_terms_count_twice():
                                bm25_scores(corpus, ["a", "a", "c"]), rtol=1e-6)
 
 
-def test_base_score_of_bm25l_and_bm25plus_reaches_every_document():
-    corpus = [["x"], ["y"], ["z", "z"], [], ["x", "y"]]
+def test_bm25l_and_bm25plus_base_scores_are_not_matches():
+    # Both formulas give a document without the query term a base score (get_scores keeps
+    # it, as bm25s does), but only documents holding a query term are results.
+    corpus = [["x"], ["y"], ["z", "z"], [], ["x", "y"], ["z"]]
     for variant in ("bm25l", "bm25+"):
-        index = build(corpus, variant=variant, ids=[50, 40, 30, 20, 10])
+        index = build(corpus, variant=variant, ids=[50, 40, 30, 20, 10, 5])
         ref = bm25_scores(corpus, ["z"], variant=variant)
+        assert (ref > 0).all()
+        assert_scores_match(index.get_scores(["z"]), ref)
         hits = index.search([["z"]], 5)
-        assert hits.ids[0, 0] == 30 and (hits.scores[0, 1:] > 0).all()
-        np.testing.assert_array_equal(hits.ids[0, 1:], [10, 20, 40, 50])  # ties by id
-        assert_scores_match(hits.scores[0], np.sort(ref)[::-1])
+        np.testing.assert_array_equal(hits.ids[0], [30, 5, -1, -1, -1])
+        assert_scores_match(hits.scores[0, :2], ref[[2, 5]])
+        assert np.isneginf(hits.scores[0, 2:]).all()
+        none = index.search([["absent"]], 3)
+        assert (none.ids == -1).all() and np.isneginf(none.scores).all()
 
 
 def lucene_small_float(i: int) -> int:

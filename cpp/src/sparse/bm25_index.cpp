@@ -46,8 +46,7 @@ void count_terms(const uint32_t* words, size_t n, const int64_t* word_to_term, s
 //    few documents, per result. Exhaustive costs its postings plus two sweeps
 //    of an N-bit bitmap; pruning saves little when k nears P (the k-th score is
 //    low), and pays per query for its threshold seed (about 4 k documents
-//    scored) and, where fewer than k documents match, a list search for each
-//    document filled in at the base score.
+//    scored).
 //  - MaxScore otherwise. Block-Max WAND was slower than MaxScore in nearly every
 //    cell and never clearly faster, so auto never runs it (it stays available
 //    by name).
@@ -354,11 +353,6 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
   // mapped to external ids at the end.
   TopKQueue queue(k);
   DocSink sink(queue, q.base, ids_ascending_ ? nullptr : ext_ids_.data(), allowed);
-  auto matched = [&](uint32_t doc) {
-    if (acc_ptr) return acc_ptr->has(doc);
-    return std::any_of(q.terms.begin(), q.terms.end(),
-                       [&](const TermScorer& t) { return t.list().contains(doc); });
-  };
   if (acc_ptr) {
     Accumulator& acc = *acc_ptr;
     acc.resize(ext_ids_.size());
@@ -384,15 +378,8 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
       BlockMaxWandQuery(q.terms, sink).run();
     }
   }
-  // Every live document has a score: those without a query term all score the
-  // base, so the smallest ids among them are the only ones that can enter.
-  const auto base_score = static_cast<float>(q.base);
-  if (queue.may_enter(base_score)) {
-    for (const auto& [ext_id, doc] : by_ext_id_) {
-      if ((allowed && !allowed[doc]) || matched(doc)) continue;
-      if (!queue.push(base_score, ids_ascending_ ? int64_t{doc} : ext_id)) break;
-    }
-  }
+  // Only documents holding a query term are results (as in Lucene, PISA and
+  // tantivy); the queue pads the rest of the row with (-1, -inf).
   if (acc_ptr) acc_ptr->drain([](uint32_t, double) {});
   queue.finish(scores, ids);
   if (ids_ascending_)

@@ -137,25 +137,41 @@ def bm25_scores(docs, query, k1=1.5, b=0.75, variant="lucene", delta=0.5, lucene
     return scores
 
 
+def bm25_matches(docs, query) -> np.ndarray:
+    """Which documents (lists of tokens) hold at least one token of query: the only BM25
+    results, as in Lucene, PISA and tantivy. A document without any query term is not a
+    match even where bm25l / bm25+ give it a base score (bm25_scores still computes it)."""
+    wanted = set(query)
+    return np.array([not wanted.isdisjoint(d) for d in docs], dtype=bool)
+
+
+def bm25_top_matches(scores: np.ndarray, matches: np.ndarray, ids: np.ndarray, k: int) -> Hits:
+    """The top k of one query's scores among its matching documents, padded with (-1, -inf)."""
+    return topk(np.asarray(scores)[matches][None, :], np.asarray(ids)[matches], k)
+
+
 def bm25_impact_search(impacts: dict, terms, weights, offsets, base, k: int) -> Hits:
     """Top-k as GpuBM25Index computes it, from BM25Index impacts (CSR: term -> slots and
     float32 score parts) and weighed queries (terms, weights, offsets, base per query):
     float64 sums of weight * part in query order, then float32(base + sum) for every live
-    slot (removed slots have id -1), ties by id ascending."""
+    slot (removed slots have id -1) that holds a query term, ties by id ascending."""
     offsets_t, docs, values, slot_ids = (impacts[name] for name in
                                          ("offsets", "docs", "values", "slot_ids"))
     live = slot_ids >= 0
     rows = []
     for q in range(len(offsets) - 1):
         acc = np.zeros(len(slot_ids), dtype=np.float64)
+        held = np.zeros(len(slot_ids), dtype=bool)
         for i in range(offsets[q], offsets[q + 1]):
             if terms[i] < 0:
                 continue
             span = slice(offsets_t[terms[i]], offsets_t[terms[i] + 1])
             acc[docs[span]] += weights[i] * values[span].astype(np.float64)
-        rows.append((base[q] + acc[live]).astype(np.float32))
-    scores = np.array(rows, dtype=np.float32).reshape(len(rows), int(live.sum()))
-    return topk(scores, slot_ids[live], k)
+            held[docs[span]] = True
+        rows.append(bm25_top_matches((base[q] + acc).astype(np.float32), live & held, slot_ids, k))
+    if not rows:
+        return topk(np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.int64), k)
+    return Hits(np.vstack([r.scores for r in rows]), np.vstack([r.ids for r in rows]))
 
 
 def bm25_dense_bound(weights_and_maxima, base: float) -> float:

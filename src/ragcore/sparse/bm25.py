@@ -56,9 +56,11 @@ class BM25Index:
     (used as given, no lowercasing). Stopwords and the stemmer apply to both, and the same
     settings are applied to queries.
 
-    Every live document has a score (for bm25l and bm25+ a document without any query
-    term still scores the base); ``search`` returns the exact top-k of those scores,
-    ties by id ascending, whatever query algorithm runs.
+    ``search`` returns the exact top-k of the documents that hold at least one query
+    term, ties by id ascending, whatever query algorithm runs; the rest of a row is
+    padding (id -1, score -inf). A document without any query term is never a result,
+    not even for bm25l and bm25+, whose formulas give it a base score (the absent terms'
+    part): ``get_scores`` still returns that base for it, as bm25s does.
 
     ``search`` may run from several threads at once; ``add``/``remove`` wait for running
     searches and block new ones while they change the index.
@@ -261,8 +263,11 @@ class BM25Index:
         over ranges of 64 documents); all return the same hits.
         allow: only these ids may be returned (an id list or array, or a boolean mask
         indexed by id); applied inside every algorithm, so the hits are exactly the top-k
-        of the allowed documents. Rows are padded with id -1 / score -inf only when k
-        exceeds the (allowed) documents.
+        of the allowed documents.
+
+        Only documents holding at least one query term are results (as in Lucene, PISA
+        and tantivy): rows are padded with id -1 / score -inf past the matching (allowed)
+        documents, so a query none of whose words the index holds gets a row of padding.
         """
         # One str, plain arguments: answered in one native call that checks them too
         # (None where they are anything else: the checked path below explains them).

@@ -103,7 +103,8 @@ class GpuBM25Index(HostBackedGpuIndex):
         """Top-k documents of each query: ``Hits`` [nq, k], best first, ties by id.
 
         queries: as for BM25Index.search (a str, a list of str or of token lists).
-        Rows are padded with id -1 / score -inf only when k exceeds the documents.
+        As there, only documents holding a query term are results; rows are padded with
+        id -1 / score -inf past them.
         """
         return self._search(queries, k)[0]
 

@@ -22,6 +22,9 @@
 #include <stdexcept>
 #include <vector>
 
+using std::isnan;  // device code calls the global isnan / isfinite, as CUDA declares them
+using std::isfinite;
+
 struct EmuDim {
   unsigned x = 1, y = 1, z = 1;
 };

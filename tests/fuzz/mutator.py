@@ -271,12 +271,14 @@ def _require(condition: bool, what: str) -> None:
         raise ContractBroken(what)
 
 
-def _check_hits(hits, index_ids: np.ndarray, k: int, n: int) -> None:
+def _check_hits(hits, index_ids: np.ndarray, k: int, n) -> None:
+    """n: the results a row has at most (an int, or one per row: a BM25 query's matches)."""
     ids, scores = hits.ids, hits.scores
     real = ids != -1
     _require(bool(np.isin(ids[real], index_ids).all()), "a result id is not in the index")
     _require(bool(np.isfinite(scores[real]).all()), "a result has a NaN or infinite score")
-    _require(bool((real.sum(axis=1) == min(k, n)).all()), "results vanished (padding with k <= n)")
+    _require(bool((real.sum(axis=1) == np.minimum(k, n)).all()),
+             "results vanished (padding with k <= n)")
     _require(bool((scores[~real] == -np.inf).all()), "padding without score -inf")
     for row_ids in ids:
         got = row_ids[row_ids != -1]
@@ -292,11 +294,14 @@ def check_index(index, kind: str, directory: str) -> None:
     if kind == "bm25":
         words = index.vocabulary[:6] + ["quick", "dog"]
         queries = [" ".join(words[: i + 1]) for i in range(len(words))] * 2
+        # A BM25 row holds the documents with a query word: as many as k = n + 2 finds.
+        matches = (index.search(queries, n + 2, algorithm="exhaustive").ids != -1).sum(axis=1)
+        _require(bool((matches <= n).all()), "more BM25 results than documents")
         for k in (1, max(n, 1), n + 2):
             results = [index.search(queries, k, algorithm=a) for a in
                        ("exhaustive", "maxscore", "bmw", "bmp")]
             for hits in results:
-                _check_hits(hits, ids, k, n)
+                _check_hits(hits, ids, k, matches)
             for hits in results[1:]:
                 _require(bool(np.array_equal(hits.ids, results[0].ids)), "algorithms disagree")
         index.add(["a new quick document"])

@@ -51,9 +51,11 @@ def test_sparse_search_equals_bm25_over_all_then_filter(filled, flt):
     allowed = np.array([i for i in range(len(texts)) if matches(metadata[i], flt)])
     for q in queries(12, seed=6):
         got = col.search(q, k=10, mode="sparse", filter=flt)
-        scores = bm25.get_scores(q)[allowed]
-        order = np.lexsort((allowed, -scores.astype(np.float64)))[:10]
-        assert [m.id for m in got] == allowed[order].tolist()
+        # Only documents holding a query word are BM25 results.
+        held = allowed[[not set(q.split()).isdisjoint(texts[i].split()) for i in allowed]]
+        scores = bm25.get_scores(q)[held]
+        order = np.lexsort((held, -scores.astype(np.float64)))[:10]
+        assert [m.id for m in got] == held[order].tolist()
         np.testing.assert_array_equal([np.float32(m.score) for m in got], scores[order])
 
 
@@ -95,10 +97,11 @@ def test_a_tuned_fusion_setting_is_accepted(filled):
 def test_a_selective_filter_still_returns_k_and_only_allowed(filled):
     col, texts, metadata, enc = filled
     target = [i for i in range(len(texts)) if metadata[i]["year"] == 2001]
-    assert 0 < len(target) < 20
-    for mode in ("dense", "sparse", "hybrid"):
+    with_alpha = [i for i in target if "alpha" in texts[i].split()]
+    assert 0 < len(with_alpha) < len(target) < 20
+    for mode, want in (("dense", target), ("sparse", with_alpha), ("hybrid", target)):
         got = col.search("alpha", k=50, mode=mode, filter={"year": 2001})
-        assert sorted(m.id for m in got) == sorted(target)
+        assert sorted(m.id for m in got) == sorted(want)
     # Above the exact-scoring threshold the native filtered scan answers: the same results.
     flt = {"year": {"$gte": 2000}}
     exact = col.search("beta gamma", k=10, mode="dense", filter=flt)
@@ -307,11 +310,12 @@ FILTERS = [
 
 @pytest.mark.parametrize("flt", FILTERS, ids=[str(f) for f in FILTERS])
 def test_filters_select_what_the_python_evaluation_selects(filled, flt):
-    col, _, metadata, _ = filled
+    col, texts, metadata, _ = filled
     want = [i for i, m in enumerate(metadata) if matches(m, flt)]
     assert col.count(flt) == len(want)
-    got = col.search("alpha", k=300, mode="sparse", filter=flt)
-    assert sorted(m.id for m in got) == want
+    assert sorted(m.id for m in col.search("alpha", k=300, mode="dense", filter=flt)) == want
+    sparse = col.search("alpha", k=300, mode="sparse", filter=flt)
+    assert sorted(m.id for m in sparse) == [i for i in want if "alpha" in texts[i].split()]
 
 
 def test_declared_fields_are_indexed_and_type_checked(tmp_path):
@@ -367,3 +371,15 @@ def test_rerank_reorders_the_fused_candidates(filled):
     best_possible = sorted((len(set(q.split()) & set(m.text.split())) for m in first_stage),
                            reverse=True)[:5]
     assert overlap == best_possible
+
+
+def test_a_word_no_document_holds_adds_nothing_to_hybrid(filled):
+    # BM25 filler (documents without the word at score 0) once reached RRF, which ranked it
+    # like real matches; now the sparse list is empty and hybrid is the dense ranking.
+    col, *_ = filled
+    assert len(col.search("zstandard", k=10, mode="sparse")) == 0
+    dense = col.search("zstandard", k=10, mode="dense")
+    hybrid = col.search("zstandard", k=10, mode="hybrid")
+    assert len(dense) == 10 and [m.id for m in hybrid] == [m.id for m in dense]
+    mixed = col.search("zstandard alpha", k=10, mode="sparse")
+    assert len(mixed) > 0 and all("alpha" in m.text.split() for m in mixed)

@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def test_threads_search_while_one_writes(tmp_path):
     texts, metadata = corpus(400, seed=4)
+    texts = ["alpha " + t for t in texts]  # every document a BM25 match of the queries
     col = Collection.create(tmp_path / "c", encoder=HashEncoder(), chunker="none")
     col.add(texts[:50], ids=list(range(50)), metadata=metadata[:50])
     errors, seen = [], []
@@ -80,6 +81,7 @@ READER = textwrap.dedent("""
 
 def test_a_second_process_reads_while_this_one_writes(tmp_path):
     texts, metadata = corpus(100, seed=6)
+    texts = ["alpha " + t for t in texts]  # every document a BM25 match of "alpha"
     path = str(tmp_path / "c")
     col = Collection.create(path, encoder=HashEncoder(), chunker="none")
     col.add(texts[:60], ids=list(range(60)), metadata=metadata[:60])

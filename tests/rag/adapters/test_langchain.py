@@ -1,20 +1,25 @@
 """The LangChain adapters against langchain-core from PyPI: langchain-tests' standard
-VectorStore integration suite, filters, the retriever, and reopening from disk."""
+VectorStore and Embeddings suites, filters, the retriever, and reopening from disk."""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
 
+import numpy as np
 import pytest
 
 pytest.importorskip("langchain_core")
 langchain_tests = pytest.importorskip("langchain_tests.integration_tests")
+langchain_unit_tests = pytest.importorskip("langchain_tests.unit_tests")
 
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 
-from ragcore.rag.adapters.langchain import RagcoreRetriever, RagcoreVectorStore  # noqa: E402
+from ragcore.rag.collection import Collection  # noqa: E402
+from ragcore.rag.adapters.langchain import (  # noqa: E402
+    RagcoreEmbeddings, RagcoreRetriever, RagcoreVectorStore,
+)
 
 
 class TestRagcoreVectorStoreStandard(langchain_tests.VectorStoreIntegrationTests):
@@ -27,16 +32,49 @@ class TestRagcoreVectorStoreStandard(langchain_tests.VectorStoreIntegrationTests
             store.collection.close()
 
 
-# The suite's async tests are bare coroutines (its own repository runs pytest-asyncio in auto
+@pytest.fixture(scope="module")
+def bundled():
+    """One bundled encoder for the module's tests (loading it takes seconds)."""
+    from ragcore.encoders import default_encoder
+
+    return default_encoder()
+
+
+class _SharedEncoder:
+    """The standard suites build a model per test; these share one bundled encoder."""
+
+    @pytest.fixture(autouse=True)
+    def _encoder(self, bundled):
+        self._bundled = bundled
+
+    @property
+    def embeddings_class(self):
+        return RagcoreEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict:
+        return {"encoder": self._bundled}
+
+
+class TestRagcoreEmbeddingsUnit(_SharedEncoder, langchain_unit_tests.EmbeddingsUnitTests):
+    pass
+
+
+class TestRagcoreEmbeddingsStandard(_SharedEncoder, langchain_tests.EmbeddingsIntegrationTests):
+    pass
+
+
+# The suites' async tests are bare coroutines (its own repository runs pytest-asyncio in auto
 # mode); this repository's pytest runs it in strict mode, so they are marked here, in place
 # (the suite refuses overridden tests), or skipped where pytest-asyncio is absent.
 _ASYNC_MARK = (pytest.mark.asyncio if importlib.util.find_spec("pytest_asyncio") else
                pytest.mark.skip(reason="pytest-asyncio is not installed"))
-for _name, _test in inspect.getmembers(langchain_tests.VectorStoreIntegrationTests,
-                                       inspect.iscoroutinefunction):
-    if _name.startswith("test_") and not any(m.name in ("asyncio", "skip") for m in
-                                             getattr(_test, "pytestmark", [])):
-        _ASYNC_MARK(_test)
+for _suite in (langchain_tests.VectorStoreIntegrationTests,
+               langchain_tests.EmbeddingsIntegrationTests):
+    for _name, _test in inspect.getmembers(_suite, inspect.iscoroutinefunction):
+        if _name.startswith("test_") and not any(m.name in ("asyncio", "skip") for m in
+                                                 getattr(_test, "pytestmark", [])):
+            _ASYNC_MARK(_test)
 
 
 @pytest.fixture
@@ -85,3 +123,28 @@ def test_reopen_from_disk(tmp_path):
     again.delete()
     assert len(again.collection) == 0
     again.collection.close()
+
+
+def test_embeddings_default_to_the_collections_bundled_model(bundled, tmp_path):
+    emb = RagcoreEmbeddings()
+    texts = ["Paris is the capital of France.", "Bananas are yellow."]
+    vectors = emb.embed_documents(texts)
+    assert np.allclose(vectors, bundled.encode(texts), atol=1e-6)
+    assert np.allclose(emb.embed_query(texts[0]), vectors[0], atol=1e-6)
+    assert emb.embed_documents([]) == []
+    with Collection.create(tmp_path / "c", chunker="none") as col:  # no encoder: the bundled one
+        col.add(texts, ids=["p", "b"])
+        hit = col.search_by_vector(np.float32(emb.embed_query("French capital")), k=1)
+        assert hit[0].id == "p" and hit[0].score == pytest.approx(
+            col.search("French capital", k=1, mode="dense")[0].score, abs=1e-5)
+
+
+def test_embeddings_arguments(bundled):
+    with pytest.raises(TypeError, match="texts must be a list of str"):
+        RagcoreEmbeddings(bundled).embed_documents("one text")
+    with pytest.raises(TypeError, match="text must be a str"):
+        RagcoreEmbeddings(bundled).embed_query(["a list"])
+    with pytest.raises(ValueError, match="precision"):
+        RagcoreEmbeddings(bundled, precision="int8")
+    with pytest.raises(TypeError, match="encoder must have encode"):
+        RagcoreEmbeddings(encoder="all-MiniLM-L6-v2")

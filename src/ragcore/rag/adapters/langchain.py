@@ -1,5 +1,7 @@
 """LangChain adapters over a ragcore Collection (``pip install ragcore[langchain]``).
 
+- ``RagcoreEmbeddings``: a langchain_core Embeddings over a ragcore bi-encoder (by default
+  the bundled all-MiniLM-L6-v2, run locally through onnxruntime).
 - ``RagcoreVectorStore``: a langchain_core VectorStore (add_texts, add_documents,
   similarity_search[_with_score | _by_vector], delete, get_by_ids, from_texts, filter=,
   as_retriever()). Adding an id that exists replaces that document (LangChain's rule).
@@ -26,6 +28,52 @@ from pydantic import ConfigDict
 
 from ..collection.store import DB_NAME
 from ..collection import Collection
+
+
+class RagcoreEmbeddings(Embeddings):
+    """LangChain Embeddings over a ragcore bi-encoder, run locally (no service, no key).
+
+    Vectors are lists of floats; the bundled model's are L2-normalised (cosine equals the
+    inner product). Texts longer than the model's max_length are cut, with a warning.
+
+    Args:
+        encoder: a ragcore BiEncoder, or anything with ``encode(list of str) -> [n, dim]``
+            (and, for models that embed queries differently, ``encode_queries``); default:
+            the bundled all-MiniLM-L6-v2 (``ragcore.encoders.default_encoder``), the model
+            a Collection uses when given no encoder.
+        precision: the bundled model's precision ("fp32", "auto", "int8", "fp16",
+            "int8-bundled"; see default_encoder); only without encoder.
+    """
+
+    def __init__(self, encoder=None, precision: str | None = None):
+        if encoder is None:
+            from ...encoders import default_encoder
+
+            encoder = default_encoder() if precision is None else default_encoder(precision)
+        elif precision is not None:
+            raise ValueError("precision chooses the bundled model's precision; it cannot be "
+                             "combined with encoder")
+        elif isinstance(encoder, (str, bytes)) or not callable(getattr(encoder, "encode", None)):
+            raise TypeError(f"encoder must have encode(list of str) (a ragcore BiEncoder; for a "
+                            f"model file: BiEncoder(path)), got {type(encoder).__name__}")
+        self.encoder = encoder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order; an empty list gives []."""
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of str, got one str; use embed_query")
+        texts = list(texts)
+        return np.asarray(self.encoder.encode(texts), dtype=np.float32).tolist() if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        """The query's vector (through the encoder's encode_queries where it has one)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        encode = getattr(self.encoder, "encode_queries", self.encoder.encode)
+        return np.asarray(encode([text]), dtype=np.float32)[0].tolist()
+
+    def __repr__(self) -> str:
+        return f"RagcoreEmbeddings({self.encoder!r})"
 
 
 class LangChainEncoder:

@@ -3,8 +3,10 @@ VectorStore and Embeddings suites, filters, the retriever, and reopening from di
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import inspect
+import os
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ langchain_unit_tests = pytest.importorskip("langchain_tests.unit_tests")
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 
-from ragcore.rag.collection import Collection  # noqa: E402
+from ragcore.rag.collection import Collection, CollectionError  # noqa: E402
 from ragcore.rag.adapters.langchain import (  # noqa: E402
     RagcoreEmbeddings, RagcoreRetriever, RagcoreVectorStore,
 )
@@ -25,11 +27,8 @@ from ragcore.rag.adapters.langchain import (  # noqa: E402
 class TestRagcoreVectorStoreStandard(langchain_tests.VectorStoreIntegrationTests):
     @pytest.fixture()
     def vectorstore(self, tmp_path):
-        store = RagcoreVectorStore(self.get_embeddings(), path=tmp_path / "lc")
-        try:
+        with RagcoreVectorStore(self.get_embeddings(), path=tmp_path / "lc") as store:
             yield store
-        finally:
-            store.collection.close()
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +85,7 @@ def store(tmp_path):
                    {"year": 2020, "kind": "a"}, {"year": 2022, "kind": "b"}],
         ids=["1", "2", "3", "4"], path=tmp_path / "s")
     yield s
-    s.collection.close()
+    s.close()
 
 
 def test_filter_and_scores(store):
@@ -148,3 +147,35 @@ def test_embeddings_arguments(bundled):
         RagcoreEmbeddings(bundled, precision="int8")
     with pytest.raises(TypeError, match="encoder must have encode"):
         RagcoreEmbeddings(encoder="all-MiniLM-L6-v2")
+
+
+def test_close_and_with(tmp_path):
+    emb = DeterministicFakeEmbedding(size=8)
+    with RagcoreVectorStore(emb, path=tmp_path / "w") as store:
+        store.add_texts(["alpha", "beta"], ids=["a", "b"])
+    with pytest.raises(CollectionError, match="closed"):
+        store.similarity_search("alpha")
+    store.close()  # closing again does nothing
+    with Collection.open(tmp_path / "w") as col:  # the writer lock was released
+        assert col.ids() == ["a", "b"]
+
+
+def test_from_texts_without_path_leaves_no_directory(tmp_path):
+    emb = DeterministicFakeEmbedding(size=8)
+    store = RagcoreVectorStore.from_texts(["alpha", "beta"], emb)
+    directory = store.collection.path
+    assert store.similarity_search("alpha", k=1)[0].page_content == "alpha"
+    store.close()
+    assert not os.path.exists(directory)
+    dropped = RagcoreVectorStore.from_texts(["gamma"], emb).collection.path
+    gc.collect()  # the store was never closed: its finalizer removes the directory
+    assert not os.path.exists(dropped)
+    with pytest.raises(ValueError, match="metadatas"):
+        RagcoreVectorStore.from_texts(["a"], emb, metadatas=[{}, {}], path=tmp_path / "bad")
+    Collection.open(tmp_path / "bad").close()  # the failed from_texts released the writer lock
+
+
+def test_path_and_collection_are_exclusive(store, tmp_path):
+    with pytest.raises(ValueError, match="path or collection"):
+        RagcoreVectorStore(DeterministicFakeEmbedding(size=16), path=tmp_path / "x",
+                           collection=store.collection)

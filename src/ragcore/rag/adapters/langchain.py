@@ -4,7 +4,8 @@
   the bundled all-MiniLM-L6-v2, run locally through onnxruntime).
 - ``RagcoreVectorStore``: a langchain_core VectorStore (add_texts, add_documents,
   similarity_search[_with_score | _by_vector], delete, get_by_ids, from_texts, filter=,
-  as_retriever()). Adding an id that exists replaces that document (LangChain's rule).
+  as_retriever(), close() / ``with``). Adding an id that exists replaces that document
+  (LangChain's rule). Without a path its collection is temporary.
 - ``RagcoreRetriever``: a BaseRetriever running the collection's hybrid (or dense, or
   sparse) search.
 
@@ -13,8 +14,6 @@ Filters are ragcore's metadata filters (Mongo-style dicts: {"year": {"$gte": 202
 
 from __future__ import annotations
 
-import os
-import tempfile
 import uuid
 from typing import Any, Iterable, Sequence
 
@@ -26,8 +25,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict
 
-from ..collection.store import DB_NAME
 from ..collection import Collection
+from ._directory import open_or_create, temporary
 
 
 class RagcoreEmbeddings(Embeddings):
@@ -95,31 +94,49 @@ class LangChainEncoder:
 class RagcoreVectorStore(VectorStore):
     """A LangChain VectorStore kept in a ragcore Collection.
 
+    Close it (``close()``, or ``with RagcoreVectorStore(...) as store:``) to write the index
+    files and release the collection's writer lock.
+
     Args:
-        embedding: the LangChain Embeddings model.
-        path: the collection directory (created if it does not hold one yet; default: a
-            new temporary directory).
+        embedding: the LangChain Embeddings model (RagcoreEmbeddings: ragcore's bundled one).
+        path: the collection directory (opened if it holds one, else created). None (the
+            default): a temporary collection, as Chroma's in-memory default: its directory
+            is removed when the store is closed or garbage-collected; pass a path to keep it.
         collection: an open Collection to use instead of path (its encoder is replaced
-            by embedding for queries and adds).
+            by embedding for queries and adds); the store's close() closes it.
         create_options: Collection.create options (dense, bm25, metadata_schema, chunker;
             default chunker "none": each LangChain document is one chunk).
     """
 
     def __init__(self, embedding: Embeddings, path=None, collection: Collection | None = None,
                  **create_options):
+        if collection is not None and path is not None:
+            raise ValueError("pass path or collection, not both")
         self._embedding = embedding
         encoder = LangChainEncoder(embedding)
-        if collection is None:
-            path = path if path is not None else tempfile.mkdtemp(prefix="ragcore-langchain-")
-            if os.path.isfile(os.path.join(path, DB_NAME)):
-                collection = Collection.open(path, encoder=encoder)
-            else:
-                options = {"chunker": "none", "dense": {"kind": "flat", "metric": "cosine"}}
-                options.update(create_options)
-                collection = Collection.create(path, encoder=encoder, **options)
-        else:
+        options = {"chunker": "none", "dense": {"kind": "flat", "metric": "cosine"},
+                   **create_options}
+        if collection is not None:
             collection._encoder = encoder
+            self._discard = collection.close
+        elif path is not None:
+            collection = open_or_create(path, encoder, options)
+            self._discard = collection.close
+        else:
+            collection, self._discard = temporary(self, encoder, options, "ragcore-langchain-")
         self.collection = collection
+
+    def close(self) -> None:
+        """Closes the Collection (writes its index files, releases its writer lock); a
+        temporary collection's directory is removed. Closing again does nothing."""
+        self._discard()
+
+    def __enter__(self) -> RagcoreVectorStore:
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
 
     @property
     def embeddings(self) -> Embeddings:
@@ -188,8 +205,14 @@ class RagcoreVectorStore(VectorStore):
     @classmethod
     def from_texts(cls, texts: list[str], embedding: Embeddings, metadatas: list[dict] | None = None,
                    *, ids: list[str] | None = None, path=None, **kwargs: Any) -> RagcoreVectorStore:
+        """A store holding texts. Without path the collection is temporary (removed when
+        the store is closed or garbage-collected); kwargs go to RagcoreVectorStore."""
         store = cls(embedding, path=path, **kwargs)
-        store.add_texts(texts, metadatas, ids=ids)
+        try:
+            store.add_texts(texts, metadatas, ids=ids)
+        except BaseException:
+            store.close()  # a bad argument must not leave the writer lock held
+            raise
         return store
 
 

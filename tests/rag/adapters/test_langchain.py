@@ -17,7 +17,9 @@ langchain_unit_tests = pytest.importorskip("langchain_tests.unit_tests")
 
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
 
+from _collection_data import HashEncoder  # noqa: E402
 from ragcore.rag.collection import Collection, CollectionError  # noqa: E402
 from ragcore.rag.adapters.langchain import (  # noqa: E402
     RagcoreEmbeddings, RagcoreRetriever, RagcoreVectorStore,
@@ -63,13 +65,34 @@ class TestRagcoreEmbeddingsStandard(_SharedEncoder, langchain_tests.EmbeddingsIn
     pass
 
 
+class TestRagcoreRetrieverStandard(langchain_tests.RetrieversIntegrationTests):
+    @pytest.fixture(autouse=True)
+    def _collection(self, tmp_path):
+        with Collection.create(tmp_path / "r", encoder=HashEncoder(), chunker="none") as col:
+            col.add([f"cats and dogs, story {i}" for i in range(6)])
+            self._col = col
+            yield
+
+    @property
+    def retriever_constructor(self):
+        return RagcoreRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict:
+        return {"collection": self._col}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "cats"
+
+
 # The suites' async tests are bare coroutines (its own repository runs pytest-asyncio in auto
 # mode); this repository's pytest runs it in strict mode, so they are marked here, in place
 # (the suite refuses overridden tests), or skipped where pytest-asyncio is absent.
 _ASYNC_MARK = (pytest.mark.asyncio if importlib.util.find_spec("pytest_asyncio") else
                pytest.mark.skip(reason="pytest-asyncio is not installed"))
 for _suite in (langchain_tests.VectorStoreIntegrationTests,
-               langchain_tests.EmbeddingsIntegrationTests):
+               langchain_tests.EmbeddingsIntegrationTests, langchain_tests.RetrieversIntegrationTests):
     for _name, _test in inspect.getmembers(_suite, inspect.iscoroutinefunction):
         if _name.startswith("test_") and not any(m.name in ("asyncio", "skip") for m in
                                                  getattr(_test, "pytestmark", [])):
@@ -179,3 +202,26 @@ def test_path_and_collection_are_exclusive(store, tmp_path):
     with pytest.raises(ValueError, match="path or collection"):
         RagcoreVectorStore(DeterministicFakeEmbedding(size=16), path=tmp_path / "x",
                            collection=store.collection)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
+def test_retriever_returns_the_k_asked_for(store, mode):
+    for n in (1, 3):
+        top_k = RagcoreRetriever(collection=store.collection, top_k=n, mode=mode)
+        assert len(top_k.invoke("cats bird")) == n  # three documents hold a term
+        assert len(top_k.invoke("cats bird", k=2)) == 2
+    searched = store.as_retriever(search_kwargs={"k": 3}).invoke("cats")
+    assert len(searched) == 3
+
+
+def test_retriever_arguments(store):
+    col = store.collection
+    with pytest.raises(ValidationError, match="top_kk"):
+        RagcoreRetriever(collection=col, top_kk=1)
+    for bad in (0, True, "3"):
+        with pytest.raises(ValidationError, match="k"):
+            RagcoreRetriever(collection=col, k=bad)
+    with pytest.raises(ValidationError, match="mode"):
+        RagcoreRetriever(collection=col, mode="bm25")
+    with pytest.raises(ValueError, match="k or top_k"):
+        RagcoreRetriever(collection=col).invoke("cats", k=1, top_k=2)

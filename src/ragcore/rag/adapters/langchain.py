@@ -7,7 +7,7 @@
   as_retriever(), close() / ``with``). Adding an id that exists replaces that document
   (LangChain's rule). Without a path its collection is temporary.
 - ``RagcoreRetriever``: a BaseRetriever running the collection's hybrid (or dense, or
-  sparse) search.
+  sparse) search; k (or top_k) chunks per query.
 
 Filters are ragcore's metadata filters (Mongo-style dicts: {"year": {"$gte": 2020}}).
 """
@@ -15,7 +15,7 @@ Filters are ragcore's metadata filters (Mongo-style dicts: {"year": {"$gte": 202
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -23,7 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
-from pydantic import ConfigDict
+from pydantic import AliasChoices, ConfigDict, Field
 
 from ..collection import Collection
 from ._directory import open_or_create, temporary
@@ -217,19 +217,35 @@ class RagcoreVectorStore(VectorStore):
 
 
 class RagcoreRetriever(BaseRetriever):
-    """LangChain retriever over a Collection's hybrid search (or mode="dense" / "sparse")."""
+    """LangChain retriever over a Collection's hybrid search (or mode="dense" / "sparse").
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    Returns k chunks, best first, each a Document with its score and span (start, end,
+    chunk) in its metadata; fewer when fewer chunks match (a BM25 match needs a query term,
+    and a filter may allow fewer).
+
+    Args:
+        collection: the ragcore Collection.
+        k (or top_k): chunks per query (default 4); ``invoke(query, k=n)`` for one query.
+        mode: "hybrid" (default), "dense" or "sparse".
+        filter: a ragcore metadata filter.
+        search_options: more Collection.search options (fusion, rerank, k0, by).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     collection: Any
-    k: int = 4
-    mode: str = "hybrid"
+    k: int = Field(4, gt=0, strict=True, validation_alias=AliasChoices("k", "top_k"))
+    mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
     filter: dict | None = None
     search_options: dict = {}
 
-    def _get_relevant_documents(self, query: str, *,
-                                run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        results = self.collection.search(query, k=self.k, mode=self.mode, filter=self.filter,
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                k: int | None = None, top_k: int | None = None
+                                ) -> list[Document]:
+        if k is not None and top_k is not None:
+            raise ValueError("pass k or top_k, not both")
+        k = self.k if k is None and top_k is None else (k if k is not None else top_k)
+        results = self.collection.search(query, k=k, mode=self.mode, filter=self.filter,
                                          **self.search_options)
         return [_document(m, with_span=True) for m in results]
 

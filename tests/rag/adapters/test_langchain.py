@@ -16,7 +16,7 @@ langchain_tests = pytest.importorskip("langchain_tests.integration_tests")
 langchain_unit_tests = pytest.importorskip("langchain_tests.unit_tests")
 
 from langchain_core.documents import Document  # noqa: E402
-from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 
 from _collection_data import HashEncoder  # noqa: E402
@@ -225,3 +225,52 @@ def test_retriever_arguments(store):
         RagcoreRetriever(collection=col, mode="bm25")
     with pytest.raises(ValueError, match="k or top_k"):
         RagcoreRetriever(collection=col).invoke("cats", k=1, top_k=2)
+
+
+class TableEmbeddings(Embeddings):
+    """Fixed vectors: two near-duplicates closest to the query, a different one next."""
+
+    VECTORS = {"query": [1.0, 0.0, 0.0], "dup one": [0.95, 0.31, 0.0],
+               "dup two": [0.95, 0.32, 0.02], "other": [0.8, -0.6, 0.0], "far": [0.0, 0.0, 1.0]}
+
+    def embed_documents(self, texts):
+        return [self.VECTORS[t] for t in texts]
+
+    def embed_query(self, text):
+        return self.VECTORS[text]
+
+
+@pytest.fixture
+def table_store():
+    texts = ["dup one", "dup two", "other", "far"]
+    with RagcoreVectorStore.from_texts(texts, TableEmbeddings(), ids=texts,
+                                       metadatas=[{"n": i} for i in range(4)]) as s:
+        yield s
+
+
+def test_mmr_prefers_a_diverse_second_document(table_store):
+    def ids(docs):
+        return [d.id for d in docs]
+
+    assert ids(table_store.similarity_search("query", k=2)) == ["dup one", "dup two"]
+    assert ids(table_store.max_marginal_relevance_search("query", k=2)) == ["dup one", "other"]
+    assert ids(table_store.max_marginal_relevance_search("query", k=2, lambda_mult=1.0)) == \
+        ["dup one", "dup two"]
+    assert ids(table_store.max_marginal_relevance_search("query", k=2, fetch_k=2)) == \
+        ["dup one", "dup two"]  # "other" is not among the 2 candidates
+    filtered = table_store.max_marginal_relevance_search_by_vector(
+        [1.0, 0.0, 0.0], k=2, filter={"n": {"$ne": 0}})
+    assert ids(filtered) == ["dup two", "other"]
+    retriever = table_store.as_retriever(search_type="mmr", search_kwargs={"k": 3})
+    assert ids(retriever.invoke("query")) == ["dup one", "other", "far"]
+
+
+def test_mmr_arguments(table_store):
+    with pytest.raises(ValueError, match="fetch_k"):
+        table_store.max_marginal_relevance_search("query", k=5, fetch_k=3)
+    with pytest.raises(ValueError, match="lambda_mult"):
+        table_store.max_marginal_relevance_search("query", lambda_mult=1.5)
+    with pytest.raises(TypeError, match="lambda"):
+        table_store.max_marginal_relevance_search("query", lambda_=0.2)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        table_store.max_marginal_relevance_search("query", k=2.0)

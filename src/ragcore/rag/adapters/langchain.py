@@ -3,8 +3,9 @@
 - ``RagcoreEmbeddings``: a langchain_core Embeddings over a ragcore bi-encoder (by default
   the bundled all-MiniLM-L6-v2, run locally through onnxruntime).
 - ``RagcoreVectorStore``: a langchain_core VectorStore (add_texts, add_documents,
-  similarity_search[_with_score | _by_vector], delete, get_by_ids, from_texts, filter=,
-  as_retriever(), close() / ``with``). Adding an id that exists replaces that document
+  similarity_search[_with_score | _by_vector], max_marginal_relevance_search[_by_vector],
+  delete, get_by_ids, from_texts, filter=, as_retriever() with search_type "similarity",
+  "similarity_score_threshold" or "mmr", close() / ``with``). Adding an id that exists replaces that document
   (LangChain's rule). Without a path its collection is temporary.
 - ``RagcoreRetriever``: a BaseRetriever running the collection's hybrid (or dense, or
   sparse) search; k (or top_k) chunks per query.
@@ -14,6 +15,7 @@ Filters are ragcore's metadata filters (Mongo-style dicts: {"year": {"$gte": 202
 
 from __future__ import annotations
 
+import numbers
 import uuid
 from typing import Any, Iterable, Literal, Sequence
 
@@ -25,7 +27,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import AliasChoices, ConfigDict, Field
 
+from ..._util.arrays import check_positive_int
 from ..collection import Collection
+from ..mmr import mmr
 from ._directory import open_or_create, temporary
 
 
@@ -198,6 +202,33 @@ class RagcoreVectorStore(VectorStore):
         return [_document(m) for m in self.collection.search_by_vector(vector, k=k, filter=filter,
                                                                         by="document")]
 
+    def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20,
+                                      lambda_mult: float = 0.5, filter: dict | None = None,
+                                      **kwargs: Any) -> list[Document]:
+        """k documents chosen by maximal marginal relevance (ragcore.rag.mmr) among the
+        fetch_k most similar to the query (dense search, filter applied), in the order
+        chosen. lambda_mult: 1 ranks by relevance alone, 0 by diversity alone."""
+        return self.max_marginal_relevance_search_by_vector(
+            self._embedding.embed_query(query), k, fetch_k, lambda_mult, filter=filter, **kwargs)
+
+    def max_marginal_relevance_search_by_vector(self, embedding: list[float], k: int = 4,
+                                                fetch_k: int = 20, lambda_mult: float = 0.5,
+                                                filter: dict | None = None,
+                                                **kwargs: Any) -> list[Document]:
+        """max_marginal_relevance_search with the query's vector. The candidates' vectors
+        are embedded again with this store's embedding model (the Collection does not hand
+        out its stored vectors)."""
+        _check_mmr_options(k, fetch_k, lambda_mult, kwargs)
+        if len(self.collection) == 0:
+            return []
+        vector = np.asarray(embedding, dtype=np.float32)
+        candidates = self.collection.search_by_vector(vector, k=fetch_k, filter=filter,
+                                                      by="document")
+        if not candidates:
+            return []
+        vectors = self._embedding.embed_documents([m.text for m in candidates])
+        return [_document(candidates[i]) for i in mmr(vector, vectors, lambda_=lambda_mult, k=k)]
+
     def _select_relevance_score_fn(self):
         # Cosine similarity in [-1, 1] to a relevance in [0, 1].
         return lambda score: (score + 1.0) / 2.0
@@ -248,6 +279,19 @@ class RagcoreRetriever(BaseRetriever):
         results = self.collection.search(query, k=k, mode=self.mode, filter=self.filter,
                                          **self.search_options)
         return [_document(m, with_span=True) for m in results]
+
+
+def _check_mmr_options(k, fetch_k, lambda_mult, unknown: dict) -> None:
+    if unknown:
+        raise TypeError(f"max_marginal_relevance_search got unknown arguments {sorted(unknown)} "
+                        "(it takes k, fetch_k, lambda_mult, filter)")
+    k, fetch_k = check_positive_int(k, "k"), check_positive_int(fetch_k, "fetch_k")
+    if fetch_k < k:
+        raise ValueError(f"fetch_k ({fetch_k}) must be at least k ({k}): MMR picks k of the "
+                         "fetch_k candidates")
+    if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, numbers.Real) \
+            or not 0.0 <= lambda_mult <= 1.0:
+        raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
 
 
 def _document(match, with_span: bool = False) -> Document:

@@ -18,6 +18,7 @@ from llama_index.core.vector_stores.types import (  # noqa: E402
 )
 
 from _collection_data import HashEncoder  # noqa: E402
+from ragcore.rag.collection import Collection  # noqa: E402
 from ragcore.rag.adapters.llamaindex import (  # noqa: E402
     RagcoreReranker, RagcoreRetriever, RagcoreVectorStore, to_ragcore_filter,
 )
@@ -128,3 +129,37 @@ def test_retriever_and_reranker_with_the_bundled_encoder(tmp_path):
         want = reranker.score("Which museum is in Paris?", [n.node.text for n in nodes])
         assert len(out) == 2 and out[0].score == pytest.approx(float(np.max(want)), abs=1e-6)
         assert out[0].node.text == passages[2]
+
+
+def test_nodes_carry_their_source_document(tmp_path):
+    store = RagcoreVectorStore(path=tmp_path / "v")
+    index = VectorStoreIndex.from_documents(
+        [Document(text=t, id_=f"doc{i}") for i, t in enumerate(TEXTS)],
+        storage_context=StorageContext.from_defaults(vector_store=store),
+        embed_model=HashEmbedding())
+    stored = {n.node.node_id: n.node.ref_doc_id for n in
+              index.as_retriever(similarity_top_k=6).retrieve("alpha gamma")}
+    assert sorted(stored.values()) == [f"doc{i}" for i in range(6)]
+    found = RagcoreRetriever(store.client, similarity_top_k=6, mode="sparse").retrieve("alpha")
+    assert {n.node.node_id: n.node.ref_doc_id for n in found} == \
+        {k: v for k, v in stored.items() if v in ("doc0", "doc3")}
+    index.delete_ref_doc("doc0")
+    assert [n.node.ref_doc_id for n in
+            RagcoreRetriever(store.client, mode="sparse").retrieve("alpha")] == ["doc3"]
+    store.client.close()
+
+
+def test_chunks_of_a_plain_collection_name_their_document(tmp_path):
+    long_text = " ".join(f"word{i}" for i in range(400))
+    with Collection.create(tmp_path / "c", encoder=HashEncoder()) as col:  # chunks of 200 tokens
+        col.add([long_text, "alpha beta"], ids=["long", "short"])
+        nodes = RagcoreRetriever(col, similarity_top_k=3, mode="sparse").retrieve("word5 word390")
+        assert {n.node.ref_doc_id for n in nodes} == {"long"} and len(nodes) == 2
+        assert nodes[0].node.node_id != nodes[1].node.node_id
+        node = nodes[0].node
+        assert node.get_content() == long_text[node.start_char_idx:node.end_char_idx]
+        dense = RagcoreVectorStore(collection=col).query(
+            query("alpha beta", similarity_top_k=1))
+        assert dense.nodes[0].ref_doc_id == "short" and dense.ids == ["short:0"]
+        RagcoreVectorStore(collection=col).delete("long")
+        assert col.ids() == ["short"]

@@ -8,6 +8,10 @@
   normalisation; without alpha, reciprocal rank fusion).
 - ``RagcoreRetriever``: a BaseRetriever over the collection's own search (it encodes
   the query with the collection's encoder).
+
+Nodes returned carry their source document's id (``ref_doc_id``): the one they were stored
+with, or, for a document added to the Collection directly, that document's id; ``delete``
+takes either.
 - ``RagcoreReranker``: a BaseNodePostprocessor around a ragcore reranker (CrossEncoder,
   LateInteractionReranker: anything with ``score(query, passages)``).
 """
@@ -22,7 +26,9 @@ import numpy as np
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import (
+    BaseNode, MetadataMode, NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode,
+)
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore, FilterCondition, FilterOperator, MetadataFilters, VectorStoreQuery,
     VectorStoreQueryMode, VectorStoreQueryResult,
@@ -35,6 +41,7 @@ from ..collection import Collection, FilterError
 _RANGE = {FilterOperator.GT: "$gt", FilterOperator.GTE: "$gte", FilterOperator.LT: "$lt",
           FilterOperator.LTE: "$lte", FilterOperator.NE: "$ne", FilterOperator.IN: "$in",
           FilterOperator.NIN: "$nin"}
+_NODE_CONTENT = "_node_content"  # the key under which node_to_metadata_dict stores a node
 _MODES = {VectorStoreQueryMode.DEFAULT: "dense", VectorStoreQueryMode.SPARSE: "sparse",
           VectorStoreQueryMode.HYBRID: "hybrid"}
 
@@ -110,11 +117,15 @@ class RagcoreVectorStore(BasePydanticVectorStore):
         return ids
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        """Deletes every node of the source document ref_doc_id."""
+        """Deletes every node of the source document ref_doc_id: the nodes stored with
+        that ref_doc_id, and the document of that id if it was added to the Collection
+        directly (its chunks' nodes name it as their source)."""
         try:
             ids = self._collection.ids(filter={"ref_doc_id": ref_doc_id})
         except FilterError:  # no node has a ref_doc_id yet
-            return
+            ids = []
+        ids += [d.id for d in self._collection.get([ref_doc_id])
+                if _NODE_CONTENT not in d.metadata]
         self._collection.delete(ids, missing_ok=True)
 
     def delete_nodes(self, node_ids: Optional[List[str]] = None, filters=None, **kwargs) -> None:
@@ -151,9 +162,9 @@ class RagcoreVectorStore(BasePydanticVectorStore):
             np.asarray(query.query_embedding, dtype=np.float32)
         results = self._collection.search(query.query_str or "", k=k, mode=mode, filter=flt,
                                           fusion=fusion, query_vector=vector)
-        nodes = [metadata_dict_to_node(m.metadata, text=m.text) for m in results]
+        nodes = [node_of(m) for m in results]
         return VectorStoreQueryResult(nodes=nodes, similarities=[m.score for m in results],
-                                      ids=[str(m.id) for m in results])
+                                      ids=[n.node_id for n in nodes])
 
 
 class RagcoreRetriever(BaseRetriever):
@@ -169,13 +180,23 @@ class RagcoreRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         results = self._collection.search(query_bundle.query_str, k=self._k, mode=self._mode,
                                           filter=self._filter, **self._options)
-        out = []
-        for m in results:
-            metadata = {key: v for key, v in m.metadata.items() if not key.startswith("_node_")}
-            node = TextNode(text=m.text, id_=f"{m.id}:{m.position}", metadata=metadata,
-                            start_char_idx=m.start, end_char_idx=m.end)
-            out.append(NodeWithScore(node=node, score=m.score))
-        return out
+        return [NodeWithScore(node=node_of(m), score=m.score) for m in results]
+
+
+def node_of(match) -> BaseNode:
+    """The LlamaIndex node of a search match, its ref_doc_id the source document's id.
+
+    A node stored through RagcoreVectorStore comes back as it was stored (its id, its
+    source document). A chunk of a document added to the Collection directly becomes a
+    TextNode "<document id>:<chunk position>" with its character span, whose source
+    document is that ragcore document.
+    """
+    if _NODE_CONTENT in match.metadata:
+        return metadata_dict_to_node(match.metadata, text=match.text)
+    return TextNode(text=match.text, id_=f"{match.id}:{match.position}",
+                    metadata=dict(match.metadata), start_char_idx=match.start,
+                    end_char_idx=match.end,
+                    relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=str(match.id))})
 
 
 class RagcoreReranker(BaseNodePostprocessor):

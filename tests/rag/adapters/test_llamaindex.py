@@ -4,6 +4,9 @@ the reranking postprocessor with the bundled encoder."""
 
 from __future__ import annotations
 
+import gc
+import os
+
 import numpy as np
 import pytest
 
@@ -163,3 +166,20 @@ def test_chunks_of_a_plain_collection_name_their_document(tmp_path):
         assert dense.nodes[0].ref_doc_id == "short" and dense.ids == ["short:0"]
         RagcoreVectorStore(collection=col).delete("long")
         assert col.ids() == ["short"]
+
+
+def test_close_with_and_temporary_directory(tmp_path):
+    with RagcoreVectorStore(path=tmp_path / "w") as store:
+        store.add([TextNode(text="alpha", id_="a", embedding=[1.0, 0.0])])
+    store.close()  # closing again does nothing
+    with Collection.open(tmp_path / "w") as col:  # the writer lock was released
+        assert col.ids() == ["a"]
+    temporary = RagcoreVectorStore()
+    directory = temporary.client.path
+    temporary.close()
+    assert not os.path.exists(directory)
+    dropped = RagcoreVectorStore().client.path
+    gc.collect()  # never closed: the finalizer removes the directory
+    assert not os.path.exists(dropped)
+    with pytest.raises(ValueError, match="chunker"):
+        RagcoreVectorStore(path=tmp_path / "x", chunker=None)

@@ -18,8 +18,6 @@ takes either.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from typing import Any, List, Optional
 
 import numpy as np
@@ -35,8 +33,8 @@ from llama_index.core.vector_stores.types import (
 )
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
-from ..collection.store import DB_NAME
 from ..collection import Collection, FilterError
+from ._directory import open_or_create, temporary
 
 _RANGE = {FilterOperator.GT: "$gt", FilterOperator.GTE: "$gte", FilterOperator.LT: "$lt",
           FilterOperator.LTE: "$lte", FilterOperator.NE: "$ne", FilterOperator.IN: "$in",
@@ -74,29 +72,53 @@ def to_ragcore_filter(filters: Optional[MetadataFilters]):
 class RagcoreVectorStore(BasePydanticVectorStore):
     """LlamaIndex vector store kept in a ragcore Collection (one chunk per node).
 
+    Close it (``close()``, or ``with RagcoreVectorStore(...) as store:``) to write the index
+    files and release the collection's writer lock.
+
     Args:
-        path: the collection directory (opened if it holds one, else created; default:
-            a new temporary directory).
-        collection: an open Collection (created with chunker="none") instead of path.
+        path: the collection directory (opened if it holds one, else created). None (the
+            default): a temporary collection, as SimpleVectorStore's in-memory default: its
+            directory is removed when the store is closed or garbage-collected.
+        collection: an open Collection (created with chunker="none") instead of path; the
+            store's close() closes it.
         create_options: Collection.create options (dense, bm25, metadata_schema).
     """
 
     stores_text: bool = True
     is_embedding_query: bool = True
     _collection: Collection = PrivateAttr()
+    _discard: Any = PrivateAttr()
 
     def __init__(self, path=None, collection: Collection | None = None, **create_options):
         super().__init__()
-        if collection is None:
-            path = path if path is not None else tempfile.mkdtemp(prefix="ragcore-llamaindex-")
-            if os.path.isfile(os.path.join(path, DB_NAME)):
-                collection = Collection.open(path, encoder=_NoEncoder())
-            else:
-                options = {"dense": {"kind": "flat", "metric": "cosine"}}
-                options.update(create_options)
-                collection = Collection.create(path, encoder=_NoEncoder(), chunker="none",
-                                               **options)
+        if collection is not None and path is not None:
+            raise ValueError("pass path or collection, not both")
+        if "chunker" in create_options:
+            raise ValueError("chunker: this store keeps each node as one chunk (LlamaIndex's "
+                             "node parsers do the splitting)")
+        options = {"dense": {"kind": "flat", "metric": "cosine"}, **create_options,
+                   "chunker": "none"}
+        if collection is not None:
+            self._discard = collection.close
+        elif path is not None:
+            collection = open_or_create(path, _NoEncoder(), options)
+            self._discard = collection.close
+        else:
+            collection, self._discard = temporary(self, _NoEncoder(), options,
+                                                  "ragcore-llamaindex-")
         self._collection = collection
+
+    def close(self) -> None:
+        """Closes the Collection (writes its index files, releases its writer lock); a
+        temporary collection's directory is removed. Closing again does nothing."""
+        self._discard()
+
+    def __enter__(self) -> RagcoreVectorStore:
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
 
     @property
     def client(self) -> Collection:

@@ -183,3 +183,14 @@ def test_close_with_and_temporary_directory(tmp_path):
     assert not os.path.exists(dropped)
     with pytest.raises(ValueError, match="chunker"):
         RagcoreVectorStore(path=tmp_path / "x", chunker=None)
+
+
+def test_retriever_arguments(store):
+    col = store.client
+    assert len(RagcoreRetriever(col, similarity_top_k=2, mode="sparse").retrieve("gamma")) == 2
+    with pytest.raises(TypeError, match="top_k.*similarity_top_k"):
+        RagcoreRetriever(col, top_k=2)
+    with pytest.raises(ValueError, match="similarity_top_k"):
+        RagcoreRetriever(col, similarity_top_k=0)
+    with pytest.raises(ValueError, match="mode"):
+        RagcoreRetriever(col, mode="bm25")

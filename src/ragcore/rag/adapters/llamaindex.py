@@ -33,6 +33,7 @@ from llama_index.core.vector_stores.types import (
 )
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
+from ..._util.arrays import check_choice, check_positive_int
 from ..collection import Collection, FilterError
 from ._directory import open_or_create, temporary
 
@@ -40,6 +41,7 @@ _RANGE = {FilterOperator.GT: "$gt", FilterOperator.GTE: "$gte", FilterOperator.L
           FilterOperator.LTE: "$lte", FilterOperator.NE: "$ne", FilterOperator.IN: "$in",
           FilterOperator.NIN: "$nin"}
 _NODE_CONTENT = "_node_content"  # the key under which node_to_metadata_dict stores a node
+_SEARCH_OPTIONS = ("fusion", "rerank", "k0", "by")  # Collection.search's other options
 _MODES = {VectorStoreQueryMode.DEFAULT: "dense", VectorStoreQueryMode.SPARSE: "sparse",
           VectorStoreQueryMode.HYBRID: "hybrid"}
 
@@ -190,13 +192,29 @@ class RagcoreVectorStore(BasePydanticVectorStore):
 
 
 class RagcoreRetriever(BaseRetriever):
-    """LlamaIndex retriever over a Collection's search (hybrid by default)."""
+    """LlamaIndex retriever over a Collection's search (hybrid by default).
+
+    Args:
+        collection: the ragcore Collection.
+        similarity_top_k: nodes per query (default 4); fewer when fewer chunks match (a
+            BM25 match needs a query term, and a filter may allow fewer).
+        mode: "hybrid", "dense" or "sparse".
+        filter: a ragcore metadata filter.
+        search_options: more Collection.search options (fusion, rerank, k0, by).
+    """
 
     def __init__(self, collection: Collection, similarity_top_k: int = 4, mode: str = "hybrid",
                  filter: dict | None = None, **search_options):
+        unknown = sorted(set(search_options) - set(_SEARCH_OPTIONS))
+        if unknown:
+            raise TypeError(f"RagcoreRetriever got unknown arguments {unknown}: the number of "
+                            "nodes is similarity_top_k; the search options are "
+                            f"{', '.join(_SEARCH_OPTIONS)}")
         super().__init__()
         self._collection = collection
-        self._k, self._mode, self._filter = similarity_top_k, mode, filter
+        self._k = check_positive_int(similarity_top_k, "similarity_top_k")
+        self._mode = check_choice(mode, "mode", tuple(_MODES.values()))
+        self._filter = filter
         self._options = search_options
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:

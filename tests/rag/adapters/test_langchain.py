@@ -91,8 +91,9 @@ class TestRagcoreRetrieverStandard(langchain_tests.RetrieversIntegrationTests):
 # (the suite refuses overridden tests), or skipped where pytest-asyncio is absent.
 _ASYNC_MARK = (pytest.mark.asyncio if importlib.util.find_spec("pytest_asyncio") else
                pytest.mark.skip(reason="pytest-asyncio is not installed"))
-for _suite in (langchain_tests.VectorStoreIntegrationTests,
-               langchain_tests.EmbeddingsIntegrationTests, langchain_tests.RetrieversIntegrationTests):
+_SUITES = (langchain_tests.VectorStoreIntegrationTests, langchain_tests.EmbeddingsIntegrationTests,
+           langchain_tests.RetrieversIntegrationTests)
+for _suite in _SUITES:
     for _name, _test in inspect.getmembers(_suite, inspect.iscoroutinefunction):
         if _name.startswith("test_") and not any(m.name in ("asyncio", "skip") for m in
                                                  getattr(_test, "pytestmark", [])):
@@ -225,6 +226,11 @@ def test_retriever_arguments(store):
         RagcoreRetriever(collection=col, mode="bm25")
     with pytest.raises(ValueError, match="k or top_k"):
         RagcoreRetriever(collection=col).invoke("cats", k=1, top_k=2)
+    with pytest.raises(ValidationError, match="search_options: unknown"):
+        RagcoreRetriever(collection=col, search_options={"k": 2})
+    by_document = RagcoreRetriever(collection=col, k=4, mode="dense",
+                                   search_options={"by": "document"})
+    assert len({d.id for d in by_document.invoke("cats")}) == 4
 
 
 class TableEmbeddings(Embeddings):

@@ -5,8 +5,8 @@
 - ``RagcoreVectorStore``: a langchain_core VectorStore (add_texts, add_documents,
   similarity_search[_with_score | _by_vector], max_marginal_relevance_search[_by_vector],
   delete, get_by_ids, from_texts, filter=, as_retriever() with search_type "similarity",
-  "similarity_score_threshold" or "mmr", close() / ``with``). Adding an id that exists replaces that document
-  (LangChain's rule). Without a path its collection is temporary.
+  "similarity_score_threshold" or "mmr", close() / ``with``). Adding an id that exists
+  replaces that document (LangChain's rule). Without a path its collection is temporary.
 - ``RagcoreRetriever``: a BaseRetriever running the collection's hybrid (or dense, or
   sparse) search; k (or top_k) chunks per query.
 
@@ -25,12 +25,14 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
-from pydantic import AliasChoices, ConfigDict, Field
+from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
 from ..._util.arrays import check_positive_int
 from ..collection import Collection
 from ..mmr import mmr
 from ._directory import open_or_create, temporary
+
+_SEARCH_OPTIONS = ("fusion", "rerank", "k0", "by")  # Collection.search's other options
 
 
 class RagcoreEmbeddings(Embeddings):
@@ -269,6 +271,15 @@ class RagcoreRetriever(BaseRetriever):
     mode: Literal["hybrid", "dense", "sparse"] = "hybrid"
     filter: dict | None = None
     search_options: dict = {}
+
+    @field_validator("search_options")
+    @classmethod
+    def _known_options(cls, options: dict) -> dict:
+        unknown = sorted(set(options) - set(_SEARCH_OPTIONS))
+        if unknown:
+            raise ValueError(f"search_options: unknown {unknown}; Collection.search takes "
+                             f"{', '.join(_SEARCH_OPTIONS)} here (k, mode and filter are fields)")
+        return options
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None, top_k: int | None = None

@@ -286,9 +286,9 @@ class RagcoreRetriever(BaseRetriever):
                                 ) -> list[Document]:
         if k is not None and top_k is not None:
             raise ValueError("pass k or top_k, not both")
-        k = self.k if k is None and top_k is None else (k if k is not None else top_k)
-        results = self.collection.search(query, k=k, mode=self.mode, filter=self.filter,
-                                         **self.search_options)
+        k = top_k if k is None else k
+        results = self.collection.search(query, k=self.k if k is None else k, mode=self.mode,
+                                         filter=self.filter, **self.search_options)
         return [_document(m, with_span=True) for m in results]
 
 

@@ -1,6 +1,7 @@
 """LlamaIndex adapters over a ragcore Collection (``pip install ragcore[llamaindex]``).
 
-- ``RagcoreVectorStore``: a BasePydanticVectorStore. ``add`` stores nodes with the
+- ``RagcoreVectorStore``: a BasePydanticVectorStore (close() / ``with``; without a path
+  its collection is temporary). ``add`` stores nodes with the
   embeddings LlamaIndex computed (nothing is encoded again); ``query`` honours
   VectorStoreQuery's similarity_top_k, filters (MetadataFilters: ==, !=, >, >=, <, <=,
   in, nin, is_empty; conditions and / or / not, nested), and mode DEFAULT (dense),
@@ -8,12 +9,12 @@
   normalisation; without alpha, reciprocal rank fusion).
 - ``RagcoreRetriever``: a BaseRetriever over the collection's own search (it encodes
   the query with the collection's encoder).
+- ``RagcoreReranker``: a BaseNodePostprocessor around a ragcore reranker (CrossEncoder,
+  LateInteractionReranker: anything with ``score(query, passages)``).
 
 Nodes returned carry their source document's id (``ref_doc_id``): the one they were stored
 with, or, for a document added to the Collection directly, that document's id; ``delete``
 takes either.
-- ``RagcoreReranker``: a BaseNodePostprocessor around a ragcore reranker (CrossEncoder,
-  LateInteractionReranker: anything with ``score(query, passages)``).
 """
 
 from __future__ import annotations

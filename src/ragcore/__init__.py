@@ -2,7 +2,8 @@
 
 from .sparse.bm25 import BM25Index
 from .encoders import BiEncoder, CrossEncoder, Embeddings, LateInteractionReranker
-from .errors import CopyWarning, IndexFileError, TruncationWarning
+from .errors import (CollectionCorruptError, CollectionError, CollectionLockedError, CopyWarning,
+                     FilterError, IndexFileError, RagcoreError, ShardError, TruncationWarning)
 from .dense.flat import FlatIndex
 from ._util.cuda import cuda_device_count
 from .sparse.gpu import GpuBM25Index
@@ -19,8 +20,9 @@ from . import evaluate, rag  # submodules: ragcore.rag.fusion.rrf, ragcore.evalu
 __version__ = "0.1.0"
 
 __all__ = [
-    "BM25Index", "BiEncoder", "Collection", "CopyWarning", "CrossEncoder", "DeviceHits",
-    "Embeddings", "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "HNSWIndex", "Hits", "IVFIndex",
-    "IndexFileError", "LateInteractionReranker", "PQIndex",
+    "BM25Index", "BiEncoder", "Collection", "CollectionCorruptError", "CollectionError",
+    "CollectionLockedError", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
+    "FilterError", "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "HNSWIndex", "Hits", "IVFIndex",
+    "IndexFileError", "LateInteractionReranker", "PQIndex", "RagcoreError", "ShardError",
     "TruncationWarning", "__version__", "cuda_device_count", "evaluate", "rag", "tokenize",
 ]

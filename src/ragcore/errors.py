@@ -1,8 +1,47 @@
-"""Exceptions and warnings raised by ragcore."""
+"""Exceptions and warnings raised by ragcore.
+
+Every error ragcore raises on purpose derives from RagcoreError, so one ``except
+ragcore.RagcoreError`` catches them all; an argument mistake may instead be a plain
+ValueError or TypeError. The errors that are also a ValueError (or RuntimeError) keep that
+base so that code written against it still catches them.
+"""
+
+from __future__ import annotations
 
 
-class IndexFileError(ValueError):
+class RagcoreError(Exception):
+    """The base of every error ragcore raises on purpose."""
+
+
+class IndexFileError(RagcoreError, ValueError):
     """An index file is damaged, truncated, foreign or of an unsupported version."""
+
+
+class CollectionError(RagcoreError, ValueError):
+    """A path that is not a collection, a newer format, or a bad argument to a collection."""
+
+
+class CollectionLockedError(CollectionError):
+    """Another writer holds the collection."""
+
+
+class CollectionCorruptError(CollectionError):
+    """The collection's database is damaged: restore the directory from a backup, or
+    rebuild it from the source documents."""
+
+
+class FilterError(RagcoreError, ValueError):
+    """A filter uses an unknown operator or field, or a value of the wrong type."""
+
+
+class ShardError(RagcoreError, RuntimeError):
+    """A shard's actor raised or died: ``shard`` is its number, ``cause`` (also
+    ``__cause__``) the error it raised."""
+
+    def __init__(self, message: str, shard: int, cause: BaseException | None = None):
+        super().__init__(message)
+        self.shard = shard
+        self.cause = cause
 
 
 class CopyWarning(UserWarning):

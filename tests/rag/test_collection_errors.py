@@ -9,8 +9,8 @@ import sqlite3
 import pytest
 
 from _collection_data import HashEncoder, corpus
-from ragcore.rag.collection.filters import FilterError
-from ragcore.rag.collection.store import CollectionError, CollectionLockedError
+from ragcore import FilterError
+from ragcore import CollectionError, CollectionLockedError
 from ragcore.rag.collection import Collection
 
 

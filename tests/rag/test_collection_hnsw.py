@@ -12,7 +12,7 @@ import pytest
 from _collection_data import (ForbiddenEncoder, HashEncoder, assert_same_ranking,
                               brute_force_dense, corpus, queries)
 import ragcore.dense.hnsw as hnsw_module
-from ragcore.rag.collection.store import CollectionError
+from ragcore import CollectionError
 from ragcore.rag.collection import Collection
 
 N = 400

@@ -7,7 +7,7 @@ Ray is imported only when a ShardedIndex is made (install it with ``pip install
 
 from .merge import merge_hits
 from .routing import shard_of, shard_paths
-from ._actors import ShardError
+from ..errors import ShardError
 from .sharded import ShardedIndex
 
 __all__ = ["ShardError", "ShardedIndex", "merge_hits", "shard_of", "shard_paths"]

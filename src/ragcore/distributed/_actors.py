@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ShardError
 from ._host import ShardHost
-
-
-class ShardError(RuntimeError):
-    """A shard's actor raised or died: ``shard`` is its number, ``cause`` (also
-    ``__cause__``) the error it raised."""
-
-    def __init__(self, message: str, shard: int, cause: BaseException | None = None):
-        super().__init__(message)
-        self.shard = shard
-        self.cause = cause
 
 
 def actor_options_per_shard(num_cpus, actor_options, n_shards: int) -> list[dict]:

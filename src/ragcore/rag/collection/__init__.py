@@ -11,7 +11,8 @@ embeddings; the source of truth) and the index files it keeps current.
 """
 
 from .collection import Collection
-from .filters import FilterError
-from .store import CollectionError, CollectionLockedError
+from ...errors import (CollectionCorruptError, CollectionError, CollectionLockedError,
+                       FilterError)
 
-__all__ = ["Collection", "CollectionError", "CollectionLockedError", "FilterError"]
+__all__ = ["Collection", "CollectionCorruptError", "CollectionError", "CollectionLockedError",
+           "FilterError"]

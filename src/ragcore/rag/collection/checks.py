@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 
 from ..._util.arrays import check_choice, check_positive_int
+from ...errors import CollectionError
 from . import store
 from .filters import SCALAR_TYPES
-from .store import CollectionError
 
 DENSE_DEFAULTS = {"flat": {"kind": "flat", "dtype": "float32", "metric": "ip"},
                   "ivf": {"kind": "ivf", "nlist": 256, "nprobe": 32, "dtype": "float32",

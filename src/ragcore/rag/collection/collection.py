@@ -25,14 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._util.arrays import check_choice, check_positive_int
+from ...errors import CollectionError
 from ...hits import PADDING_ID, Hits
 from . import store
 from . import checks
 from .allow_cache import AllowCache
-from .filters import FilterError
 from .indexes import Indexes, empty_hits
 from .locking import ReadWriteLock, WriterLock
-from .store import CollectionError, CollectionLockedError
 
 MODES = ("hybrid", "dense", "sparse")
 FUSIONS = ("rrf", "wsum", "combsum", "combmnz")
@@ -40,8 +39,7 @@ STAGES = ("filter", "encode", "dense", "sparse", "fuse", "rerank", "fetch")
 _AUTOSAVE_MIN = 1000      # index files are rewritten once this many chunks changed ...
 _AUTOSAVE_FRACTION = 0.1  # ... and at least this fraction of the collection
 
-__all__ = ["Collection", "CollectionError", "CollectionLockedError", "Document", "FilterError",
-           "Match", "SearchResults"]
+__all__ = ["Collection", "Document", "Match", "SearchResults"]
 
 
 @dataclass(frozen=True)

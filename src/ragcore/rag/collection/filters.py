@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 
+from ...errors import FilterError
+
 _COMPARE = {"$eq": "=", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _LISTS = ("$in", "$nin")
 FIELD_OPERATORS = tuple(_COMPARE) + _LISTS + ("$exists",)
@@ -26,10 +28,6 @@ LOGICAL_OPERATORS = ("$and", "$or", "$not")
 # Types a field's values may have, as recorded in the fields table (bool before int: a
 # bool is an int in Python).
 SCALAR_TYPES = ("bool", "int", "float", "str", "null")
-
-
-class FilterError(ValueError):
-    """A filter uses an unknown operator or field, or a value of the wrong type."""
 
 
 def value_type(value) -> str:

@@ -7,7 +7,7 @@ import fcntl
 import os
 import threading
 
-from .store import CollectionLockedError
+from ...errors import CollectionLockedError
 
 
 class WriterLock:

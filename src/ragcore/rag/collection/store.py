@@ -40,14 +40,6 @@ CREATE TABLE fields (name TEXT PRIMARY KEY, types TEXT NOT NULL);
 """
 
 
-class CollectionError(ValueError):
-    """A path that is not a collection, a newer format, or a bad argument to a collection."""
-
-
-class CollectionLockedError(CollectionError):
-    """Another writer holds the collection."""
-
-
 def content_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import weakref
 
 from ...errors import CollectionLockedError
 
@@ -14,23 +15,34 @@ class WriterLock:
     """An exclusive flock on PATH/writer.lock, held while a collection is open for writing.
 
     flock locks belong to an open file, so a second writer in the same process is refused
-    too, and the kernel drops the lock when the process dies (even by SIGKILL)."""
+    too, and the kernel drops the lock when the process dies (even by SIGKILL). A lock that
+    is garbage-collected unreleased (its collection dropped without close()) releases
+    itself, so the collection can be opened again in the same process."""
 
     def __init__(self, path: str):
-        self._fd = os.open(os.path.join(path, "writer.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(os.path.join(path, "writer.lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(self._fd)
+            os.close(fd)
             raise CollectionLockedError(
                 f"{path}: another writer has this collection open; close it first, or open "
                 "this one with readonly=True") from None
+        # The finalizer holds the fd only, not self, so it does not keep the lock alive; at
+        # exit the kernel drops the lock anyway.
+        self._finalizer = weakref.finalize(self, _unlock, fd, os.getpid())
+        self._finalizer.atexit = False
 
     def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        self._finalizer()  # runs _unlock once; later calls do nothing
+
+
+def _unlock(fd: int, owner: int) -> None:
+    # A forked child shares the open file and so the lock: only the process that took it
+    # unlocks it (for everyone); a child just closes its copy of the fd.
+    if os.getpid() == owner:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
 
 
 class ReadWriteLock:

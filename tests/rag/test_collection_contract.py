@@ -88,3 +88,34 @@ def test_with_releases_the_lock_when_the_body_raises(tmp_path):
         with _small(tmp_path / "c"):
             raise RuntimeError("boom")
     Collection.open(tmp_path / "c", encoder=HashEncoder()).close()
+
+
+# ---- unknown ids -------------------------------------------------------------------
+
+
+def test_deleting_unknown_ids_names_them_and_deletes_nothing(tmp_path):
+    with _small(tmp_path / "c") as col:
+        with pytest.raises(CollectionError, match=r"2 of the ids are not in the collection: "
+                           r"\[7, 9\]; nothing deleted.*missing_ok=True") as err:
+            col.delete([0, 7, 1, 9])
+        assert not isinstance(err.value, KeyError)
+        assert col.ids() == [0, 1, 2]
+        assert col.delete([0, 7, 1, 9], missing_ok=True) == 2
+        assert col.ids() == [2]
+
+
+def test_many_unknown_ids_are_listed_up_to_twenty_then_counted(tmp_path):
+    with _small(tmp_path / "c") as col:
+        unknown = list(range(100, 125))
+        listed = ", ".join(map(str, unknown[:20]))
+        with pytest.raises(CollectionError, match=rf"25 of the ids .*\[{listed}, \.\.\. and 5 "
+                           r"more\]"):
+            col.delete(unknown + [1])
+        assert len(col) == 3
+
+
+def test_unknown_ids_of_the_other_type_are_unknown_ids(tmp_path):
+    with _small(tmp_path / "c") as col:
+        with pytest.raises(CollectionError, match=r"not in the collection: \['0'\]"):
+            col.delete(["0"])
+        assert col.get(["0"]) == col.get([5]) == []  # get returns those that exist (documented)

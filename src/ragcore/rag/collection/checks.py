@@ -15,6 +15,15 @@ DENSE_DEFAULTS = {"flat": {"kind": "flat", "dtype": "float32", "metric": "ip"},
                           "metric": "ip"},
                   "hnsw": {"kind": "hnsw", "M": 16, "ef_construction": 200, "ef": 64,
                            "dtype": "float32", "metric": "ip"}}
+SHOWN_MAX = 20  # an error naming bad entries names at most this many, then counts the rest
+
+
+def listing(items) -> str:
+    """The first SHOWN_MAX items, and how many more, for a message naming bad entries."""
+    items = list(items)
+    shown = ", ".join(repr(i) for i in items[:SHOWN_MAX])
+    rest = len(items) - SHOWN_MAX
+    return f"[{shown}, ... and {rest} more]" if rest > 0 else f"[{shown}]"
 
 
 def prepare_directory(path: str) -> None:

@@ -246,8 +246,8 @@ class Collection:
         return self._write(texts, ids, metadata, embeddings, replace=True)
 
     def delete(self, ids, missing_ok: bool = False) -> int:
-        """Deletes documents by id; returns how many were deleted. Unknown ids are an error
-        (nothing deleted) unless missing_ok."""
+        """Deletes documents by id; returns how many were deleted. Unknown ids are a
+        CollectionError naming them (nothing deleted) unless missing_ok, which skips them."""
         self._check_writable()
         ids = self._check_ids(ids, "ids", allow_new_type=True)
         if not ids:
@@ -257,8 +257,10 @@ class Collection:
             found = set(store.existing_ids(conn, ids))
             unknown = [i for i in ids if i not in found]
             if unknown and not missing_ok:
-                raise KeyError(f"ids: {len(unknown)} not in the collection (e.g. "
-                               f"{unknown[:3]!r}); nothing deleted")
+                raise CollectionError(
+                    f"delete: {len(unknown)} of the ids are not in the collection: "
+                    f"{checks.listing(unknown)}; nothing deleted. Pass only existing ids, or "
+                    "missing_ok=True to delete the others and skip these")
             present = [i for i in ids if i in found]
             if not present:
                 return 0

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import gc
 import os
+import sqlite3
 import weakref
 
 import pytest
 
-from _collection_data import HashEncoder
-from ragcore import Collection, CollectionError, CollectionLockedError
+from _collection_data import HashEncoder, corpus
+from ragcore import Collection, CollectionCorruptError, CollectionError, CollectionLockedError
 
 
 def _small(path, n: int = 3) -> Collection:
@@ -119,3 +120,115 @@ def test_unknown_ids_of_the_other_type_are_unknown_ids(tmp_path):
         with pytest.raises(CollectionError, match=r"not in the collection: \['0'\]"):
             col.delete(["0"])
         assert col.get(["0"]) == col.get([5]) == []  # get returns those that exist (documented)
+
+
+# ---- a damaged database ------------------------------------------------------------
+
+
+def _db(path) -> str:
+    return os.path.join(path, "collection.sqlite")
+
+
+def _closed_collection(path, n: int = 200) -> str:
+    texts, metadata = corpus(n, words=30)
+    with Collection.create(path, encoder=HashEncoder(), chunker="none") as col:
+        col.add(texts, ids=list(range(n)), metadata=metadata)
+    return _db(path)
+
+
+def _overwrite_page_of(db: str, table: str) -> None:
+    """Fills the root page of table with a byte pattern (the rest of the file stays sound)."""
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    conn.close()
+    with open(db, "r+b") as f:
+        f.seek(page * (root - 1))
+        f.write(bytes(range(256)) * (page // 256))
+
+
+def _tamper(db: str, *statements) -> None:
+    conn = sqlite3.connect(db)
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
+def _truncate(db):
+    with open(db, "r+b") as f:
+        f.truncate(os.path.getsize(db) // 2)
+
+
+def _overwrite_header(db):
+    with open(db, "r+b") as f:
+        f.write(bytes(range(100)))
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+@pytest.mark.parametrize("damage", [_truncate, _overwrite_header])
+def test_a_damaged_database_is_refused_at_open(tmp_path, damage, readonly):
+    db = _closed_collection(tmp_path / "c")
+    damage(db)
+    for _ in range(2):  # a refused writer open releases the lock: the second is refused alike
+        with pytest.raises(CollectionCorruptError) as err:
+            Collection.open(tmp_path / "c", readonly=readonly, encoder=HashEncoder())
+        assert str(err.value).startswith(f"{db}: ")
+        assert "restore the collection's directory from a backup" in str(err.value)
+        assert not isinstance(err.value, sqlite3.Error)
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_a_damaged_page_is_refused_at_the_first_read_that_touches_it(tmp_path, readonly):
+    db = _closed_collection(tmp_path / "c", n=30)
+    _overwrite_page_of(db, "documents")
+    with Collection.open(tmp_path / "c", readonly=readonly, encoder=HashEncoder()) as col:
+        for read in (lambda: col.get([1]), lambda: col.search("alpha"), lambda: col.ids()):
+            with pytest.raises(CollectionCorruptError, match="database is damaged.*malformed"):
+                read()
+        with pytest.raises(CollectionCorruptError, match="integrity_check|malformed"):
+            col.verify()
+
+
+@pytest.mark.parametrize("statement, read, message", [
+    ("UPDATE documents SET text = CAST(x'fffe41' AS TEXT) WHERE user_id = 1",
+     lambda col: col.get([1]), "Could not decode to UTF-8"),
+    ("UPDATE documents SET metadata = '{\"year\": 19' WHERE user_id = 1",
+     lambda col: col.get([1]), "does not read back"),
+    ("UPDATE documents SET metadata = '{\"year\": 19' WHERE user_id = 1",
+     lambda col: col.count({"year": {"$gt": 2000}}), "malformed JSON"),
+    ("UPDATE embeddings SET vector = x'00'",
+     lambda col: col.rebuild(), "not 24 float32 values"),
+])
+def test_damaged_values_inside_sound_pages_are_refused(tmp_path, statement, read, message):
+    _tamper(_closed_collection(tmp_path / "c", n=30), statement)
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        with pytest.raises(CollectionCorruptError, match=message):
+            read(col)
+
+
+def test_chunks_the_index_holds_but_the_database_lost_are_damage(tmp_path):
+    _tamper(_closed_collection(tmp_path / "c", n=30), "DELETE FROM chunks WHERE chunk_id = 1")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        text = col.get([0])[0].text
+        with pytest.raises(CollectionCorruptError, match=r"chunks that the database lacks "
+                           r"\(chunk ids \[1\]\)"):
+            col.search(text, mode="sparse")
+        with pytest.raises(CollectionCorruptError, match="the BM25 index holds 1 chunks the "
+                           "database lacks.*rebuild\\(\\) remakes them"):
+            col.verify()
+        col.rebuild()
+        col.verify()  # raises if anything is still wrong
+        assert 0 not in [m.id for m in col.search(text, mode="sparse")]
+
+
+def test_a_sound_collection_verifies_and_a_foreign_database_is_not_called_damaged(tmp_path):
+    _closed_collection(tmp_path / "c", n=30)
+    with Collection.open(tmp_path / "c", readonly=True, encoder=HashEncoder()) as col:
+        col.verify()  # raises if anything is wrong
+    (tmp_path / "other").mkdir()
+    _tamper(_db(tmp_path / "other"), "CREATE TABLE t (x)")
+    with pytest.raises(CollectionError, match="not a ragcore collection") as err:
+        Collection.open(tmp_path / "other", readonly=True)
+    assert not isinstance(err.value, CollectionCorruptError)

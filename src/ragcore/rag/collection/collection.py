@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._util.arrays import check_choice, check_positive_int
-from ...errors import CollectionError
+from ...errors import CollectionCorruptError, CollectionError
 from ...hits import PADDING_ID, Hits
 from . import store
 from . import checks
@@ -146,6 +146,9 @@ class Collection:
             search first catches up with what writers committed.
         encoder, chunker: needed again only when the collection was created with a custom
             encoder (for dense queries and adds) or chunker (for adds).
+
+        A damaged database raises CollectionCorruptError, here or at the first read that
+        meets the damage; open does not read every page (verify() does).
         """
         path = os.fspath(path)
         db = os.path.join(path, store.DB_NAME)
@@ -156,20 +159,22 @@ class Collection:
             raise CollectionError(f"{path}: not a ragcore collection (no {store.DB_NAME})")
         if not readonly and not os.access(path, os.W_OK):
             raise PermissionError(f"{path}: no write permission; open it with readonly=True")
-        lock = None if readonly else WriterLock(path)
+        lock, conn = None if readonly else WriterLock(path), None
         try:
             conn = store.connect(db, readonly=readonly)
-            meta = _read_meta(conn, path)
-            settings = json.loads(meta["settings"])
-            version = int(meta["format_version"])
+            meta = store.collection_meta(conn, path)
+            settings = store.stored(db, json.loads, meta["settings"])
+            version = store.stored(db, int, meta["format_version"])
             if version > store.FORMAT_VERSION:
                 raise CollectionError(
                     f"{path}: written by a newer ragcore (collection format {version}; this "
                     f"version reads up to {store.FORMAT_VERSION}); upgrade ragcore")
-            settings["dim"] = int(meta["dim"]) if "dim" in meta else None
+            settings["dim"] = store.stored(db, int, meta["dim"]) if "dim" in meta else None
             settings["id_type"] = meta.get("id_type")
             return cls(path, settings, conn, readonly, encoder, chunker, lock)
         except BaseException:
+            if conn is not None:
+                conn.close()
             if lock is not None:
                 lock.release()
             raise
@@ -304,6 +309,25 @@ class Collection:
             self.indexes = fresh
             self._save()
 
+    def verify(self) -> None:
+        """Checks the whole collection: the database (SQLite's integrity_check, and a stored
+        embedding for every chunk), then that the indexes hold exactly its chunks. Raises
+        CollectionCorruptError saying what is wrong and what to do. Reads every page of the
+        database: for a large collection it takes a while."""
+        self._check_open()
+        db = os.path.join(self.path, store.DB_NAME)
+        with self._snapshot() as conn, self._search_lock(conn):
+            problems = store.integrity_problems(conn, self._settings["dim"])
+            if problems:
+                raise CollectionCorruptError(store.damage_message(
+                    db, f"the collection's database is damaged: {checks.listing(problems)}"))
+            problems = self.indexes.disagreements(store.live_chunk_ids(conn))
+        if problems:
+            raise CollectionCorruptError(
+                f"{self.path}: the indexes disagree with the database, which is sound: "
+                f"{'; '.join(problems)}; rebuild() remakes them from the database"
+                + ("" if not self.readonly else " (open the collection for writing first)"))
+
     # ---- search ----------------------------------------------------------------
 
     def search(self, query, k: int = 10, mode: str = "hybrid", filter=None, fusion="rrf",
@@ -390,14 +414,30 @@ class Collection:
             hits = fuse(lists, width) if len(lists) > 1 else lists[0]
             timings["fuse"] = time.perf_counter() - t
             t = time.perf_counter()
-            rows = store.chunks_by_ids(conn, np.unique(hits.ids[hits.ids != PADDING_ID]))
+            rows = self._fetch_chunks(conn, hits)
             timings["fetch"] = time.perf_counter() - t
         if rerank is not None:
             t = time.perf_counter()
             hits = _rerank(rerank, queries, hits, rows)
             timings["rerank"] = time.perf_counter() - t
-        return [SearchResults(_matches(hits, r, rows, k, by), timings, _row(hits, r))
+        db = os.path.join(self.path, store.DB_NAME)
+        return [SearchResults(_matches(hits, r, rows, k, by, db), timings, _row(hits, r))
                 for r in range(len(queries))]
+
+    def _fetch_chunks(self, conn, hits: Hits) -> dict:
+        """The rows of the chunks in hits. The indexes hold exactly the chunks of the
+        snapshot conn reads (the search holds the lock that writes take to change both), so
+        a chunk the database does not return is damage, not a race."""
+        wanted = np.unique(hits.ids[hits.ids != PADDING_ID])
+        rows = store.chunks_by_ids(conn, wanted)
+        if len(rows) < len(wanted):
+            lost = [int(c) for c in wanted if int(c) not in rows]
+            raise CollectionCorruptError(store.damage_message(
+                os.path.join(self.path, store.DB_NAME),
+                f"the indexes return chunks that the database lacks (chunk ids "
+                f"{checks.listing(lost)}), so the database or the index files are damaged "
+                "(verify() says which; if only the index files are, rebuild() remakes them)"))
+        return rows
 
     # ---- internals ---------------------------------------------------------------
 
@@ -490,7 +530,7 @@ class Collection:
             return
         meta = store.read_meta(conn)
         if self._settings["dim"] is None and "dim" in meta:
-            self._settings["dim"] = int(meta["dim"])
+            self._settings["dim"] = store.stored(conn.path, int, meta["dim"])
         self._settings["id_type"] = meta.get("id_type")
         self.indexes.catch_up(conn, self._settings["dim"])
         self.indexes.change = change
@@ -681,18 +721,6 @@ class Collection:
                                   "to write")
 
 
-def _read_meta(conn, path: str) -> dict:
-    import sqlite3
-
-    try:
-        meta = store.read_meta(conn)
-    except sqlite3.DatabaseError as err:
-        raise CollectionError(f"{path}: not a ragcore collection ({err})") from None
-    if "format_version" not in meta or "settings" not in meta:
-        raise CollectionError(f"{path}: not a ragcore collection (no format version)")
-    return meta
-
-
 def _fusion_function(fusion):
     from .. import fusion as fusion_module
 
@@ -725,7 +753,7 @@ def _rerank(reranker, queries, hits: Hits, rows: dict) -> Hits:
     return Hits(scores, ids)
 
 
-def _matches(hits: Hits, r: int, rows: dict, k: int, by: str) -> list[Match]:
+def _matches(hits: Hits, r: int, rows: dict, k: int, by: str, db: str) -> list[Match]:
     out, seen = [], set()
     for cid, score in zip(hits.ids[r], hits.scores[r]):
         if cid == PADDING_ID or len(out) == k:
@@ -735,7 +763,8 @@ def _matches(hits: Hits, r: int, rows: dict, k: int, by: str) -> list[Match]:
             if uid in seen:
                 continue
             seen.add(uid)
-        out.append(Match(uid, int(cid), position, start, end, text, float(score), json.loads(meta)))
+        out.append(Match(uid, int(cid), position, start, end, text, float(score),
+                         store.stored(db, json.loads, meta)))
     return out
 
 

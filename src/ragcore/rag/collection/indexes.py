@@ -236,6 +236,19 @@ class Indexes:
         idx.change = change
         return idx, repaired
 
+    def disagreements(self, live: np.ndarray) -> list[str]:
+        """How the indexes differ from the database's chunk ids live; empty when they agree."""
+        dense = np.empty(0, np.int64) if self.dense is None else \
+            np.setdiff1d(self.dense.ids, np.fromiter(self.tombstones, np.int64))
+        out = []
+        for name, ids in (("BM25", np.asarray(self.bm25.ids)), ("dense", dense)):
+            lacks, extra = np.setdiff1d(live, ids), np.setdiff1d(ids, live)
+            if len(lacks):
+                out.append(f"the {name} index lacks {len(lacks)} chunks of the database")
+            if len(extra):
+                out.append(f"the {name} index holds {len(extra)} chunks the database lacks")
+        return out
+
     def catch_up(self, conn, dim) -> bool:
         """Brings both indexes to the chunks of the database (in conn's snapshot), by the
         difference of ids; returns whether anything changed."""

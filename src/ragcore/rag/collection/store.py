@@ -11,6 +11,10 @@ Tables:
 
 Every write is one transaction that also increments the change number; the index files
 record the change number they reflect.
+
+Every connection is a _Connection: sqlite's errors for a damaged file (SQLITE_CORRUPT,
+SQLITE_NOTADB), wherever a statement or a row fetch meets them, are raised as
+CollectionCorruptError naming the file and what to do.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import sqlite3
 
 import numpy as np
 
+from ..._util.arrays import as_float_matrix
+from ...errors import CollectionCorruptError, CollectionError
 from .filters import compile_filter, field_path, value_type
 
 FORMAT_VERSION = 1
@@ -44,12 +50,87 @@ def content_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+# sqlite's primary result codes (an extended code keeps the primary one in its low byte)
+# of a file that is damaged or not a database at all.
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
+def damage_message(path: str, what: str) -> str:
+    return (f"{path}: {what}; restore the collection's directory from a backup, or create "
+            "the collection again from its source documents")
+
+
+def damaged(path: str, detail: str) -> CollectionCorruptError:
+    return CollectionCorruptError(damage_message(
+        path, f"the collection's database is damaged ({detail})"))
+
+
+def stored(path: str, convert, value):
+    """convert(value) of a value the store wrote (JSON, a number as text): one that does not
+    convert was changed by damage, as the store writes only what converts."""
+    try:
+        return convert(value)
+    except (TypeError, ValueError) as err:
+        raise damaged(path, f"a stored value does not read back: {err}") from None
+
+
+def _guarded(conn, call, *args):
+    """call(*args), with sqlite's errors for a damaged file raised as CollectionCorruptError."""
+    try:
+        return call(*args)
+    except sqlite3.DatabaseError as err:
+        code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+        if code == _SQLITE_NOTADB:
+            raise CollectionCorruptError(damage_message(
+                conn.path, "not a ragcore collection, or a damaged one: not a SQLite "
+                f"database ({err})")) from err
+        # The store writes only valid UTF-8 text and valid JSON: text that is neither
+        # was changed by damage inside a page that sqlite's structure checks accept.
+        message = str(err)
+        if code == _SQLITE_CORRUPT or message.startswith("Could not decode to UTF-8") or \
+                message == "malformed JSON":
+            raise damaged(conn.path, message[:120]) from err
+        raise
+
+
+class _Cursor(sqlite3.Cursor):
+    def execute(self, sql, params=()):
+        return _guarded(self.connection, super().execute, sql, params)
+
+    def executemany(self, sql, rows):
+        return _guarded(self.connection, super().executemany, sql, rows)
+
+    def fetchone(self):
+        return _guarded(self.connection, super().fetchone)
+
+    def fetchmany(self, size=None):
+        return _guarded(self.connection, super().fetchmany, size or self.arraysize)
+
+    def fetchall(self):
+        return _guarded(self.connection, super().fetchall)
+
+    def __next__(self):
+        return _guarded(self.connection, super().__next__)
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose statements run on _Cursor; path is the database file."""
+
+    path = ""
+
+    def execute(self, sql, params=()):
+        return self.cursor(_Cursor).execute(sql, params)
+
+    def executemany(self, sql, rows):
+        return self.cursor(_Cursor).executemany(sql, rows)
+
+
 def connect(path: str, readonly: bool) -> sqlite3.Connection:
-    if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False,
-                               isolation_level=None)
-    else:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    target, uri = (f"file:{path}?mode=ro", True) if readonly else (path, False)
+    conn = sqlite3.connect(target, uri=uri, check_same_thread=False, isolation_level=None,
+                           factory=_Connection)
+    conn.path = path
+    if not readonly:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")  # a commit that returned survives a crash
     conn.execute("PRAGMA busy_timeout=10000")
@@ -90,8 +171,21 @@ def read_meta(conn: sqlite3.Connection) -> dict:
     return dict(conn.execute("SELECT key, value FROM meta").fetchall())
 
 
+def collection_meta(conn, path: str) -> dict:
+    """The meta table of a collection's database; a database without one is not a
+    collection."""
+    try:
+        meta = read_meta(conn)
+    except sqlite3.OperationalError as err:  # no meta table: some other SQLite database
+        raise CollectionError(f"{path}: not a ragcore collection ({err})") from None
+    if "format_version" not in meta or "settings" not in meta:
+        raise CollectionError(f"{path}: not a ragcore collection (no format version)")
+    return meta
+
+
 def change_number(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT value FROM meta WHERE key = 'change'").fetchone()[0])
+    row = conn.execute("SELECT value FROM meta WHERE key = 'change'").fetchone()
+    return stored(conn.path, lambda r: int(r[0]), row)
 
 
 def bump_change(conn: sqlite3.Connection) -> int:
@@ -104,7 +198,7 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
 
 
 def read_fields(conn: sqlite3.Connection) -> dict:
-    return {name: set(json.loads(types)) for name, types in
+    return {name: set(stored(conn.path, json.loads, types)) for name, types in
             conn.execute("SELECT name, types FROM fields")}
 
 
@@ -186,13 +280,17 @@ def chunk_vectors(conn, chunk_ids, dim: int) -> np.ndarray:
     ids = [int(i) for i in chunk_ids]
     out = np.empty((len(ids), dim), dtype=np.float32)
     position = {cid: i for i, cid in enumerate(ids)}
+    found = 0
     for start in range(0, len(ids), 500):
         part = ids[start:start + 500]
         marks = ",".join("?" * len(part))
-        for cid, blob in conn.execute(
-                f"SELECT c.chunk_id, e.vector FROM chunks c JOIN embeddings e ON e.hash = c.hash "
-                f"WHERE c.chunk_id IN ({marks})", part):
-            out[position[cid]] = np.frombuffer(blob, dtype=np.float32)
+        rows = conn.execute(
+            f"SELECT c.chunk_id, e.vector FROM chunks c JOIN embeddings e ON e.hash = c.hash "
+            f"WHERE c.chunk_id IN ({marks})", part).fetchall()
+        out[[position[r[0]] for r in rows]] = _vectors(conn, [r[1] for r in rows], dim)
+        found += len(rows)
+    if found != len(ids):  # every chunk's embedding is written with it and kept while it lives
+        raise damaged(conn.path, f"{len(ids) - found} chunks lack their stored embedding")
     return out
 
 
@@ -206,8 +304,19 @@ def all_chunks(conn, dim: int, with_vectors: bool, after: int = -1):
     texts = [r[1] for r in rows]
     vectors = None
     if with_vectors:
-        vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(-1, dim)
+        vectors = _vectors(conn, [r[2] for r in rows], dim)
     return ids, texts, vectors
+
+
+def _vectors(conn, blobs: list, dim: int) -> np.ndarray:
+    """float32 [len(blobs), dim] of stored vectors."""
+    if any(not isinstance(b, bytes) or len(b) != 4 * dim for b in blobs):
+        raise damaged(conn.path, f"a stored vector is not {dim} float32 values")
+    vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim)
+    try:  # stored vectors were finite and in range (the dense index refuses others)
+        return as_float_matrix(vectors, "stored vectors", dim)
+    except ValueError as err:
+        raise damaged(conn.path, str(err)) from None
 
 
 def chunks_by_ids(conn, chunk_ids) -> dict:
@@ -223,6 +332,18 @@ def chunks_by_ids(conn, chunk_ids) -> dict:
                 f"WHERE c.chunk_id IN ({marks})", part):
             out[row[0]] = row[1:]
     return out
+
+
+def integrity_problems(conn, dim) -> list[str]:
+    """What PRAGMA integrity_check reports (every page, index and constraint), and chunks
+    whose stored embedding is missing or of the wrong size; empty when the database is sound."""
+    found = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+    problems = [line for item in found if item != "ok" for line in item.splitlines()]
+    if problems or not dim:  # no dim: no vector stored yet
+        return problems
+    bad = conn.execute("SELECT COUNT(*) FROM chunks c LEFT JOIN embeddings e ON e.hash = c.hash "
+                       "WHERE e.hash IS NULL OR length(e.vector) != ?", (4 * dim,)).fetchone()[0]
+    return [f"{bad} chunks lack a stored embedding of {dim} float32 values"] if bad else []
 
 
 def filtered_chunk_ids(conn, flt, fields: dict) -> np.ndarray:
@@ -253,7 +374,7 @@ def get_documents(conn, ids: list) -> dict:
         marks = ",".join("?" * len(part))
         for uid, text, meta in conn.execute(
                 f"SELECT user_id, text, metadata FROM documents WHERE user_id IN ({marks})", part):
-            out[uid] = (text, json.loads(meta))
+            out[uid] = (text, stored(conn.path, json.loads, meta))
     return out
 
 

@@ -7,6 +7,7 @@ import gc
 import os
 import sqlite3
 import weakref
+from types import SimpleNamespace
 
 import pytest
 
@@ -232,3 +233,83 @@ def test_a_sound_collection_verifies_and_a_foreign_database_is_not_called_damage
     with pytest.raises(CollectionError, match="not a ragcore collection") as err:
         Collection.open(tmp_path / "other", readonly=True)
     assert not isinstance(err.value, CollectionCorruptError)
+
+
+# ---- bad rows in bulk input ----------------------------------------------------------
+
+
+def test_every_bad_text_is_named_and_nothing_is_written(tmp_path):
+    with _small(tmp_path / "c") as col:
+        with pytest.raises(TypeError) as err:
+            col.add(["fine", 3, "  ", None, "", "also fine"], ids=list(range(10, 16)))
+        message = str(err.value)
+        assert message.startswith("texts: 4 of 6 entries are bad: ")
+        for part in ("texts[1] must be a str, got int", "texts[2] is empty",
+                     "texts[3] must be a str, got NoneType", "texts[4] is empty"):
+            assert part in message
+        assert "texts[0]" not in message and "texts[5]" not in message
+        assert message.endswith("fix or drop them and call again (nothing was written)")
+        assert len(col) == 3
+
+
+def test_bad_texts_of_one_kind_keep_their_error_class(tmp_path):
+    with _small(tmp_path / "c") as col:
+        with pytest.raises(CollectionError, match=r"texts: 2 of 3 .*texts\[0\] is empty.*"
+                           r"texts\[2\] is empty"):
+            col.add(["", "fine", "\n"], ids=[10, 11, 12])
+
+
+def test_many_bad_rows_are_named_up_to_twenty_then_counted(tmp_path):
+    with _small(tmp_path / "c") as col:
+        with pytest.raises(CollectionError) as err:
+            col.upsert([""] * 25, ids=list(range(10, 35)))
+        message = str(err.value)
+        assert "25 of 25 entries" in message and "texts[19] is empty" in message
+        assert "texts[20]" not in message and "; and 5 more;" in message
+        assert len(col) == 3
+
+
+def test_every_bad_metadata_row_is_named(tmp_path):
+    with _small(tmp_path / "c") as col:
+        with pytest.raises(TypeError) as err:
+            col.add(["a", "b", "c", "d"], ids=[10, 11, 12, 13],
+                    metadata=[{"x": object()}, {}, "x", {"$a": 1}])
+        message = str(err.value)
+        assert message.startswith("metadata: 3 of 4 entries are bad: ")
+        assert "metadata[0] is not JSON-serialisable" in message
+        assert "metadata[2] must be a dict, got str" in message
+        assert "metadata[3]: key '$a'" in message and "metadata[1]" not in message
+        assert len(col) == 3
+
+
+def test_every_bad_id_is_named(tmp_path):
+    with _small(tmp_path / "c") as col:
+        with pytest.raises(TypeError) as err:
+            col.add(["a", "b", "c", "d"], ids=[10, 1.5, True, 2**70])
+        message = str(err.value)
+        assert message.startswith("ids: 3 of 4 entries are bad: ")
+        assert "ids[1] must be a str or an int, got float" in message
+        assert "ids[2] must be a str or an int, got bool" in message
+        assert "ids[3] = 1180591620717411303424 does not fit in 64 bits" in message
+        with pytest.raises(CollectionError, match=r"ids: 2 ids appear more than once: \[5, 6\]"):
+            col.add(["a"] * 5, ids=[5, 5, 6, 6, 7])
+        with pytest.raises(CollectionError, match=r"ids: 2 already in the collection: \[2, 0\]; "
+                           "use upsert"):
+            col.add(["a", "b", "c"], ids=[2, 9, 0])
+        assert len(col) == 3
+
+
+class _WordChunker:
+    """One chunk per text that has a letter; none for the others."""
+
+    def chunk(self, text):
+        return [SimpleNamespace(start=0, end=len(text), text=text)] if \
+            any(c.isalpha() for c in text) else []
+
+
+def test_every_text_that_gives_no_chunks_is_named(tmp_path):
+    with Collection.create(tmp_path / "c", encoder=HashEncoder(), chunker=_WordChunker()) as col:
+        with pytest.raises(CollectionError, match=r"texts: 2 of 3 entries are bad: texts\[0\] "
+                           r"gave no chunks .*; texts\[2\] gave no chunks"):
+            col.add(["...", "alpha beta", "!!"], ids=[1, 2, 3])
+        assert len(col) == 0

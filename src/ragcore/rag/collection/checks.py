@@ -3,6 +3,7 @@ that names it, before anything is written."""
 
 from __future__ import annotations
 
+import json
 import os
 
 from ..._util.arrays import check_choice, check_positive_int
@@ -24,6 +25,20 @@ def listing(items) -> str:
     shown = ", ".join(repr(i) for i in items[:SHOWN_MAX])
     rest = len(items) - SHOWN_MAX
     return f"[{shown}, ... and {rest} more]" if rest > 0 else f"[{shown}]"
+
+
+def refuse(name: str, problems: list, total: int) -> None:
+    """Raises one error naming every bad entry (the first SHOWN_MAX, then a count), so a
+    bulk call is fixed in one round. problems: (is a type error, text) pairs; the error is a
+    TypeError when any is, a CollectionError otherwise."""
+    if not problems:
+        return
+    shown = "; ".join(text for _, text in problems[:SHOWN_MAX])
+    rest = len(problems) - SHOWN_MAX
+    more = f"; and {rest} more" if rest > 0 else ""
+    error = TypeError if any(is_type for is_type, _ in problems) else CollectionError
+    raise error(f"{name}: {len(problems)} of {total} entries are bad: {shown}{more}; fix or "
+                "drop them and call again (nothing was written)")
 
 
 def prepare_directory(path: str) -> None:
@@ -130,12 +145,56 @@ def check_texts(texts) -> list[str]:
         texts = list(texts)
     except TypeError:
         raise TypeError(f"texts must be a list of str, got {type(texts).__name__}") from None
+    problems = []
     for i, t in enumerate(texts):
         if not isinstance(t, str):
-            raise TypeError(f"texts[{i}] must be a str, got {type(t).__name__}")
-        if not t.strip():
-            raise CollectionError(f"texts[{i}] is empty or only whitespace")
+            problems.append((True, f"texts[{i}] must be a str, got {type(t).__name__}"))
+        elif not t.strip():
+            problems.append((False, f"texts[{i}] is empty or only whitespace"))
+    refuse("texts", problems, len(texts))
     return texts
+
+
+def id_problems(name: str, i: int, v) -> list:
+    """The problem with one id, as refuse takes them (an empty list for a good id)."""
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        return [(True, f"{name}[{i}] must be a str or an int, got {type(v).__name__}")]
+    if isinstance(v, str) and not v:
+        return [(False, f"{name}[{i}] is an empty string")]
+    if isinstance(v, int) and not -2**63 <= v < 2**63:
+        return [(False, f"{name}[{i}] = {v} does not fit in 64 bits")]
+    return []
+
+
+def check_metadata_rows(metadata: list, schema: dict) -> list[dict]:
+    """Each metadata dict as it will be stored (through JSON); every bad one named."""
+    out, problems = [], []
+    for i, meta in enumerate(metadata):
+        meta = {} if meta is None else meta
+        found = _metadata_problems(i, meta, schema)
+        if not found:
+            try:
+                out.append(json.loads(json.dumps(meta, allow_nan=False)))
+            except (TypeError, ValueError) as err:
+                found = [(True, f"metadata[{i}] is not JSON-serialisable ({err})")]
+        problems += found
+    refuse("metadata", problems, len(metadata))
+    return out
+
+
+def _metadata_problems(i: int, meta, schema: dict) -> list:
+    if not isinstance(meta, dict):
+        return [(True, f"metadata[{i}] must be a dict, got {type(meta).__name__}")]
+    problems = []
+    for key, value in meta.items():
+        if not isinstance(key, str) or not key or key.startswith("$") or \
+                any(c in key for c in '"\\'):
+            problems.append((False, f"metadata[{i}]: key {key!r} must be a non-empty str "
+                                    "without quotes or backslashes, not starting with $"))
+        elif key in schema and value is not None and not has_type(value, schema[key]):
+            problems.append((True, f"metadata[{i}][{key!r}] must be {schema[key]} (the "
+                                   f"metadata_schema), got {type(value).__name__}"))
+    return problems
 
 
 def check_queries(queries) -> list[str]:

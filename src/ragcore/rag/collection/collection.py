@@ -455,9 +455,14 @@ class Collection:
                 raise CollectionError(f"ids has {len(ids)} entries for {len(texts)} texts")
             existing = store.existing_ids(conn, ids)
             if existing and not replace:
-                raise CollectionError(f"ids: {len(existing)} already in the collection (e.g. "
-                                      f"{existing[:3]!r}); use upsert to replace them")
-            chunked = [self._chunk(text, i) for i, text in enumerate(texts)]
+                known = set(existing)
+                raise CollectionError(
+                    f"ids: {len(existing)} already in the collection: "
+                    f"{checks.listing(i for i in ids if i in known)}; use upsert to replace "
+                    "them (nothing was written)")
+            chunked = [self._chunk(text) for text in texts]
+            checks.refuse("texts", [(False, f"texts[{i}] gave no chunks (is it only punctuation?)")
+                                    for i, doc in enumerate(chunked) if not doc], len(texts))
             hashes = [[store.content_hash(c[2]) for c in doc] for doc in chunked]
             if given is None:
                 new_vectors = self._embed_missing(conn, chunked, hashes)
@@ -607,7 +612,7 @@ class Collection:
             self._encoder = default_encoder()
         return self._encoder
 
-    def _chunk(self, text: str, index: int) -> list[tuple]:
+    def _chunk(self, text: str) -> list[tuple]:
         cfg = self._settings["chunker"]
         if cfg == "none":
             return [(0, len(text), text)]
@@ -616,10 +621,7 @@ class Collection:
 
             tokenizer = self._encoder if checks.is_bi_encoder(self._encoder) else None
             self._chunker = Chunker(tokenizer, cfg["chunk_size"], cfg["overlap"])
-        chunks = [(c.start, c.end, c.text) for c in self._chunker.chunk(text)]
-        if not chunks:
-            raise CollectionError(f"texts[{index}] gave no chunks (is it only punctuation?)")
-        return chunks
+        return [(c.start, c.end, c.text) for c in self._chunker.chunk(text)]
 
     def _generated_ids(self, n: int) -> list:
         if self._settings["id_type"] == "int":
@@ -640,17 +642,9 @@ class Collection:
         except TypeError:
             raise TypeError(f"{name} must be a list of str or int ids, got "
                             f"{type(ids).__name__}") from None
-        out = []
-        for i, v in enumerate(ids):
-            if isinstance(v, np.integer):
-                v = int(v)
-            if isinstance(v, bool) or not isinstance(v, (int, str)):
-                raise TypeError(f"{name}[{i}] must be a str or an int, got {type(v).__name__}")
-            if isinstance(v, str) and not v:
-                raise CollectionError(f"{name}[{i}] is an empty string")
-            if isinstance(v, int) and not -2**63 <= v < 2**63:
-                raise CollectionError(f"{name}[{i}] = {v} does not fit in 64 bits")
-            out.append(v)
+        out = [int(v) if isinstance(v, np.integer) else v for v in ids]
+        checks.refuse(name, [p for i, v in enumerate(out) for p in checks.id_problems(name, i, v)],
+                      len(out))
         kinds = {type(v).__name__ for v in out}
         if len(kinds) > 1:
             raise TypeError(f"{name} mixes int and str ids; use one type")
@@ -658,13 +652,13 @@ class Collection:
         if kinds and have is not None and kinds != {have} and not allow_new_type:
             raise TypeError(f"{name}: this collection's ids are {have}, got {kinds.pop()}")
         if len(set(out)) != len(out):
-            seen, dup = set(), None
+            seen, twice = set(), {}
             for v in out:
                 if v in seen:
-                    dup = v
-                    break
+                    twice[v] = None
                 seen.add(v)
-            raise CollectionError(f"{name} contains {dup!r} more than once; ids must be unique")
+            raise CollectionError(f"{name}: {len(twice)} ids appear more than once: "
+                                  f"{checks.listing(twice)}; ids must be unique")
         return out
 
     def _check_embeddings(self, embeddings, n: int):
@@ -689,26 +683,7 @@ class Collection:
         metadata = list(metadata)
         if len(metadata) != n:
             raise CollectionError(f"metadata has {len(metadata)} entries for {n} texts")
-        schema = self._settings["schema"]
-        out = []
-        for i, meta in enumerate(metadata):
-            meta = {} if meta is None else meta
-            if not isinstance(meta, dict):
-                raise TypeError(f"metadata[{i}] must be a dict, got {type(meta).__name__}")
-            for key, value in meta.items():
-                if not isinstance(key, str) or not key or key.startswith("$") or \
-                        any(c in key for c in '"\\'):
-                    raise CollectionError(f"metadata[{i}]: key {key!r} must be a non-empty str "
-                                          "without quotes or backslashes, not starting with $")
-                if key in schema and value is not None and \
-                        not checks.has_type(value, schema[key]):
-                    raise TypeError(f"metadata[{i}][{key!r}] must be {schema[key]} (the "
-                                    f"metadata_schema), got {type(value).__name__}")
-            try:
-                out.append(json.loads(json.dumps(meta, allow_nan=False)))
-            except (TypeError, ValueError) as err:
-                raise TypeError(f"metadata[{i}] is not JSON-serialisable ({err})") from None
-        return out
+        return checks.check_metadata_rows(metadata, self._settings["schema"])
 
     def _check_open(self) -> None:
         if self._closed:

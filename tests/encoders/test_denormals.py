@@ -326,6 +326,11 @@ def test_softmax_gives_subnormal_weights_without_the_flush():
     subnormal (so that test compares something)."""
     scores = np.array([[0.0, -90.0, -95.0, -100.0, -10000.0]], np.float32)
     kept = softmax_session(False).run(None, {"scores": scores})[0]
+    if (kept[0, 1:4] == 0).all():
+        # onnxruntime's Softmax kernel on some CPUs (AVX2 without AVX-512: an AMD Zen 3)
+        # underflows these weights to 0 instead of rounding them to subnormals.
+        pytest.skip("this CPU's onnxruntime Softmax gives no subnormal weights: the flush "
+                    "tests compare no subnormal value here")
     assert ((kept[0, 1:4] > 0) & (kept[0, 1:4] < FLOAT32_SMALLEST_NORMAL)).all()
     with flushed_denormals():
         assert (softmax_session(True).run(None, {"scores": scores})[0][0, 1:] == 0).all()

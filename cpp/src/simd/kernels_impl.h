@@ -244,9 +244,8 @@ void dot_gather(const float* q, const void* const* rows, size_t n, size_t d, flo
 
 // dot_rows for one query: the rows in four quarters, one row of each per step, so the
 // four accumulator chains hide each other's latency while the reads form four long
-// sequential streams (one row at a time was bound by the chain's latency; four adjacent
-// rows measured alike on an AMD Zen 4, BENCHMARKS.md issue 16's seventh round). Each
-// row by dot4's chain: the same bits as dot_rows.
+// sequential streams (one row at a time is bound by the chain's latency). Each row by
+// dot4's chain: the same bits as dot_rows.
 template <class V, Storage S>
 void dot_rows_one_query(const float* q, const void* x, size_t ldx, size_t n_rows, size_t d,
                         float* out) {

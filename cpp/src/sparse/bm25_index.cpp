@@ -366,8 +366,8 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
       }
     }
   } else {
-    // Enough blocks for about 4k documents (at least 2): on the 1M zipf corpus
-    // 4 blocks beat 2, 8 and 16 at k = 100, and 2 beat 4 at k = 10.
+    // Enough blocks for about 4k documents (at least 2), the size that measured
+    // fastest on the zipf corpus of bench/bm25.py at k = 10 and 100.
     queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(2, 4 * k / kBlockSize + 1),
                                      allowed));
     if (algorithm == QueryAlgorithm::MaxScore) {

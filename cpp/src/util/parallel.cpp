@@ -12,8 +12,8 @@
 namespace ragcore {
 
 int hardware_threads() {
-  // Asked once: glibc reads /sys for it, about 3 us a call, which a one-query search
-  // (tens of microseconds, two calls) would otherwise pay every time.
+  // Asked once: glibc reads /sys for it, a cost a one-query search (two calls)
+  // would otherwise pay every time.
   static const int hw = [] {
     const unsigned n = std::thread::hardware_concurrency();
     return n == 0 ? 1 : static_cast<int>(n);

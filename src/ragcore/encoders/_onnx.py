@@ -15,8 +15,8 @@ _CUDA = "CUDAExecutionProvider"
 CPU_PROVIDER = "CPUExecutionProvider"
 # onnxruntime's optimizer fuses Add, Add, LayerNormalization into
 # SkipLayerNormalization, whose CPU kernel (1.32) is a scalar loop with one
-# division per element; the vectorised LayerNormalization it replaces ran the
-# whole model 1.04-1.12x faster on CPU (BENCHMARKS.md, "Encoder throughput").
+# division per element; the vectorised LayerNormalization it replaces runs the
+# whole model faster on CPU (BENCHMARKS.md, "Encoder throughput").
 # CUDA's SkipLayerNormalization is fast, so the fusion stays on there.
 CPU_ONLY_DISABLED_FUSIONS = ("SkipLayerNormFusion",)
 

@@ -54,7 +54,7 @@ void pq4_scan(const uint8_t* packed, size_t n, size_t m, const uint8_t* luts, ui
 // holds 2 * want the want smallest are kept and the loss of the largest of them
 // becomes bound(). The SIMD scans compare a whole block of 16-bit losses with
 // bound() and offer only the lanes at or below it, so most blocks cost no scalar
-// work, and an offer is an append (a heap cost ~30 ns an offer: measured slower).
+// work, and an offer is an append (a heap per offer measured slower).
 class Pq4Candidates {
  public:
   explicit Pq4Candidates(size_t want);

@@ -52,7 +52,7 @@ class MaxScoreQuery {
   // first, is probed for every candidate still able to enter. The probes of one
   // list are independent of each other, so their cache misses (doc bits, score
   // parts) overlap instead of each waiting on the last candidate's branches
-  // (BENCHMARKS.md, issue 16's sixth round). The checks use the threshold at
+  // (BENCHMARKS.md, "BM25"). The checks use the threshold at
   // the start of the batch's probes, which only rises: a lower one keeps more
   // candidates, never fewer, and every kept candidate is scored exactly, so the
   // hits are the same as checking each candidate against the newest threshold.

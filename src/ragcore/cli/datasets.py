@@ -11,6 +11,10 @@
   (dpkg's status file and apt's lists, see ``cli.debian_packages``): the
   package name and long description are the document, the short description
   the question, the package its one relevant document.
+- ``man_pages``: the manual pages of the machine (``/usr/share/man``, see
+  ``cli.man_pages``): the page name and its text (troff stripped, NAME section
+  left out) are the document, the NAME line's description the question, the
+  page its one relevant document.
 - ``load_beir``: a BEIR-format folder (corpus.jsonl, queries.jsonl,
   qrels/<split>.tsv), so the same evaluation runs on a user's data.
 - ``BUILTIN`` / ``load``: the built-in corpora by name (``ragcore eval NAME``).
@@ -170,7 +174,29 @@ def debian_packages(max_docs: int | None = None, seed: int = 0, status=None, lis
     return Dataset("debian_packages", documents, questions, qids, None, qrels)
 
 
-BUILTIN = {"stdlib_docs": stdlib_docs, "debian_packages": debian_packages}
+def man_pages(max_docs: int | None = None, seed: int = 0, root=None, exclude=()) -> Dataset:
+    """The manual-page corpus (see the module docstring).
+
+    root: the man folder (default /usr/share/man). exclude: glob patterns of page file names
+    left out (e.g. ``("gcloud*",)``). max_docs: a seeded sample of that many pages. Raises
+    FileNotFoundError when root has no man<section> folder.
+    """
+    from . import man_pages as source
+
+    entries = _sample(list(source.pages(str(root or source.ROOT), tuple(exclude))), max_docs, seed)
+    descriptions = Counter(description for _, description, _ in entries)
+    documents, questions, qids, qrels = [], [], [], {}
+    for name, description, body in entries:
+        documents.append(Document(name, f"{name}\n\n{body}", {"source": name, "section": name}))
+        if len(description.split()) >= 4 and descriptions[description] == 1:
+            qid = f"q{len(questions)}"
+            questions.append(description)
+            qids.append(qid)
+            qrels[qid] = {name: 1}
+    return Dataset("man_pages", documents, questions, qids, None, qrels)
+
+
+BUILTIN = {"stdlib_docs": stdlib_docs, "debian_packages": debian_packages, "man_pages": man_pages}
 
 
 def load(name_or_path, split: str = "test", max_docs: int | None = None, seed: int = 0) -> Dataset:

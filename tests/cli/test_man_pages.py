@@ -22,7 +22,7 @@ ls \- list directory contents
 .SH DESCRIPTION
 .PP
 List information about the FILEs (the current directory by default).
-.TP
+.TP 8
 \fB\-a\fR, \fB\-\-all\fR
 do not ignore entries starting with .
 .PP
@@ -59,7 +59,7 @@ def test_parse_strips_troff_and_takes_the_name_description():
     description, body = man_pages.parse(LS)
     assert description == "list directory contents"
     assert body.splitlines()[:3] == ["SYNOPSIS", "ls", "[OPTION]... [FILE]..."]
-    assert "-a, --all\ndo not ignore entries starting with ." in body
+    assert "\n\n-a, --all\ndo not ignore entries starting with ." in body  # .TP 8: no "8"
     assert 'dir(1)\nand "info ls".' in body
     for leftover in ("\\", ".TH", ".PP", "NAME", "list directory contents", "defined text",
                      "help2man"):

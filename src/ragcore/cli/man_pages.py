@@ -25,7 +25,7 @@ ROOT = Path("/usr/share/man")
 
 # man(7) macros whose arguments are text: joined with spaces, or alternating fonts joined
 # without a space (".BR ls (1)" -> "ls(1)").
-_SPACED = {"B", "I", "SM", "SB", "SH", "SS", "IP", "TP", "UR", "MT"}
+_SPACED = {"B", "I", "SM", "SB", "SH", "SS", "IP", "UR", "MT"}
 _ALTERNATING = {"BI", "IB", "BR", "RB", "IR", "RI"}
 # mdoc(7) macros whose arguments are text (other mdoc macro names among them are dropped).
 _MDOC = {"Sh", "Ss", "Nm", "Nd", "Fl", "Ar", "Op", "Oo", "Pa", "Xr", "Cm", "Dv", "Em", "Ev",
@@ -70,8 +70,8 @@ def _request_text(name: str, rest: str) -> str | None:
     args = _args(rest)
     if name in _ALTERNATING:
         return "".join(_unescape(a) for a in args)
-    if name in ("IP", "TP"):
-        args = args[:1]
+    if name == "IP":
+        args = args[:1]  # the tag (then the indent)
     elif name in _MDOC:
         args = [("-" + a if name == "Fl" and i == 0 else a) for i, a in enumerate(args)
                 if a not in _MDOC]
@@ -96,7 +96,7 @@ def sections(source: str) -> list:
                 out.append([_request_text("SH", rest).strip().upper(), []])
                 continue
             text = _request_text(name, rest)
-            if text is None or name in ("IP", "TP"):  # a paragraph break, perhaps a tag
+            if text is None or name == "IP":  # a paragraph break, perhaps a tag
                 if out and name in _BREAKS:
                     out[-1][1].append("")
                 if not text:

@@ -245,8 +245,8 @@ def main() -> None:
           f"man_pages ({args.man_docs} pages sampled, seed 0, leaving out "
           f"{', '.join(args.man_exclude) or 'none'}); stemming: BM25Index(stemmer='english'), "
           "Snowball via PyStemmer; stopwords 'en' in both")
-    print(f"- questions: a seeded draw per corpus, split by `demo_hybrid.split_questions` (seed {args.seed}) "
-          "into a tuning third (unused here) and the held-out rest reported below; stdlib_docs "
+    print(f"- questions: a seeded draw per corpus, split by `demo_hybrid.split_questions` "
+          f"(seed {args.seed}) into a tuning third (unused here) and the held-out rest reported below; stdlib_docs "
           "metrics recall/MRR count evidence spans, nDCG documents; the others count documents")
     all_results = {}
     for (load, n), name in zip(corpora(args), ("stdlib_docs", "debian_packages", "man_pages")):

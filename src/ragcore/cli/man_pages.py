@@ -151,7 +151,8 @@ def page_name(path: Path) -> str:
 def pages(root: str, exclude: tuple = ()) -> tuple:
     """(page name, description, body) of every readable page under root's man<section>
     folders, in sorted order; exclude: glob patterns of file names left out."""
-    folders = sorted(p for p in Path(root).glob("man*") if p.is_dir()) if Path(root).is_dir() else []
+    root = Path(root)
+    folders = sorted(p for p in root.glob("man*") if p.is_dir()) if root.is_dir() else []
     if not folders:
         raise FileNotFoundError(f"no manual pages on this machine: {root} has no man<section> "
                                 "folder (the man_pages corpus needs installed man pages)")

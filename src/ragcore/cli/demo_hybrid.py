@@ -15,7 +15,7 @@ hybrid, each also reranked (late interaction over the top rerank_k0), and prints
 recall@1/5/10 and MRR@10 against the evidence spans, nDCG@10 against the
 documents, sign tests of the tuned hybrid against dense, BM25 and RRF, and
 per-stage latency. ``ragcore eval PATH`` runs the same on a BEIR-format folder
-or a built-in corpus by name (``debian_packages``; document-level labels: recall
+or a built-in corpus by name (``debian_packages``, ``man_pages``; document-level labels: recall
 and MRR count documents).
 """
 

@@ -19,7 +19,8 @@ def main(argv=None) -> int:
                                            "built-in corpus")
     evaluate.add_argument("path", help="folder with corpus.jsonl, queries.jsonl, "
                                        "qrels/<split>.tsv, or a built-in corpus: debian_packages "
-                                       "(this machine's package descriptions) or stdlib_docs")
+                                       "(this machine's package descriptions), man_pages (its "
+                                       "manual pages) or stdlib_docs")
     evaluate.add_argument("--split", default="test")
     evaluate.add_argument("--docs", type=int, default=None,
                           help="built-in corpora: documents sampled (default all)")

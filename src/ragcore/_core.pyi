@@ -1,4 +1,5 @@
-"""Type stub of the private native module ragcore._core (see cpp/bindings/module.cpp).
+"""Type stub of the private native module ragcore._core (see cpp/bindings/module.cpp), written
+by hand; tests/test_stubs.py fails when it and the built module differ.
 
 Metric, storage, path, SIMD level, k-means initialisation, BM25 variant and query algorithm
 cross as the enum types below; the Python layer maps each user string to a member in one
@@ -65,6 +66,7 @@ class QueryAlgorithm(_NativeEnum):
     Exhaustive: ClassVar[QueryAlgorithm]  # 1
     MaxScore: ClassVar[QueryAlgorithm]  # 2
     BlockMaxWand: ClassVar[QueryAlgorithm]  # 3
+    BlockMaxPruning: ClassVar[QueryAlgorithm]  # 4, block-max pruning over ranges of 64 documents
 
 def flat_search(
     corpus: npt.NDArray[np.float32] | npt.NDArray[np.float16] | npt.NDArray[np.uint16],
@@ -215,10 +217,10 @@ class Bm25Index:
 def kmeans(
     x: npt.NDArray[np.float32], k: int, *, max_iter: int = 25, tol: float = 1e-4, seed: int = 0,
     init: KMeansInit = KMeansInit.KMeansPlusPlus, n_threads: int = 0,
-    simd_level: SimdLevel | None = None,
+    simd_level: SimdLevel | None = None, spherical: bool = False,
 ) -> tuple[npt.NDArray[np.float32], list[float], int, int]:
-    """k-means (squared L2). Returns (centroids, objective after each assignment,
-    iterations, clusters re-seeded)."""
+    """k-means (squared L2; spherical: unit-norm centroids). Returns (centroids, objective
+    after each assignment, iterations, clusters re-seeded)."""
 
 def assign_nearest(
     x: npt.NDArray[np.float32], centroids: npt.NDArray[np.float32], *, n_threads: int = 0,
@@ -252,11 +254,27 @@ def ivf_search(
     code_min, code_scale and exact_rows). Returns (scores, ids, seconds per
     stage: coarse, scan, rescore)."""
 
+def ivf_search_row(
+    rows: npt.NDArray, query: object, k: int, centroids: npt.NDArray[np.float32],
+    centroid_sq_norms: npt.NDArray[np.float32], list_offsets: npt.NDArray[np.int64],
+    storage: Storage, ids: npt.NDArray[np.int64], sq_norms: npt.NDArray[np.float32] | None,
+    metric: Metric, nprobe: int, code_min: npt.NDArray[np.float32] | None,
+    code_scale: npt.NDArray[np.float32] | None, exact_rows: npt.NDArray[np.float32] | None,
+    rescore: int, max_sq_norm: float, n_threads: int, /,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
+    """ivf_search of one query row, without stage times; None unless the query is one
+    contiguous float32 row of d finite values with squared norm <= max_sq_norm."""
+
 def rabitq_encode(rot_residuals: npt.NDArray[np.float32], rot_centroids: npt.NDArray[np.float32],
                   labels: npt.NDArray[np.int64], *, bits: int,
                   n_threads: int = 0) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]:
     """RaBitQ rows (bit planes + float32 f_add, f_scale, f_err) of rotated residuals
     [n, dp], dp a multiple of 8; returns (rows, cos(code, residual))."""
+def rabitq_fht_rotate(x: npt.NDArray[np.float32], signs: npt.NDArray[np.uint8], *,
+                      n_threads: int = 0,
+                      simd_level: SimdLevel | None = None) -> npt.NDArray[np.float32]:
+    """FHT-Kac rotation of float32 rows [n, d] into [n, rabitq padded d] (signs: uint8
+    [rounds, padded d / 8] sign bits)."""
 def rabitq_ivf_search(
     rows: npt.NDArray[np.uint8], queries: npt.NDArray[np.float32], k: int, *,
     centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.NDArray[np.float32],
@@ -277,7 +295,7 @@ def rabitq_ivf_search_row(
     list_offsets: npt.NDArray[np.int64], ids: npt.NDArray[np.int64],
     exact_rows: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
     metric: Metric, nprobe: int, rescore: RabitqRescore, rescore_count: int, epsilon: float,
-    fast_blocks: npt.NDArray[np.uint8] | None, max_sq_norm: float, n_threads: int, /,
+    fast_blocks: npt.NDArray[np.uint8] | None, max_sq_norm: float, n_threads: int,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, int]] | None:
     """rabitq_ivf_search of one query row; None unless the query is one contiguous float32
     row of d finite values with squared norm <= max_sq_norm."""
@@ -313,7 +331,10 @@ class HnswGraph:
     """HNSW graph over stored rows (ragcore.HNSWIndex's core)."""
 
     def __init__(self, d: int, *, metric: Metric, storage: Storage, M: int, ef_construction: int,
-                 seed: int = 0, simd_level: SimdLevel | None = None) -> None: ...
+                 seed: int = 0, simd_level: SimdLevel | None = None,
+                 int8_walk: bool = False) -> None:
+        """int8_walk (F32 storage only): searches walk on int8 codes of the vectors, then
+        re-score the walk's candidates exactly."""
     def add(self, rows: npt.NDArray[Any], ids: npt.NDArray[np.int64], *,
             sq_norms: npt.NDArray[np.float32] | None = None, n_threads: int = 0) -> None: ...
     def remove(self, ids: npt.NDArray[np.int64], *, n_threads: int = 0) -> int: ...
@@ -322,6 +343,10 @@ class HnswGraph:
                allow_ids: npt.NDArray[np.int64] | None = None, exact_below: int = 0,
                n_threads: int = 0) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], bool, int]:
         """Returns (scores, ids, whether the allowed set was scored exactly, allowed count)."""
+    def search_row(self, query: object, k: int, ef: int, max_sq_norm: float, n_threads: int, /,
+                   ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
+        """search of one query row without a filter; None unless the query is one contiguous
+        float32 row of d finite values with squared norm <= max_sq_norm."""
     def size(self) -> int: ...
     def slots(self) -> int: ...
     def memory_bytes(self) -> int: ...
@@ -359,7 +384,7 @@ def pq4_search(packed: npt.NDArray[np.uint8], m: int, centroids: npt.NDArray[np.
 def pq4_search_row(packed: npt.NDArray[np.uint8], m: int, centroids: npt.NDArray[np.float32],
                    exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
                    ids: npt.NDArray[np.int64], metric: Metric, query: object, k: int,
-                   rescore: int, max_sq_norm: float, n_threads: int, /,
+                   rescore: int, max_sq_norm: float, n_threads: int,
                    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
     """pq4_search of one query row; None unless the query is one contiguous float32 row of
     d finite values with squared norm <= max_sq_norm."""
@@ -369,6 +394,12 @@ def pq4_select(packed: npt.NDArray[np.uint8], n: int, m: int, luts: npt.NDArray[
                allow_by_row: bool = False) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The want smallest (loss, row) of a fast scan with the running threshold; returns
     (losses, rows) best first."""
+def pq4_select_many(packed: npt.NDArray[np.uint8], n: int, m: int, luts: npt.NDArray[np.uint8],
+                    want: int, simd_level: SimdLevel, *, allow: npt.NDArray[Any] | None = None,
+                    ids: npt.NDArray[np.int64] | None = None, allow_by_row: bool = False,
+                    ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """pq4_select for several queries sharing one scan (luts: queries x tables x 16); a list
+    of (losses, rows) per query, best first."""
 def ivf_pq4_search(centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.NDArray[np.float32],
                    list_offsets: npt.NDArray[np.int64], block_offsets: npt.NDArray[np.int64],
                    packed: npt.NDArray[np.uint8], m: int, codebooks: npt.NDArray[np.float32],
@@ -384,7 +415,7 @@ def ivf_pq4_search_row(centroids: npt.NDArray[np.float32], centroid_sq_norms: np
                        packed: npt.NDArray[np.uint8], m: int, codebooks: npt.NDArray[np.float32],
                        exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
                        ids: npt.NDArray[np.int64], metric: Metric, query: object, k: int,
-                       nprobe: int, rescore: int, max_sq_norm: float, n_threads: int, /,
+                       nprobe: int, rescore: int, max_sq_norm: float, n_threads: int,
                        ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
     """ivf_pq4_search of one query row; None unless the query is one contiguous float32 row
     of d finite values with squared norm <= max_sq_norm."""

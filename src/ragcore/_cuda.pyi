@@ -1,4 +1,5 @@
-"""Type stub of the private CUDA module ragcore._cuda (see cpp/bindings/cuda_bindings.cpp).
+"""Type stub of the private CUDA module ragcore._cuda (see cpp/bindings/cuda_bindings.cpp),
+written by hand; tests/test_stubs.py fails when it and the built module differ.
 
 Built only when nvcc is found at build time; use it through ragcore.dense.gpu and
 ragcore.sparse.gpu. Metric and Storage are ragcore._core's enum types (the same objects).
@@ -25,7 +26,8 @@ def device_memory(device: int) -> tuple[int, int]: ...
 def synchronize_stream(stream: int) -> None: ...
 
 class DeviceCorpus:
-    device_bytes: int
+    @property
+    def device_bytes(self) -> int: ...
     def __init__(self, device: int, dim: int, *, storage: Storage, metric: Metric) -> None: ...
     def append(
         self,
@@ -48,9 +50,12 @@ class DeviceCorpus:
     ) -> None: ...
 
 class DeviceBm25:
-    device_bytes: int
-    num_terms: int
-    dense_min_df: int
+    @property
+    def device_bytes(self) -> int: ...
+    @property
+    def num_terms(self) -> int: ...
+    @property
+    def dense_min_df(self) -> int: ...
     def __init__(
         self, device: int, *, offsets: npt.NDArray[np.int64], docs: npt.NDArray[np.uint32],
         values: npt.NDArray[np.float32], rank_of_slot: npt.NDArray[np.int32],

@@ -36,7 +36,8 @@ from ragcore.encoders import default_encoder
 from ragcore.evaluate import compare
 from ragcore.rag import fusion
 from ragcore.rag.chunking import Chunker
-from ragcore.rag.pipeline import DEFAULT_FUSION, HybridRetriever
+from ragcore.rag.defaults import DEFAULT_FUSION
+from ragcore.rag.pipeline import HybridRetriever
 from ragcore.sparse.bm25 import BM25Index
 
 SETTINGS = [("RRF r0 = 60", fusion.FusionSetting("rrf", r0=60)),

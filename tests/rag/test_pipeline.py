@@ -103,7 +103,10 @@ def test_demo_json_output(capsys, tmp_path, monkeypatch):
     assert main(["demo", "--docs", "40", "--questions", "8", "--latency-queries", "2", "--k0", "10",
                  "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    first = ["BM25", "dense", "hybrid RRF (r0 = 60)", "hybrid default (rrf(r0=2))", "hybrid (tuned)"]
+    from ragcore.rag.defaults import DEFAULT_FUSION
+
+    first = ["BM25", "dense", "hybrid RRF (r0 = 60)", f"hybrid default ({DEFAULT_FUSION.describe()})",
+             "hybrid (tuned)"]
     assert list(report["quality"]) == first + [f"{name} + rerank" for name in first]
     for values in report["quality"].values():
         assert set(values) == {"recall@1", "recall@5", "recall@10", "mrr@10", "doc ndcg@10"}
@@ -163,20 +166,33 @@ def test_eval_command_on_a_beir_folder(capsys, tmp_path, monkeypatch):
     assert report["dataset"] == "beir" and report["questions"] == 3
     for values in report["quality"].values():
         assert set(values) == {"recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10"}
-    # The one held-out question, "square root of a number", shares no word with the math
-    # page ("sqrt", "numbers"): BM25 returns nothing for it (its filler once "found" it).
+    # The one held-out question, "square root of a number", meets the math page ("sqrt",
+    # "numbers") only through the default English stemmer: number ~ numbers.
     assert report["held_out_qids"] == ["q2"]
-    assert report["quality"]["BM25"]["recall@5"] == 0.0
+    assert report["quality"]["BM25"]["recall@5"] == 1.0
     assert report["quality"]["dense"]["recall@5"] == 1.0
 
 
-def test_the_default_fusion_is_rrf_with_r0_2_and_strings_keep_their_meaning(retriever):
+def test_one_default_fusion_and_analyzer_and_strings_keep_their_meaning(retriever, tmp_path):
+    from ragcore import Collection
+    from ragcore.rag.defaults import DEFAULT_BM25, DEFAULT_FUSION
     from ragcore.rag.fusion import FusionSetting
 
-    assert retriever.fusion == FusionSetting("rrf", r0=2)
+    assert DEFAULT_FUSION == FusionSetting("convex", alpha=0.7, norm="zscore")
+    assert retriever.fusion == DEFAULT_FUSION
+    assert retriever.bm25_index.stemmer == DEFAULT_BM25["stemmer"] == "english"
     other = HybridRetriever(retriever.encoder, None, None, [], fusion="rrf")
     assert other.fusion == FusionSetting("rrf", r0=60)
     assert HybridRetriever(retriever.encoder, None, None, [], fusion="wsum").fusion == "wsum"
+    # The Collection: the same fusion when none is named, and the same analyzer recorded.
+    with Collection.create(tmp_path / "c", encoder=retriever.encoder, chunker="none") as col:
+        col.add(list(DOCS.values()), ids=list(range(len(DOCS))))
+        for query in ("parse a JSON string", "reading files", "square root"):
+            default = col.search(query, k=3)
+            named = col.search(query, k=3, fusion=DEFAULT_FUSION)
+            assert [(m.id, m.score) for m in default] == [(m.id, m.score) for m in named]
+        # "reads" in the open page matches "reading" only through the stemmer.
+        assert [m.id for m in col.search("reading", k=3, mode="sparse")] == [1]
 
 
 @pytest.mark.parametrize("setting", ["convex", "tuned convex", "tuned rrf"])

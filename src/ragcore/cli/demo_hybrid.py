@@ -113,7 +113,7 @@ def _tune(retriever, questions, qids, data, seed: int):
 def _systems(tuned) -> list:
     """(name, mode, fusion setting or None, rerank) of every system reported."""
     from ..rag.fusion import FusionSetting
-    from ..rag.pipeline import DEFAULT_FUSION
+    from ..rag.defaults import DEFAULT_FUSION
 
     first = [("BM25", "sparse", None), ("dense", "dense", None),
              (RRF60, "hybrid", FusionSetting("rrf", r0=60)),

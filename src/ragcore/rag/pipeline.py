@@ -15,15 +15,11 @@ import numpy as np
 
 from .._util.arrays import check_choice, check_positive_int
 from ..hits import PADDING_ID, Hits
+from .defaults import DEFAULT_FUSION, DEFAULT_K0, bm25_options as default_bm25_options
 from .fusion import FusionSetting
 
 MODES = ("hybrid", "dense", "sparse")
 FUSIONS = ("rrf", "convex", "wsum", "combsum", "combmnz")
-# RRF with r0 = 2, not the customary 60: on the held-out questions of both measured corpora
-# (stdlib_docs, debian_packages) it ranks better on every metric; reranked, the tuned r0 (2
-# and 1) and 60 give the same results (BENCHMARKS.md, "Hybrid fusion tuned on a third,
-# reported on held-out questions").
-DEFAULT_FUSION = FusionSetting("rrf", r0=2)
 STAGES = ("encode", "dense", "sparse", "fuse", "rerank")
 
 
@@ -64,7 +60,8 @@ class HybridRetriever:
         bm25_index: a BM25Index over the same chunk positions.
         chunks: the Chunk objects, position = id in both indexes.
         fusion: a ``fusion.FusionSetting`` such as ``fusion.tune(...).setting``; default
-            DEFAULT_FUSION (RRF with r0 = 2); or "rrf" (r0 = 60), "convex" (alpha 0.5,
+            rag.defaults.DEFAULT_FUSION (convex, z-scores, 0.7 on dense: the package's one
+            default, also the Collection's); or "rrf" (r0 = 60), "convex" (alpha 0.5,
             theoretical min-max with the bounds of cosine and BM25), "wsum", "combsum",
             "combmnz".
         k0: candidates taken from each first-stage retriever.
@@ -75,7 +72,7 @@ class HybridRetriever:
     """
 
     def __init__(self, encoder, dense_index, bm25_index, chunks, fusion=DEFAULT_FUSION,
-                 k0: int = 50, reranker=None, k: int = 5, mode: str = "hybrid"):
+                 k0: int = DEFAULT_K0, reranker=None, k: int = 5, mode: str = "hybrid"):
         self.encoder, self.dense_index, self.bm25_index = encoder, dense_index, bm25_index
         self.chunks = list(chunks)
         self.fusion = _fusion_setting(fusion)
@@ -92,8 +89,9 @@ class HybridRetriever:
 
         doc_ids: one per text (default 0..n-1). metadata: one dict per text.
         embed: optional function(texts) -> float32 vectors used instead of
-        ``encoder.encode`` (e.g. a disk cache around it). options: as for the
-        constructor (fusion, k0, reranker, k, mode).
+        ``encoder.encode`` (e.g. a disk cache around it). bm25_options: BM25Index options
+        over rag.defaults.DEFAULT_BM25 (English stopwords and stemming). options: as for
+        the constructor (fusion, k0, reranker, k, mode).
         """
         from ..sparse.bm25 import BM25Index
         from .chunking import Chunker
@@ -114,7 +112,7 @@ class HybridRetriever:
         vectors = (embed or encoder.encode)(chunk_texts)
         dense = FlatIndex(vectors.shape[1], metric="ip", dtype=dense_dtype)
         dense.add(np.ascontiguousarray(vectors, dtype=np.float32))
-        sparse = BM25Index(**(bm25_options or {}))
+        sparse = BM25Index(**default_bm25_options(bm25_options))
         sparse.index(chunk_texts)
         return cls(encoder, dense, sparse, chunks, **options)
 

@@ -6,7 +6,7 @@
   VectorStoreQuery's similarity_top_k, filters (MetadataFilters: ==, !=, >, >=, <, <=,
   in, nin, is_empty; conditions and / or / not, nested), and mode DEFAULT (dense),
   SPARSE (BM25) or HYBRID (alpha * dense + (1 - alpha) * BM25 after min-max
-  normalisation; without alpha, reciprocal rank fusion).
+  normalisation; without alpha, the package's default fusion, rag.defaults).
 - ``RagcoreRetriever``: a BaseRetriever over the collection's own search (it encodes
   the query with the collection's encoder).
 - ``RagcoreReranker``: a BaseNodePostprocessor around a ragcore reranker (CrossEncoder,
@@ -179,7 +179,7 @@ class RagcoreVectorStore(BasePydanticVectorStore):
             raise ValueError(f"query: mode {query.mode.value!r} needs query_str")
         if mode != "sparse" and query.query_embedding is None:
             raise ValueError(f"query: mode {query.mode.value!r} needs query_embedding")
-        fusion = "rrf"
+        fusion = None  # the Collection's, the package's one default (rag.defaults)
         if mode == "hybrid" and query.alpha is not None:
             fusion = {"method": "wsum", "norm": "minmax",
                       "weights": [float(query.alpha), 1.0 - float(query.alpha)]}

@@ -108,9 +108,12 @@ def dense_settings(dense) -> dict:
 
 
 def bm25_settings(bm25) -> dict:
+    """The BM25 options a new collection records: the shared defaults (English stopwords and
+    stemming) under the caller's. A collection keeps what it recorded when it was made."""
     from ...sparse.bm25 import BM25Index
+    from ..defaults import bm25_options
 
-    options = dict(bm25 or {})
+    options = bm25_options(bm25)
     BM25Index(**options)  # checks every option now, before anything is written
     return options
 

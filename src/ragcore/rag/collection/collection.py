@@ -29,6 +29,7 @@ from ...errors import CollectionCorruptError, CollectionError
 from ...hits import PADDING_ID, Hits
 from . import store
 from . import checks
+from ..defaults import DEFAULT_FUSION, DEFAULT_K0
 from .allow_cache import AllowCache
 from .indexes import Indexes, empty_hits
 from .locking import ReadWriteLock, WriterLock
@@ -330,15 +331,17 @@ class Collection:
 
     # ---- search ----------------------------------------------------------------
 
-    def search(self, query, k: int = 10, mode: str = "hybrid", filter=None, fusion="rrf",
-               rerank=None, k0: int = 50, by: str = "chunk", query_vector=None):
+    def search(self, query, k: int = 10, mode: str = "hybrid", filter=None, fusion=None,
+               rerank=None, k0: int = DEFAULT_K0, by: str = "chunk", query_vector=None):
         """Searches one query (a str: returns SearchResults) or a list of queries (a list
         of SearchResults, one per query).
 
         mode: "hybrid" (dense and BM25, k0 candidates each, fused), "dense" or "sparse".
         filter: a metadata filter (see ragcore.rag.collection.filters); applied inside the scans,
             so k results come back whenever k chunks match.
-        fusion: "rrf", "wsum", "combsum", "combmnz", a dict of ragcore.rag.fusion.combine
+        fusion: None (rag.defaults.DEFAULT_FUSION: convex, z-scores, 0.7 on dense, the
+            package's one default, also HybridRetriever's), "rrf" (r0 = 60), "wsum",
+            "combsum", "combmnz", a dict of ragcore.rag.fusion.combine
             options ({"method": "wsum", "norm": "zscore", "weights": [0.7, 0.3]}), or a
             function (list of Hits, k) -> Hits (e.g. one of ragcore.rag.fusion's), or a
             ragcore.rag.fusion.FusionSetting (what fusion.tune chooses).
@@ -698,6 +701,9 @@ class Collection:
 
 def _fusion_function(fusion):
     from .. import fusion as fusion_module
+
+    if fusion is None:
+        fusion = DEFAULT_FUSION
 
     if isinstance(fusion, fusion_module.FusionSetting):  # e.g. fusion.tune(...).setting
         return lambda lists, k: fusion.fuse(lists[0], lists[1], k)  # dense, then sparse

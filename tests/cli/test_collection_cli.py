@@ -102,3 +102,36 @@ def test_jsonl_lines_with_an_empty_text_are_skipped_and_named(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "1 documents indexed" in out
     assert "ragcore index: skipped 1 JSONL line whose text is empty: line 2" in err
+
+
+def test_search_reports_the_model_load_apart_from_the_search(tmp_path, capsys, monkeypatch):
+    import re
+    import time
+
+    import ragcore.encoders
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Tuples are immutable sequences.")
+    col = str(tmp_path / "col")
+    assert main(["index", str(docs), "--collection", col, "--no-progress"]) == 0
+    capsys.readouterr()
+    real = ragcore.encoders.default_encoder
+
+    def slow_to_load(*args, **kwargs):
+        time.sleep(0.5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ragcore.encoders, "default_encoder", slow_to_load)
+    assert main(["search", col, "immutable tuples"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    found = re.fullmatch(r"\(1 results; search ([\d.]+) ms; model loaded in ([\d.]+) s; "
+                         r"collection opened in [\d.]+ s\)", last)
+    assert found, last
+    assert float(found[2]) >= 0.5 and float(found[1]) < 500
+
+    assert main(["search", col, "tuples", "--json"]) == 0
+    load = json.loads(capsys.readouterr().out)["load_seconds"]
+    assert load["model"] >= 0.5 and load["collection"] >= 0
+    assert main(["search", col, "tuples", "--mode", "sparse"]) == 0
+    assert "no model (sparse search)" in capsys.readouterr().out

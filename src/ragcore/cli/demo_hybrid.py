@@ -211,6 +211,9 @@ def run(data, n_questions: int = 300, k0: int = 50, k: int = 10, chunk_size: int
 
 
 def format_report(report: dict) -> str:
+    """The report as tables, then a legend of every column and a summary of the numbers."""
+    from .demo_explain import legend, summary
+
     metrics = list(next(iter(report["quality"].values())))
     tc = report["tuning"]
     lines = [f"{report['dataset']}: {report['documents']} documents, {report['chunks']} chunks, "
@@ -231,10 +234,11 @@ def format_report(report: dict) -> str:
     for s in report["sign_tests"]:
         lines.append(f"| {s['system']} vs {s['against']} | {s['metric']} | {s['gained']} | "
                      f"{s['lost']} | {s['tied']} | {s['p_value']:.3g} |")
-    lines += ["", f"| stage ({TUNED} + rerank, one question) | p50 ms | p95 ms |",
-              "|---|---:|---:|"]
+    lines += ["", f"latency of {TUNED} + rerank, one question at a time:", "",
+              "| stage | p50 ms | p95 ms |", "|---|---:|---:|"]
     for stage, (p50, p95) in report["latency_ms_p50_p95"].items():
         lines.append(f"| {stage} | {p50:.2f} | {p95:.2f} |")
+    lines += ["", *legend(report, metrics, TUNED), "", *summary(report, metrics, TUNED)]
     return "\n".join(lines) + "\n"
 
 

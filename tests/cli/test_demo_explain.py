@@ -72,8 +72,8 @@ def test_summary_is_read_from_the_numbers():
             "loses 10, p = 0.0022)") in summary
     assert ("- sign tests, significantly worse: hybrid (tuned) vs BM25 on recall@10 (gained 5, "
             "lost 25, p = 0.0003)") in summary
-    assert ("- sign tests, no significant difference: hybrid (tuned) vs dense on mrr@10 "
-            "(p = 0.64)") in summary
+    assert ("- sign tests, no significant difference: hybrid (tuned) vs dense (mrr@10 "
+            "p = 0.64)") in summary
     assert "- speed: one question through hybrid (tuned) + rerank takes 15.8 ms at the median, " \
            "21.0 ms at p95" in summary
 
@@ -100,3 +100,13 @@ def test_the_best_pair_verdict_follows_its_p_value(p, word):
     line = next(s for s in _section(format_report(report), "Summary")
                 if s.startswith("- recall@10:"))
     assert line.split("; ")[-1].startswith(f"{word} by the sign test")
+
+
+def test_level_sign_tests_of_one_pair_are_grouped():
+    report = _report()
+    report["sign_tests"].append({"system": "hybrid (tuned)", "against": "dense",
+                                 "metric": "recall@10", "gained": 9, "lost": 7, "tied": 184,
+                                 "p_value": 0.8})
+    summary = _section(format_report(report), "Summary")
+    assert ("- sign tests, no significant difference: hybrid (tuned) vs dense (mrr@10 p = 0.64, "
+            "recall@10 p = 0.8)") in summary

@@ -56,7 +56,8 @@ def _terms(report: dict) -> list[str]:
     tc = report["tuning"]
     return [
         _item("k0", f"candidates each first stage (BM25 and dense) passes to fusion "
-              f"({report['k0']}); the reranker reorders the top {report['rerank_k0']} fused ones"),
+              f"({report['k0']}); the reranked systems take {report['rerank_k0']} from each "
+              f"instead, and the reranker reorders the {report['rerank_k0']} fused ones"),
         _item("k", f"results kept per question ({report['k']})"),
         _item("r0", "RRF's constant: a result at rank r of a list scores 1 / (r0 + r), summed "
               "over the two lists; a small r0 favours the top of each list"),
@@ -138,15 +139,16 @@ def _verdict(tests: list, best: str, second: str, metric: str, tuned: str) -> st
 
 
 def _sign_test_lines(tests: list) -> list[str]:
-    better, worse, level = [], [], []
+    better, worse, level = [], [], {}
     for s in tests:
-        pair = f"{s['system']} vs {s['against']} on {s['metric']}"
+        pair = f"{s['system']} vs {s['against']}"
         if s["p_value"] >= SIGNIFICANT:
-            level.append(f"{pair} (p = {s['p_value']:.3g})")
+            level.setdefault(pair, []).append(f"{s['metric']} p = {s['p_value']:.3g}")
         else:
             group = better if s["gained"] > s["lost"] else worse
-            group.append(f"{pair} (gained {s['gained']}, lost {s['lost']}, "
+            group.append(f"{pair} on {s['metric']} (gained {s['gained']}, lost {s['lost']}, "
                          f"p = {s['p_value']:.3g})")
+    level_text = "; ".join(f"{pair} ({', '.join(v)})" for pair, v in level.items())
     return [f"sign tests, significantly better: {'; '.join(better) or 'none'}",
             f"sign tests, significantly worse: {'; '.join(worse) or 'none'}",
-            f"sign tests, no significant difference: {'; '.join(level) or 'none'}"]
+            f"sign tests, no significant difference: {level_text or 'none'}"]

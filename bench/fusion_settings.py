@@ -11,7 +11,8 @@ corpus when one of recall@10, MRR@10 and nDCG@10 is below the better of BM25 and
 (with the same analyzer). Embeddings come from the demo's cache (~/.cache/ragcore), so a
 second run only re-encodes the questions.
 
-    PYTHONPATH=src .venv/bin/python bench/fusion_settings.py > bench/results_fusion_three_corpora.md
+    .venv/bin/python bench/fusion_settings.py > bench/results/fusion_settings.md  (BENCHMARKS.md,
+    "Fusion and analyzer defaults", holds the last run)
 
 man_pages: a seeded sample of --man-docs pages, leaving out the pages matching --man-exclude
 (default gcloud*: Google Cloud's CLI installs some 16,600 generated pages, five in six of this

@@ -35,7 +35,10 @@ class HashEncoder:
 
 class ForbiddenEncoder(HashEncoder):
     """Encodes queries (short texts) but refuses anything longer: opening a collection must
-    not re-encode its documents."""
+    not re-encode its documents. It makes HashEncoder's vectors, and says so (its
+    fingerprint), so a collection made with HashEncoder accepts it."""
+
+    fingerprint = "HashEncoder"
 
     def encode(self, texts, warn: bool = True):
         texts = list(texts)

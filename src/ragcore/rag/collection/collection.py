@@ -29,6 +29,7 @@ from ...errors import CollectionCorruptError, CollectionError
 from ...hits import PADDING_ID, Hits
 from . import store
 from . import checks
+from . import fingerprint
 from ..defaults import DEFAULT_FUSION, DEFAULT_K0
 from .allow_cache import AllowCache
 from .indexes import Indexes, empty_hits
@@ -92,6 +93,7 @@ class Collection:
         self._rw = ReadWriteLock()
         self._local = threading.local()
         self._fields = store.read_fields(conn)
+        self._fingerprint = store.read_fingerprint(conn)  # None: not recorded yet
         self._allow_cache = AllowCache()
         self._closed = False
         self.indexes, self.repaired = Indexes.load(path, settings, conn, settings.get("dim"))
@@ -106,7 +108,9 @@ class Collection:
         """Creates a collection in a new (or empty) directory.
 
         encoder: anything with ``encode(list of str) -> float32 [n, dim]`` (a BiEncoder);
-            None: the bundled all-MiniLM-L6-v2 (int8), loaded when first needed.
+            None: the bundled all-MiniLM-L6-v2 (int8), loaded when first needed. Its
+            fingerprint (see fingerprint: model file and checksum, or class name; dimension;
+            normalisation) is recorded, the bundled one's at the first add that loads it.
         chunker: a ragcore Chunker, None (a Chunker with its defaults: 200 tokens,
             overlap 40) or "none" (each document is one chunk).
         dense: "flat" (exact), "ivf", "hnsw", or a dict of options ({"kind": "ivf",
@@ -130,7 +134,8 @@ class Collection:
         lock = WriterLock(path)
         try:
             conn = store.connect(db, readonly=False)
-            store.create_schema(conn, settings, settings["schema"])
+            store.create_schema(conn, settings, settings["schema"],
+                                None if encoder is None else fingerprint.of(encoder))
         except BaseException:
             lock.release()
             if os.path.exists(db):
@@ -146,7 +151,11 @@ class Collection:
         readonly: search only, without the writer lock (other processes may write); each
             search first catches up with what writers committed.
         encoder, chunker: needed again only when the collection was created with a custom
-            encoder (for dense queries and adds) or chunker (for adds).
+            encoder (for dense queries and adds) or chunker (for adds). An encoder other
+            than the one that made the stored vectors (another model file, dimension or
+            normalisation: see fingerprint) is refused, naming both. A collection that has no recorded
+            fingerprint (written by a ragcore that did not record one) accepts any encoder
+            of its dimension and records the encoder of its first add.
 
         A damaged database raises CollectionCorruptError, here or at the first read that
         meets the damage; open does not read every page (verify() does).
@@ -172,6 +181,9 @@ class Collection:
                     f"version reads up to {store.FORMAT_VERSION}); upgrade ragcore")
             settings["dim"] = store.stored(db, int, meta["dim"]) if "dim" in meta else None
             settings["id_type"] = meta.get("id_type")
+            if encoder is not None:
+                _refuse_other_encoder(path, store.read_fingerprint(conn), encoder,
+                                      settings["dim"], "encoder")
             return cls(path, settings, conn, readonly, encoder, chunker, lock)
         except BaseException:
             if conn is not None:
@@ -479,6 +491,7 @@ class Collection:
                         store.set_meta(conn, "dim", str(dim))
                     if self._settings["id_type"] is None:
                         store.set_meta(conn, "id_type", type(ids[0]).__name__)
+                    recorded = self._record_fingerprint(conn, dim)
                     dead = store.delete_documents(conn, existing) if existing else \
                         np.empty(0, np.int64)
                     conn.executemany("INSERT OR IGNORE INTO embeddings VALUES (?, ?)",
@@ -492,6 +505,7 @@ class Collection:
                     change = store.bump_change(conn)
                 # Committed: from here on the write is acknowledged.
                 self._fields = fields
+                self._fingerprint = recorded
                 self._settings["dim"] = dim
                 self._settings["id_type"] = type(ids[0]).__name__
                 chunk_ids = np.array(chunk_ids, dtype=np.int64)
@@ -505,6 +519,20 @@ class Collection:
                 self._apply(apply, change)
             self._maybe_save()
         return ids
+
+    def _record_fingerprint(self, conn, dim):
+        """Inside a write's transaction: records the encoder's fingerprint where none is
+        recorded yet, with the dimension of the vectors where the encoder did not declare
+        one; returns the fingerprint now stored (None while no encoder is known)."""
+        fp = self._fingerprint
+        if fp is None and self._encoder is not None:
+            fp = fingerprint.of(self._encoder)
+        if fp is None:
+            return None
+        fp = fingerprint.with_dim(fp, dim)
+        if fp != self._fingerprint:
+            store.write_fingerprint(conn, fp)
+        return fp
 
     def _apply(self, change_indexes, change: int) -> None:
         """Applies a committed change to the in-memory indexes; if that fails, they are
@@ -540,6 +568,7 @@ class Collection:
         if self._settings["dim"] is None and "dim" in meta:
             self._settings["dim"] = store.stored(conn.path, int, meta["dim"])
         self._settings["id_type"] = meta.get("id_type")
+        self._fingerprint = store.read_fingerprint(conn)  # another process's first add sets it
         self.indexes.catch_up(conn, self._settings["dim"])
         self.indexes.change = change
 
@@ -612,8 +641,19 @@ class Collection:
                     "pass it again: Collection.open(path, encoder=...)")
             from ...encoders import default_encoder
 
-            self._encoder = default_encoder()
+            encoder = default_encoder()
+            # Which bundled model loads depends on the machine (a precision falls back
+            # where it cannot be derived): it must be the one the vectors were made with.
+            _refuse_other_encoder(self.path, self._fingerprint, encoder, self._settings["dim"],
+                                  "the bundled encoder")
+            self._encoder = encoder
         return self._encoder
+
+    def _use_encoder(self, encoder, name: str = "encoder") -> None:
+        """Makes encoder the collection's (an adapter's), refused as open refuses it."""
+        checks.describe(encoder)
+        _refuse_other_encoder(self.path, self._fingerprint, encoder, self._settings["dim"], name)
+        self._encoder = encoder
 
     def _chunk(self, text: str) -> list[tuple]:
         cfg = self._settings["chunker"]
@@ -672,11 +712,27 @@ class Collection:
                                   "(one chunk, so one vector, per document)")
         from ..._util.arrays import as_float_matrix
 
-        x = np.ascontiguousarray(as_float_matrix(embeddings, "embeddings", self._settings["dim"]),
-                                 dtype=np.float32)
+        x = np.ascontiguousarray(as_float_matrix(embeddings, "embeddings"), dtype=np.float32)
         if len(x) != n:
             raise CollectionError(f"embeddings has {len(x)} rows for {n} texts")
+        dim = self._settings["dim"] or self._encoder_dim()
+        if dim is not None and x.shape[1] != dim:
+            made_by = "its encoder" if self._fingerprint is None else \
+                fingerprint.describe(self._fingerprint)
+            raise CollectionError(
+                f"embeddings has {x.shape[1]} dimensions per vector, but this collection's "
+                f"vectors have {dim} (made by {made_by}); pass vectors made by that encoder "
+                "(nothing was written)")
         return x
+
+    def _encoder_dim(self):
+        """The dimension of the encoder's vectors where it is known without encoding (the
+        bundled encoder is loaded for it), else None."""
+        if self._fingerprint is not None and self._fingerprint.get("dim") is not None:
+            return self._fingerprint["dim"]
+        if self._encoder is None and self._settings["encoder"] == "bundled":
+            self._get_encoder()
+        return None if self._encoder is None else fingerprint.declared_dim(self._encoder)
 
     def _check_metadata(self, metadata, n: int) -> list[dict]:
         if metadata is None:
@@ -697,6 +753,28 @@ class Collection:
         if self.readonly:
             raise CollectionError(f"{self.path}: opened readonly; open it with readonly=False "
                                   "to write")
+
+
+def _refuse_other_encoder(path: str, stored, encoder, dim, name: str) -> None:
+    """Raises CollectionError naming both models when encoder is not the one that made the
+    stored vectors (stored: their fingerprint, None when none was recorded; dim: theirs)."""
+    current = fingerprint.of(encoder)
+    if stored is None:  # nothing recorded: only a dimension can be compared
+        given = current["dim"]
+        if dim is None or given is None or given == dim:
+            return
+        made_by, differ = f"a model of {dim} dimensions (not recorded)", [
+            f"the dimension ({dim} vs {given})"]
+    else:
+        stored = fingerprint.with_dim(stored, dim)
+        differ = fingerprint.differences(stored, current)
+        if not differ:
+            return
+        made_by = fingerprint.describe(stored)
+    raise CollectionError(
+        f"{path}: {name} is {fingerprint.describe(current)}, but the collection's vectors "
+        f"were made by {made_by}; they differ in {', '.join(differ)}. Pass the encoder the "
+        "collection was made with")
 
 
 def _fusion_function(fusion):

@@ -1,7 +1,9 @@
 """The SQLite database of a Collection: the source of truth.
 
 Tables:
-  meta(key, value)         format version, settings (JSON), the change number
+  meta(key, value)         format version, settings (JSON), the change number, the
+                           vector dimension, the id type, the encoder's fingerprint (JSON;
+                           see fingerprint)
   documents(rowid, user_id, text, metadata)   user_id keeps its type (int or str)
   chunks(chunk_id, doc_rowid, position, start, end, text, hash)
                            chunk ids come from AUTOINCREMENT and are never reused, so an
@@ -137,7 +139,8 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
     return conn
 
 
-def create_schema(conn: sqlite3.Connection, settings: dict, schema: dict) -> None:
+def create_schema(conn: sqlite3.Connection, settings: dict, schema: dict,
+                  fingerprint: dict | None) -> None:
     with transaction(conn):
         for statement in _SCHEMA.strip().split(";"):
             if statement.strip():
@@ -145,6 +148,8 @@ def create_schema(conn: sqlite3.Connection, settings: dict, schema: dict) -> Non
         conn.executemany("INSERT INTO meta VALUES (?, ?)", [
             ("format_version", str(FORMAT_VERSION)), ("change", "0"),
             ("settings", json.dumps(settings))])
+        if fingerprint is not None:
+            write_fingerprint(conn, fingerprint)
         for i, (name, kind) in enumerate(schema.items()):
             conn.execute("INSERT INTO fields VALUES (?, ?)", (name, json.dumps([kind])))
             conn.execute(f"CREATE INDEX field_{i} ON documents(json_extract(metadata, "
@@ -195,6 +200,16 @@ def bump_change(conn: sqlite3.Connection) -> int:
 
 def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+
+def read_fingerprint(conn: sqlite3.Connection):
+    """The stored encoder fingerprint, or None for a collection that has none yet."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+    return None if row is None else stored(conn.path, json.loads, row[0])
+
+
+def write_fingerprint(conn: sqlite3.Connection, fingerprint: dict) -> None:
+    set_meta(conn, "fingerprint", json.dumps(fingerprint))
 
 
 def read_fields(conn: sqlite3.Connection) -> dict:

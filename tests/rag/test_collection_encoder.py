@@ -1,0 +1,145 @@
+"""The Collection and the encoder that made its vectors: its fingerprint is recorded, another
+encoder (or vectors of another dimension) is refused naming both."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import ragcore.encoders
+from _collection_data import HashEncoder
+from ragcore import Collection, CollectionError
+from ragcore.rag.collection import fingerprint
+
+TEXTS = ["alpha beta gamma", "delta epsilon", "zeta eta theta iota", "kappa alpha"]
+
+
+def _meta(path, key):
+    with sqlite3.connect(path / "collection.sqlite") as db:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
+def _forget_fingerprint(path):
+    """Makes the collection one written before fingerprints were recorded."""
+    with sqlite3.connect(path / "collection.sqlite") as db:
+        db.execute("DELETE FROM meta WHERE key = 'fingerprint'")
+
+
+def _made(path, encoder=None, n=len(TEXTS)) -> Collection:
+    col = Collection.create(path, encoder=encoder or HashEncoder(), chunker="none")
+    col.add(TEXTS[:n], ids=list(range(n)))
+    return col
+
+
+class ShuffledEncoder(HashEncoder):
+    """Another model of HashEncoder's dimension: the same vectors, coordinates reversed."""
+
+    fingerprint = "shuffled-hash"
+
+    def encode(self, texts, warn: bool = True):
+        return np.ascontiguousarray(super().encode(texts)[:, ::-1])
+
+
+# ---- the fingerprint ------------------------------------------------------------------
+
+
+def test_create_records_the_encoders_fingerprint(tmp_path):
+    _made(tmp_path / "c").close()
+    assert json.loads(_meta(tmp_path / "c", "fingerprint")) == {
+        "model": "HashEncoder", "dim": 24, "normalized": None, "checksum": None}
+
+
+def test_a_model_file_is_identified_by_its_checksum_not_its_path(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "model.onnx").write_bytes(b"weights one")
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+
+    def bi_encoder(directory, normalize=True):
+        return SimpleNamespace(encode=None, dim=384, normalize=normalize, pooling="mean",
+                               model=SimpleNamespace(path=tmp_path / directory / "model.onnx"))
+
+    fp = fingerprint.of(bi_encoder("a"))
+    assert fp == {"model": str(tmp_path / "a" / "model.onnx"), "dim": 384, "normalized": True,
+                  "checksum": hashlib.sha256(b"weights one").hexdigest(), "pooling": "mean"}
+    assert fingerprint.differences(fp, fingerprint.of(bi_encoder("b"))) == []  # moved: same
+    assert fingerprint.differences(fp, fingerprint.of(bi_encoder("a", False))) == [
+        "normalisation (True vs False)"]
+    (tmp_path / "b" / "model.onnx").write_bytes(b"weights two")
+    assert fingerprint.differences(fp, fingerprint.of(bi_encoder("b"))) == [
+        "the model file's checksum"]
+
+
+def test_an_encoder_may_declare_its_model(tmp_path):
+    assert fingerprint.of(ShuffledEncoder())["model"] == "shuffled-hash"
+    assert fingerprint.of(SimpleNamespace(encode=None, fingerprint={"model": "m", "dim": 8}))[
+        "dim"] == 8  # a wrapper gives the whole fingerprint of what it wraps
+
+
+# ---- opening with another encoder --------------------------------------------------------
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_opening_with_another_encoder_is_refused_naming_both(tmp_path, readonly):
+    _made(tmp_path / "c").close()
+    with pytest.raises(CollectionError) as err:
+        Collection.open(tmp_path / "c", readonly=readonly, encoder=HashEncoder(16))
+    message = str(err.value)
+    assert "encoder is HashEncoder (16-d)" in message
+    assert "made by HashEncoder (24-d)" in message and "the dimension (24 vs 16)" in message
+    with pytest.raises(CollectionError, match=r"ShuffledEncoder|shuffled-hash.*HashEncoder"):
+        Collection.open(tmp_path / "c", readonly=readonly, encoder=ShuffledEncoder())
+    with Collection.open(tmp_path / "c", readonly=readonly, encoder=HashEncoder()) as col:
+        assert col.search("kappa alpha", k=1, mode="dense")[0].id == 3  # the lock was released
+
+
+def test_a_collection_without_a_fingerprint_opens_and_records_one_at_its_first_add(tmp_path):
+    _made(tmp_path / "c").close()
+    _forget_fingerprint(tmp_path / "c")
+    with pytest.raises(CollectionError, match=r"24 dimensions \(not recorded\).*24 vs 16"):
+        Collection.open(tmp_path / "c", encoder=HashEncoder(16))
+    with Collection.open(tmp_path / "c", encoder=ShuffledEncoder()) as col:  # same dimension
+        assert len(col) == 4
+    assert _meta(tmp_path / "c", "fingerprint") is None  # opening writes nothing
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        col.add(["omega"], ids=[9])
+    assert json.loads(_meta(tmp_path / "c", "fingerprint"))["model"] == "HashEncoder"
+    with pytest.raises(CollectionError, match="shuffled-hash"):
+        Collection.open(tmp_path / "c", encoder=ShuffledEncoder())
+
+
+def test_the_bundled_encoder_must_be_the_model_of_the_vectors(tmp_path, monkeypatch):
+    # The bundled model that loads depends on the machine; a stand-in plays it here.
+    monkeypatch.setattr(ragcore.encoders, "default_encoder", lambda: ShuffledEncoder())
+    with Collection.create(tmp_path / "c", chunker="none") as col:
+        col.add(TEXTS, ids=[0, 1, 2, 3])
+    assert json.loads(_meta(tmp_path / "c", "fingerprint"))["model"] == "shuffled-hash"
+    monkeypatch.setattr(ragcore.encoders, "default_encoder", lambda: HashEncoder())
+    with Collection.open(tmp_path / "c") as col:
+        assert col.search("alpha", k=1, mode="sparse")[0].id in (0, 3)  # needs no encoder
+        with pytest.raises(CollectionError, match="the bundled encoder is HashEncoder.*made by "
+                                                  "shuffled-hash"):
+            col.search("alpha", mode="dense")
+
+
+# ---- embeddings= of another dimension ----------------------------------------------------
+
+
+def test_embeddings_of_another_dimension_than_the_encoders_are_refused(tmp_path):
+    with Collection.create(tmp_path / "c", encoder=HashEncoder(), chunker="none") as col:
+        wrong = np.full((2, 128), 1 / np.sqrt(128), np.float32)
+        with pytest.raises(CollectionError, match=r"embeddings has 128 dimensions per vector, "
+                                                  r"but this collection's vectors have 24"):
+            col.add(["one", "two"], ids=[1, 2], embeddings=wrong)  # the first add: no vector yet
+        assert len(col) == 0 and _meta(tmp_path / "c", "dim") is None  # nothing was written
+        right = np.float32(HashEncoder().encode(["one", "two"]))
+        col.add(["one", "two"], ids=[1, 2], embeddings=right)
+        with pytest.raises(CollectionError, match="128 dimensions.*have 24"):
+            col.upsert(["one"], ids=[1], embeddings=wrong[:1])
+        assert col.search("one", k=1, mode="dense")[0].id == 1  # later calls still work

@@ -1,5 +1,6 @@
 """The Collection and the encoder that made its vectors: its fingerprint is recorded, another
-encoder (or vectors of another dimension) is refused naming both."""
+encoder (or vectors of another dimension) is refused naming both, and reembed changes
+models all at once."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import ragcore.encoders
 from _collection_data import HashEncoder
 from ragcore import Collection, CollectionError
 from ragcore.rag.collection import fingerprint
+from ragcore.rag.collection.indexes import Indexes
 
 TEXTS = ["alpha beta gamma", "delta epsilon", "zeta eta theta iota", "kappa alpha"]
 
@@ -45,6 +47,22 @@ class ShuffledEncoder(HashEncoder):
 
     def encode(self, texts, warn: bool = True):
         return np.ascontiguousarray(super().encode(texts)[:, ::-1])
+
+
+class FailingEncoder(HashEncoder):
+    """Fails at its second call (a crash midway through a re-embedding)."""
+
+    fingerprint = "failing-hash"
+
+    def __init__(self, dim=16):
+        super().__init__(dim)
+        self.calls = 0
+
+    def encode(self, texts, warn: bool = True):
+        self.calls += 1
+        if self.calls == 2:
+            raise RuntimeError("the model server went away")
+        return super().encode(texts)
 
 
 # ---- the fingerprint ------------------------------------------------------------------
@@ -93,6 +111,7 @@ def test_opening_with_another_encoder_is_refused_naming_both(tmp_path, readonly)
     message = str(err.value)
     assert "encoder is HashEncoder (16-d)" in message
     assert "made by HashEncoder (24-d)" in message and "the dimension (24 vs 16)" in message
+    assert "reembed(encoder)" in message
     with pytest.raises(CollectionError, match=r"ShuffledEncoder|shuffled-hash.*HashEncoder"):
         Collection.open(tmp_path / "c", readonly=readonly, encoder=ShuffledEncoder())
     with Collection.open(tmp_path / "c", readonly=readonly, encoder=HashEncoder()) as col:
@@ -143,3 +162,81 @@ def test_embeddings_of_another_dimension_than_the_encoders_are_refused(tmp_path)
         with pytest.raises(CollectionError, match="128 dimensions.*have 24"):
             col.upsert(["one"], ids=[1], embeddings=wrong[:1])
         assert col.search("one", k=1, mode="dense")[0].id == 1  # later calls still work
+
+
+# ---- reembed -----------------------------------------------------------------------------
+
+
+def test_reembed_changes_the_model_and_the_dimension(tmp_path):
+    col = _made(tmp_path / "c")
+    new = HashEncoder(16)
+    assert col.reembed(new, batch_size=3) == 4
+    assert json.loads(_meta(tmp_path / "c", "fingerprint"))["dim"] == 16
+    assert _meta(tmp_path / "c", "dim") == "16"
+    hit = col.search_by_vector(new.encode([TEXTS[2]])[0], k=1)[0]
+    assert hit.id == 2 and hit.score == pytest.approx(1.0, abs=1e-5)
+    col.add(["omega alpha"], ids=[7])  # adds and queries use the new encoder
+    assert col.search("omega", k=1, mode="dense")[0].id == 7
+    col.close()
+    with pytest.raises(CollectionError, match="made by HashEncoder \\(16-d\\)"):
+        Collection.open(tmp_path / "c", encoder=HashEncoder())
+    with Collection.open(tmp_path / "c", encoder=HashEncoder(16)) as col:
+        assert col.search("omega", k=1, mode="dense")[0].id == 7
+        col.verify()
+
+
+def test_reembed_shows_progress(tmp_path, capsys):
+    with _made(tmp_path / "c") as col:
+        col.reembed(HashEncoder(16), show_progress=True, batch_size=3)
+    err = capsys.readouterr().err
+    assert "re-embedding" in err and "4/4" in err
+
+
+def test_a_reembedding_that_fails_midway_changes_nothing(tmp_path):
+    col = _made(tmp_path / "c")
+    before = _meta(tmp_path / "c", "fingerprint")
+    failing = FailingEncoder()
+    with pytest.raises(RuntimeError, match="went away"):
+        col.reembed(failing, batch_size=2)
+    assert failing.calls == 2 and _meta(tmp_path / "c", "fingerprint") == before
+    assert col.search("kappa alpha", k=1, mode="dense")[0].score == pytest.approx(1.0, abs=1e-5)
+    col.close()
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        col.verify()
+
+
+def test_a_crash_after_the_reembedding_commits_rebuilds_the_dense_index(tmp_path, monkeypatch):
+    col = _made(tmp_path / "c")
+    col.flush()
+    monkeypatch.setattr(Indexes, "save", lambda *args: None)  # the process dies before saving
+    col.reembed(ShuffledEncoder())  # the same dimension: the old file would load
+    col.close()
+    monkeypatch.undo()
+    with Collection.open(tmp_path / "c", encoder=ShuffledEncoder()) as col:
+        assert col.repaired
+        hit = col.search("zeta eta theta iota", k=1, mode="dense")[0]
+        assert hit.id == 2 and hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_reader_follows_a_reembedding(tmp_path):
+    col = _made(tmp_path / "c")
+    with Collection.open(tmp_path / "c", readonly=True, encoder=HashEncoder()) as reader:
+        assert reader.search("delta", k=1, mode="dense")[0].id == 1
+        col.reembed(HashEncoder(16))
+        assert reader.search("delta", k=1, mode="sparse")[0].id == 1
+        hit = reader.search_by_vector(HashEncoder(16).encode(["delta epsilon"])[0], k=1)[0]
+        assert hit.id == 1 and hit.score == pytest.approx(1.0, abs=1e-5)
+        with pytest.raises(CollectionError, match=r"HashEncoder\(dim=16\); pass it again"):
+            reader.search("delta", mode="dense")  # its encoder is the old model's
+    col.close()
+
+
+def test_reembed_arguments(tmp_path):
+    with _made(tmp_path / "c") as col:
+        with pytest.raises(TypeError, match="encoder must have encode"):
+            col.reembed("all-MiniLM-L6-v2")
+        with pytest.raises(ValueError, match="batch_size"):
+            col.reembed(HashEncoder(16), batch_size=0)
+    with Collection.open(tmp_path / "c", readonly=True) as reader:
+        with pytest.raises(CollectionError, match="readonly"):
+            reader.reembed(HashEncoder(16))

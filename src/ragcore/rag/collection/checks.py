@@ -59,8 +59,10 @@ def prepare_directory(path: str) -> None:
 
 
 def describe(encoder) -> str:
-    if not hasattr(encoder, "encode"):
-        raise TypeError(f"encoder must have encode(texts) -> vectors, got {type(encoder).__name__}")
+    # A str has an encode method too: a model name passed where an encoder goes.
+    if isinstance(encoder, (str, bytes)) or not callable(getattr(encoder, "encode", None)):
+        raise TypeError(f"encoder must have encode(texts) -> vectors (a ragcore BiEncoder; for "
+                        f"a model name or file: BiEncoder(name)), got {type(encoder).__name__}")
     return repr(encoder)
 
 

@@ -94,6 +94,7 @@ class Collection:
         self._local = threading.local()
         self._fields = store.read_fields(conn)
         self._fingerprint = store.read_fingerprint(conn)  # None: not recorded yet
+        self._embeddings_change = store.embeddings_change(conn)
         self._allow_cache = AllowCache()
         self._closed = False
         self.indexes, self.repaired = Indexes.load(path, settings, conn, settings.get("dim"))
@@ -153,7 +154,8 @@ class Collection:
         encoder, chunker: needed again only when the collection was created with a custom
             encoder (for dense queries and adds) or chunker (for adds). An encoder other
             than the one that made the stored vectors (another model file, dimension or
-            normalisation: see fingerprint) is refused, naming both. A collection that has no recorded
+            normalisation: see fingerprint) is refused, naming both; to change models,
+            open without it and call reembed(encoder). A collection that has no recorded
             fingerprint (written by a ragcore that did not record one) accepts any encoder
             of its dimension and records the encoder of its first add.
 
@@ -321,6 +323,69 @@ class Collection:
             fresh.change = store.change_number(self._conn)
             self.indexes = fresh
             self._save()
+
+    def reembed(self, encoder, show_progress: bool | None = None, batch_size: int = 256) -> int:
+        """Encodes every chunk again with encoder, which becomes the collection's: its
+        vectors (of any dimension), its fingerprint and the dense index are replaced; the
+        chunks stay as they are. Returns how many distinct chunk texts were encoded.
+
+        All or nothing: every chunk is encoded first, then the vectors and the fingerprint
+        are committed in one transaction, so an error or a crash before the commit leaves
+        the collection as it was (a crash after it: open rebuilds the dense index from the
+        new vectors). Searches go on meanwhile, on the old vectors.
+
+        show_progress: a progress bar on stderr: True, False, or None (when stderr is a
+            terminal). batch_size: chunk texts per encode call.
+        """
+        self._check_writable()
+        checks.describe(encoder)
+        batch_size = check_positive_int(batch_size, "batch_size")
+        with self._write_mutex:
+            conn = self._conn
+            vectors, dim = self._encode_every_chunk(conn, encoder, show_progress, batch_size)
+            fp = fingerprint.with_dim(fingerprint.of(encoder), dim)
+            settings = {**self._settings, "encoder": checks.describe(encoder)}
+            with self._rw.write():
+                with store.transaction(conn):
+                    change = store.bump_change(conn)
+                    store.replace_embeddings(conn, vectors, change)
+                    if dim is None:
+                        store.delete_meta(conn, "dim")
+                    else:
+                        store.set_meta(conn, "dim", str(dim))
+                    store.write_fingerprint(conn, fp)
+                    # as create wrote them: the meta table holds dim and id_type
+                    store.write_settings(conn, {**settings, "dim": None, "id_type": None})
+                # Committed: from here on the collection is the new model's.
+                self._settings.update(encoder=settings["encoder"], dim=dim)
+                self._fingerprint, self._encoder = fp, encoder
+                self._embeddings_change = change
+
+                def rebuild_dense():
+                    self.indexes.drop_dense()
+                    self.indexes.catch_up(conn, dim)
+
+                self._apply(rebuild_dense, change)
+            self._save()
+        return len(vectors)
+
+    def _encode_every_chunk(self, conn, encoder, show_progress, batch_size):
+        """(hash -> float32 bytes of every distinct chunk text encoded by encoder, their
+        dimension: the encoder's declared one when there is no chunk)."""
+        from ..._util.progress import Progress
+
+        vectors, dim = {}, fingerprint.declared_dim(encoder)
+        with store.transaction(conn, write=False):
+            progress = Progress(store.count_chunk_texts(conn), "re-embedding", show_progress)
+            try:
+                for rows in store.chunk_texts_by_hash(conn, batch_size):
+                    x = _encoded(encoder, [r[1] for r in rows], dim)
+                    dim = x.shape[1]
+                    vectors.update((r[0], v.tobytes()) for r, v in zip(rows, x))
+                    progress.update(len(vectors))
+            finally:
+                progress.close()
+        return vectors, dim
 
     def verify(self) -> None:
         """Checks the whole collection: the database (SQLite's integrity_check, and a stored
@@ -565,12 +630,25 @@ class Collection:
         if change == self.indexes.change:
             return
         meta = store.read_meta(conn)
-        if self._settings["dim"] is None and "dim" in meta:
+        if "dim" in meta:  # set by the first add; changed by a re-embedding
             self._settings["dim"] = store.stored(conn.path, int, meta["dim"])
         self._settings["id_type"] = meta.get("id_type")
         self._fingerprint = store.read_fingerprint(conn)  # another process's first add sets it
+        if store.embeddings_change(conn) != self._embeddings_change:
+            self._follow_reembedding(conn, meta)
         self.indexes.catch_up(conn, self._settings["dim"])
         self.indexes.change = change
+
+    def _follow_reembedding(self, conn, meta: dict) -> None:
+        """Read-only: another process re-embedded the collection: the dense index is
+        rebuilt from the new vectors, and an encoder of the old model is dropped, so a
+        dense query asks for the new one instead of comparing vectors of two models."""
+        self._embeddings_change = store.embeddings_change(conn)
+        self._settings["encoder"] = store.stored(conn.path, json.loads, meta["settings"])["encoder"]
+        self.indexes.drop_dense()
+        if self._encoder is not None and self._fingerprint is not None and \
+                fingerprint.differences(self._fingerprint, fingerprint.of(self._encoder)):
+            self._encoder = None
 
     def _maybe_save(self) -> None:
         n = self.indexes.unsaved
@@ -579,7 +657,8 @@ class Collection:
 
     def _save(self) -> None:
         # Called with the write mutex held: the indexes reflect the database's change number.
-        self.indexes.save(self.path, store.change_number(self._conn))
+        self.indexes.save(self.path, store.change_number(self._conn),
+                          store.embeddings_change(self._conn))
 
     def _snapshot(self):
         """A read transaction on this thread's connection: one consistent snapshot."""
@@ -721,8 +800,9 @@ class Collection:
                 fingerprint.describe(self._fingerprint)
             raise CollectionError(
                 f"embeddings has {x.shape[1]} dimensions per vector, but this collection's "
-                f"vectors have {dim} (made by {made_by}); pass vectors made by that encoder "
-                "(nothing was written)")
+                f"vectors have {dim} (made by {made_by}); pass vectors made by that encoder, "
+                "or first re-embed the collection with the model that made these "
+                "(reembed(encoder)); nothing was written")
         return x
 
     def _encoder_dim(self):
@@ -774,7 +854,25 @@ def _refuse_other_encoder(path: str, stored, encoder, dim, name: str) -> None:
     raise CollectionError(
         f"{path}: {name} is {fingerprint.describe(current)}, but the collection's vectors "
         f"were made by {made_by}; they differ in {', '.join(differ)}. Pass the encoder the "
-        "collection was made with")
+        "collection was made with, or re-embed every chunk with this one (nothing is "
+        "changed until it completes): Collection.open(path).reembed(encoder)")
+
+
+def _encoded(encoder, texts: list, dim) -> np.ndarray:
+    """float32 [len(texts), dim] from encoder, checked (dim None: any)."""
+    if checks.is_bi_encoder(encoder):
+        vectors = encoder.encode(texts, warn=True)
+    else:
+        vectors = encoder.encode(texts)
+    x = np.asarray(vectors, dtype=np.float32)
+    if x.ndim != 2 or len(x) != len(texts) or (dim is not None and x.shape[1] != dim):
+        raise CollectionError(
+            f"reembed: the encoder returned shape {x.shape} for {len(texts)} texts; expected "
+            f"({len(texts)}, {dim or 'dim'}) (nothing was changed)")
+    if not np.isfinite(x).all():
+        raise CollectionError("reembed: the encoder returned NaN or infinite values (nothing "
+                              "was changed)")
+    return np.ascontiguousarray(x)
 
 
 def _fusion_function(fusion):

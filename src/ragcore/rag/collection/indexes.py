@@ -8,7 +8,9 @@ is rebuilt the same way from nothing.
 
 Files: dense-<change>.rci and bm25-<change>.rci (ragcore index files: versioned and
 checksummed), and indexes.json naming the pair and the database change number they
-reflect. Each file is written under a temporary name and renamed, then indexes.json is
+reflect, and the change number of the last re-embedding: a dense file written before
+the database's last re-embedding holds the old vectors under the same chunk ids, so it is
+rebuilt from the stored embeddings. Each file is written under a temporary name and renamed, then indexes.json is
 replaced the same way, so a crash leaves the old pair or the new pair, never a mix.
 
 Deleted chunks leave BM25 at once (its statistics must be those of the live chunks) and
@@ -177,11 +179,13 @@ class Indexes:
 
     # ---- files ---------------------------------------------------------------
 
-    def save(self, directory: str, change: int) -> None:
-        """Writes both files stamped with change, then the manifest; removes older files."""
+    def save(self, directory: str, change: int, embeddings_change: int) -> None:
+        """Writes both files stamped with change, then the manifest; removes older files.
+        embeddings_change: the database's (see store.embeddings_change)."""
         dense_name, bm25_name = f"dense-{change}.rci", f"bm25-{change}.rci"
         manifest = {"format_version": store.FORMAT_VERSION, "change": change,
-                    "bm25": bm25_name, "dense": None, "ivf_trained_at": self._ivf_trained_at}
+                    "bm25": bm25_name, "dense": None, "ivf_trained_at": self._ivf_trained_at,
+                    "embeddings_change": embeddings_change}
         if self.dense is not None:
             self.drop_tombstones()
             self.dense.save(os.path.join(directory, dense_name))
@@ -218,7 +222,11 @@ class Indexes:
                 idx.bm25 = BM25Index.load(os.path.join(directory, manifest["bm25"]))
             except (OSError, IndexFileError, KeyError, TypeError):
                 idx.bm25, repaired = BM25Index(**settings["bm25"]), True
-            if manifest.get("dense"):
+            # A manifest without the key predates re-embedding: its vectors are the first.
+            stale = manifest.get("embeddings_change", 0) != store.embeddings_change(conn)
+            if stale:
+                idx._ivf_trained_at, repaired = 0, True
+            elif manifest.get("dense"):
                 path = os.path.join(directory, manifest["dense"])
                 try:
                     kind = settings["dense"]["kind"]
@@ -235,6 +243,11 @@ class Indexes:
             repaired = True
         idx.change = change
         return idx, repaired
+
+    def drop_dense(self) -> None:
+        """Forgets the dense index (its vectors were replaced); catch_up rebuilds it."""
+        self.dense, self.tombstones, self._ivf_trained_at = None, set(), 0
+        self.version += 1
 
     def disagreements(self, live: np.ndarray) -> list[str]:
         """How the indexes differ from the database's chunk ids live; empty when they agree."""

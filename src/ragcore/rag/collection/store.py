@@ -3,7 +3,9 @@
 Tables:
   meta(key, value)         format version, settings (JSON), the change number, the
                            vector dimension, the id type, the encoder's fingerprint (JSON;
-                           see fingerprint)
+                           see fingerprint), and the change number at which every
+                           embedding was last replaced (re-embedding: the dense index file
+                           of an earlier one holds the old vectors)
   documents(rowid, user_id, text, metadata)   user_id keeps its type (int or str)
   chunks(chunk_id, doc_rowid, position, start, end, text, hash)
                            chunk ids come from AUTOINCREMENT and are never reused, so an
@@ -202,6 +204,10 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
+def delete_meta(conn: sqlite3.Connection, key: str) -> None:
+    conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+
+
 def read_fingerprint(conn: sqlite3.Connection):
     """The stored encoder fingerprint, or None for a collection that has none yet."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
@@ -210,6 +216,35 @@ def read_fingerprint(conn: sqlite3.Connection):
 
 def write_fingerprint(conn: sqlite3.Connection, fingerprint: dict) -> None:
     set_meta(conn, "fingerprint", json.dumps(fingerprint))
+
+
+def write_settings(conn: sqlite3.Connection, settings: dict) -> None:
+    set_meta(conn, "settings", json.dumps(settings))
+
+
+def embeddings_change(conn: sqlite3.Connection) -> int:
+    """The change number of the last re-embedding (0: never re-embedded)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'embeddings_change'").fetchone()
+    return 0 if row is None else stored(conn.path, int, row[0])
+
+
+def count_chunk_texts(conn) -> int:
+    return conn.execute("SELECT COUNT(DISTINCT hash) FROM chunks").fetchone()[0]
+
+
+def chunk_texts_by_hash(conn, batch: int):
+    """Lists of (hash, text) of every distinct chunk text, batch at a time."""
+    cur = conn.execute("SELECT hash, MIN(text) FROM chunks GROUP BY hash ORDER BY hash")
+    while rows := cur.fetchmany(batch):
+        yield rows
+
+
+def replace_embeddings(conn, vectors: dict, change: int) -> None:
+    """Replaces every stored embedding by vectors (hash -> float32 bytes) and records the
+    change number at which it happened. Call inside a transaction."""
+    conn.execute("DELETE FROM embeddings")
+    conn.executemany("INSERT INTO embeddings VALUES (?, ?)", list(vectors.items()))
+    set_meta(conn, "embeddings_change", str(change))
 
 
 def read_fields(conn: sqlite3.Connection) -> dict:

@@ -22,7 +22,7 @@ from pydantic import ValidationError  # noqa: E402
 from _collection_data import HashEncoder  # noqa: E402
 from ragcore.rag.collection import Collection, CollectionError  # noqa: E402
 from ragcore.rag.adapters.langchain import (  # noqa: E402
-    RagcoreEmbeddings, RagcoreRetriever, RagcoreVectorStore,
+    LangChainEncoder, RagcoreEmbeddings, RagcoreRetriever, RagcoreVectorStore,
 )
 
 
@@ -160,6 +160,34 @@ def test_embeddings_default_to_the_collections_bundled_model(bundled, tmp_path):
         hit = col.search_by_vector(np.float32(emb.embed_query("French capital")), k=1)
         assert hit[0].id == "p" and hit[0].score == pytest.approx(
             col.search("French capital", k=1, mode="dense")[0].score, abs=1e-5)
+
+
+def test_a_store_with_another_embeddings_model_is_refused_until_reembedded(tmp_path):
+    with RagcoreVectorStore(DeterministicFakeEmbedding(size=8), path=tmp_path / "p") as store:
+        store.add_texts(["alpha", "beta"], ids=["a", "b"])
+    with pytest.raises(CollectionError, match=r"encoder is DeterministicFakeEmbedding \(16-d\)"
+                                              r".*made by DeterministicFakeEmbedding \(8-d\)"):
+        RagcoreVectorStore(DeterministicFakeEmbedding(size=16), path=tmp_path / "p")
+    with pytest.raises(CollectionError, match="TableEmbeddings.*made by DeterministicFake"):
+        RagcoreVectorStore(TableEmbeddings(), path=tmp_path / "p")
+    with Collection.open(tmp_path / "p") as col:
+        with pytest.raises(CollectionError, match="embedding is DeterministicFakeEmbedding"):
+            RagcoreVectorStore(DeterministicFakeEmbedding(size=16), collection=col)
+        col.reembed(LangChainEncoder(DeterministicFakeEmbedding(size=16)))
+    with RagcoreVectorStore(DeterministicFakeEmbedding(size=16), path=tmp_path / "p") as store:
+        assert store.similarity_search("beta", k=1)[0].id == "b"
+
+
+def test_a_store_over_the_bundled_model_opens_a_collection_it_made(bundled, tmp_path):
+    with Collection.create(tmp_path / "c", encoder=bundled, chunker="none") as col:
+        col.add(["Paris is the capital of France."], ids=["p"])
+    with RagcoreVectorStore(RagcoreEmbeddings(bundled), path=tmp_path / "c") as store:
+        assert store.similarity_search("French capital", k=1)[0].id == "p"
+        assert len(store.collection._fingerprint["checksum"]) == 64  # the model file's sha256
+    with pytest.raises(CollectionError, match="embedding is DeterministicFakeEmbedding .*"
+                                              "made by .*model.onnx"):
+        with Collection.open(tmp_path / "c") as col:
+            RagcoreVectorStore(DeterministicFakeEmbedding(size=384), collection=col)
 
 
 def test_embeddings_arguments(bundled):

@@ -29,6 +29,7 @@ from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
 from ..._util.arrays import check_positive_int
 from ..collection import Collection
+from ..collection.fingerprint import of as fingerprint_of
 from ..mmr import mmr
 from ._directory import open_or_create, temporary
 
@@ -82,10 +83,36 @@ class RagcoreEmbeddings(Embeddings):
 
 
 class LangChainEncoder:
-    """A LangChain Embeddings model as a ragcore encoder."""
+    """A LangChain Embeddings model as a ragcore encoder.
+
+    Its fingerprint (what a Collection records of the model that made its vectors, and
+    compares when opened): a RagcoreEmbeddings gives its encoder's; another Embeddings its
+    class name and its model name (attribute model, model_name or model_id), and its dim is
+    its attribute dimensions or size where it has one: nothing is embedded to learn it (it
+    may be a paid service); the collection's first vectors record it otherwise.
+    """
+
+    _MODEL_NAMES = ("model", "model_name", "model_id")
+    _DIMENSIONS = ("dimensions", "size")
 
     def __init__(self, embedding: Embeddings):
         self.embedding = embedding
+
+    @property
+    def fingerprint(self):
+        if isinstance(self.embedding, RagcoreEmbeddings):
+            return fingerprint_of(self.embedding.encoder)
+        name = next((v for v in (getattr(self.embedding, a, None) for a in self._MODEL_NAMES)
+                     if isinstance(v, str) and v), None)
+        return type(self.embedding).__name__ + (f"({name})" if name else "")
+
+    @property
+    def dim(self):
+        for attribute in self._DIMENSIONS:
+            value = getattr(self.embedding, attribute, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
 
     def encode(self, texts):
         return np.asarray(self.embedding.embed_documents(list(texts)), dtype=np.float32)
@@ -110,6 +137,10 @@ class RagcoreVectorStore(VectorStore):
             is removed when the store is closed or garbage-collected; pass a path to keep it.
         collection: an open Collection to use instead of path (its encoder is replaced
             by embedding for queries and adds); the store's close() closes it.
+
+    A collection (at path, or given) whose vectors another model made is refused, naming
+    both (see LangChainEncoder for what identifies a model); to change models, re-embed
+    it first: ``Collection.open(path).reembed(LangChainEncoder(embedding))``.
         create_options: Collection.create options (dense, bm25, metadata_schema, chunker;
             default chunker "none": each LangChain document is one chunk).
     """
@@ -122,8 +153,8 @@ class RagcoreVectorStore(VectorStore):
         encoder = LangChainEncoder(embedding)
         options = {"chunker": "none", "dense": {"kind": "flat", "metric": "cosine"},
                    **create_options}
-        if collection is not None:
-            collection._encoder = encoder
+        if collection is not None:  # refused if embedding is not the model of its vectors
+            collection._use_encoder(encoder, "embedding")
             self._discard = collection.close
         elif path is not None:
             collection = open_or_create(path, encoder, options)

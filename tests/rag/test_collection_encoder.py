@@ -231,6 +231,39 @@ def test_a_reader_follows_a_reembedding(tmp_path):
     col.close()
 
 
+class _Tokenizer:
+    """Tokens: runs of `width` characters (spaces included)."""
+
+    max_length, special_tokens = 512, 2
+
+    def __init__(self, width):
+        self.width = width
+
+    def token_spans(self, text):
+        return [(i, min(i + self.width, len(text))) for i in range(0, len(text), self.width)]
+
+
+class TokenizingEncoder(HashEncoder):
+    """HashEncoder with a tokenizer, as a BiEncoder has (the default chunker counts its
+    tokens)."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.tokenizer = _Tokenizer(width)
+        self.fingerprint = f"tokens-of-{width}"
+
+
+def test_after_reembed_new_documents_are_chunked_with_the_new_models_tokens(tmp_path):
+    text = "alpha beta gamma delta. " * 40  # 960 characters
+    with Collection.create(tmp_path / "c", encoder=TokenizingEncoder(100)) as col:
+        col.add([text], ids=[1])
+        col.reembed(TokenizingEncoder(1))
+        col.add([text], ids=[2])
+        positions = [m.position for m in col.search("alpha", k=50, mode="sparse")
+                     if m.id == 2]
+    assert len(positions) > 1  # 960 tokens of one character: more than one 200-token chunk
+
+
 def test_reembed_arguments(tmp_path):
     with _made(tmp_path / "c") as col:
         with pytest.raises(TypeError, match="encoder must have encode"):

@@ -88,6 +88,7 @@ class Collection:
         self._conn = conn
         self._encoder = encoder
         self._chunker = chunker
+        self._chunker_given = chunker is not None  # else made from the encoder's tokenizer
         self._writer_lock = writer_lock
         self._write_mutex = threading.Lock()
         self._rw = ReadWriteLock()
@@ -360,6 +361,8 @@ class Collection:
                 self._settings.update(encoder=settings["encoder"], dim=dim)
                 self._fingerprint, self._encoder = fp, encoder
                 self._embeddings_change = change
+                if not self._chunker_given:  # new adds count the new model's tokens
+                    self._chunker = None
 
                 def rebuild_dense():
                     self.indexes.drop_dense()

@@ -7,6 +7,7 @@ embeddings; the source of truth) and the index files it keeps current.
     filters     the metadata filter language, compiled to SQL and to allow-sets
     locking     one writer across processes, searches against writes inside one
     checks      the checks of create/open arguments and settings
+    fingerprint what identifies the encoder that made the stored vectors
     allow_cache allow-sets of recent filters
 """
 

@@ -29,7 +29,7 @@ def kernel_ns(q, rows, level, calls) -> float:
 
 def graph_at(snap, d, level, int8):
     """The same graph (one build's arrays) searched with the kernels of one level."""
-    g = _core.HnswGraph(d, metric=_core.Metric.InnerProduct, storage=_core.Storage.F32, M=16,
+    g = _core.HnswIndex(d, metric=_core.Metric.InnerProduct, storage=_core.Storage.F32, M=16,
                         ef_construction=100, simd_level=level, int8_walk=int8)
     g.restore(snap["vectors"].view(np.float32).reshape(-1, d), None, snap["ids"], snap["levels"],
               snap["links0"], snap["upper"], snap["upper_offsets"], entry=int(snap["entry"]),

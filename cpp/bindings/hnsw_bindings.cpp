@@ -232,7 +232,7 @@ void register_hnsw(py::module_& m) {
   m.def("int8_kernel_name",
         [](const std::optional<SimdLevel>& level) { return std::string(int8_kernel_at(level).name); },
         py::arg("simd_level") = py::none(), "The name of the int8 kernel a SIMD level runs.");
-  py::class_<HnswIndex>(m, "HnswGraph", "HNSW graph over stored rows (ragcore.HNSWIndex's core).")
+  py::class_<HnswIndex>(m, "HnswIndex", "HNSW graph over stored rows (ragcore.HNSWIndex's core).")
       .def(py::init(&make_graph), py::arg("d"), py::kw_only(), py::arg("metric"),
            py::arg("storage"), py::arg("M"), py::arg("ef_construction"), py::arg("seed") = 0,
            py::arg("simd_level") = py::none(), py::arg("int8_walk") = false)

@@ -327,7 +327,7 @@ def int8_dots(q: npt.NDArray[np.int8], rows: npt.NDArray[np.int8], *,
     """int32 dot products of int8 codes (in [-127, 127]) by the kernel of a SIMD level."""
 def int8_kernel_name(simd_level: SimdLevel | None = None) -> str: ...
 
-class HnswGraph:
+class HnswIndex:
     """HNSW graph over stored rows (ragcore.HNSWIndex's core)."""
 
     def __init__(self, d: int, *, metric: Metric, storage: Storage, M: int, ef_construction: int,

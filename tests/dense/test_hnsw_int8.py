@@ -68,7 +68,7 @@ def test_the_kernel_is_chosen_at_run_time_per_level():
 
 
 def graph_at(level, snap, d, M):
-    g = _core.HnswGraph(d, metric=_core.Metric.InnerProduct, storage=_core.Storage.F32, M=M,
+    g = _core.HnswIndex(d, metric=_core.Metric.InnerProduct, storage=_core.Storage.F32, M=M,
                         ef_construction=24, simd_level=level, int8_walk=True)
     g.restore(snap["vectors"].view(np.float32).reshape(-1, d), None, snap["ids"], snap["levels"],
               snap["links0"], snap["upper"], snap["upper_offsets"], entry=int(snap["entry"]),

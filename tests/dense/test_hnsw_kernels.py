@@ -18,7 +18,7 @@ SIMD_LEVELS = [level for level in _core.SimdLevel.__members__.values()
 
 def graph_index(d, metric, dtype, level, M=4):
     index = ragcore.HNSWIndex(d, metric, M=M, ef_construction=16, dtype=dtype)
-    index._graph = _core.HnswGraph(d, metric=NATIVE_METRIC[metric], storage=NATIVE_STORAGE[dtype],
+    index._graph = _core.HnswIndex(d, metric=NATIVE_METRIC[metric], storage=NATIVE_STORAGE[dtype],
                                    M=M, ef_construction=16, seed=0, simd_level=level)
     return index
 

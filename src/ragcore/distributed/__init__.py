@@ -1,8 +1,8 @@
 """Sharded search on Ray: ``ShardedIndex`` holds shards of any ragcore index in Ray actors,
 fans every search out to them and merges the per-shard top-k (``merge_hits``).
 
-Ray is imported only when a ShardedIndex is made (install it with ``pip install
-'ragcore[dist]'``); ``merge_hits``, ``shard_of`` and ``shard_paths`` are plain numpy.
+Ray is imported only when a ShardedIndex is made (install it with ``pip install 'ray>=2.9'``,
+the ``dist`` extra); ``merge_hits``, ``shard_of`` and ``shard_paths`` are plain numpy.
 """
 
 from .merge import merge_hits

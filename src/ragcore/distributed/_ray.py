@@ -10,7 +10,7 @@ def require_ray():
     except ImportError:
         raise ImportError(
             "ragcore.distributed needs Ray, which is not installed: "
-            "pip install 'ragcore[dist]' (or pip install 'ray>=2.9')"
+            "pip install 'ray>=2.9' (the dist extra)"
         ) from None
     return ray
 

@@ -3,7 +3,7 @@
 The default rule is Python's ``re.findall(r"(?u)\\b\\w\\w+\\b", text.lower())`` (the
 scikit-learn and bm25s default), run natively on any Unicode text. Then, optionally,
 stopwords are dropped and the remaining words are stemmed with a Snowball stemmer
-from PyStemmer (``pip install ragcore[stem]``), once per distinct word.
+from PyStemmer (``pip install PyStemmer``; the ``stem`` extra), once per distinct word.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def load_stemmer(stemmer):
         import Stemmer  # PyStemmer: optional, imported only when a stemmer is asked for
     except ImportError:
         raise ImportError(
-            f"stemmer={stemmer!r} needs PyStemmer: pip install 'ragcore[stem]' (or PyStemmer)"
+            f"stemmer={stemmer!r} needs PyStemmer: pip install 'PyStemmer>=2.2' (the stem extra)"
         ) from None
     if stemmer not in Stemmer.algorithms():
         raise ValueError(

@@ -10,14 +10,17 @@ import re
 import time
 from pathlib import Path
 
-_LIBRARIES = ("ragcore", "numpy", "faiss-cpu", "hnswlib", "usearch")
+# Result key -> distribution: ragcore's distribution is ragcore-engine (PyPI's "ragcore" is
+# another project, whose version this must never report).
+_LIBRARIES = {"ragcore": "ragcore-engine", "numpy": "numpy", "faiss-cpu": "faiss-cpu",
+              "hnswlib": "hnswlib", "usearch": "usearch"}
 
 
 def environment(threads: int) -> dict:
     versions = {}
-    for name in _LIBRARIES:
+    for name, distribution in _LIBRARIES.items():
         try:
-            versions[name] = importlib.metadata.version(name)
+            versions[name] = importlib.metadata.version(distribution)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
     from ... import _core

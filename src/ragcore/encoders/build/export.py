@@ -1,8 +1,8 @@
 """ONNX exports of the bundled model (fp32, fp16), each checked against PyTorch.
 
 ``ragcore models export [--precision fp16]`` runs ``export``; it needs torch and transformers
-once (``pip install 'ragcore[export]'``). ``onnx_export`` and ``output_module`` export other
-transformer models the same way (README, "Encoders").
+once (the ``export`` extra). ``onnx_export`` and ``output_module`` export other transformer
+models the same way (README, "Encoders").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""LangChain adapters over a ragcore Collection (``pip install ragcore[langchain]``).
+"""LangChain adapters over a ragcore Collection (they need the ``langchain`` extra,
+``pip install 'langchain-core>=0.3'``).
 
 - ``RagcoreEmbeddings``: a langchain_core Embeddings over a ragcore bi-encoder (by default
   the bundled all-MiniLM-L6-v2, run locally through onnxruntime).

@@ -1,4 +1,5 @@
-"""LlamaIndex adapters over a ragcore Collection (``pip install ragcore[llamaindex]``).
+"""LlamaIndex adapters over a ragcore Collection (they need the ``llamaindex`` extra,
+``pip install 'llama-index-core>=0.12'``).
 
 - ``RagcoreVectorStore``: a BasePydanticVectorStore (close() / ``with``; without a path
   its collection is temporary). ``add`` stores nodes with the

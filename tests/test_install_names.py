@@ -19,8 +19,9 @@ _VALUED = {"-r", "--requirement", "-c", "--constraint", "-C", "--config-settings
            "--prefix", "--root", "--platform", "--python-version", "--implementation", "--abi",
            "--only-binary", "--no-binary", "--upgrade-strategy", "--progress-bar", "--log",
            "--src", "--report", "--cache-dir", "--timeout", "--retries"}
-# A token: quoted without spaces, or bare up to a space, quote, backtick or parenthesis.
-_TOKEN = re.compile(r"""\s+(?:'([^'\s]+)'|"([^"\s]+)"|([^\s'"`()]+))""")
+# A token: quoted without spaces, or bare up to a space, quote, backtick or parenthesis. A
+# command may wrap onto the next line, but a blank line or a comment ends it.
+_TOKEN = re.compile(r"""(?:[ \t]+|[ \t]*\\?\n[ \t]*)(?:'([^'\s]+)'|"([^"\s]+)"|([^\s'"`()#]+))""")
 _COMMAND = re.compile(r"\bpip3?\s+install\b")
 
 
@@ -65,6 +66,7 @@ def scanned_files():
     ('pip install ".[langchain]" dist/ragcore-0.1.0-py3-none-any.whl', []),
     ("pip install -C cmake.define.X=ON -r ragcore.txt -e ./ragcore", []),
     ('"needs lz4: pip install lz4")', ["lz4"]),
+    ("pip install -q --upgrade pip\n\n# installed as 'ragcore' before", ["pip"]),
 ])
 def test_requirement_names(text, names):
     assert requirement_names(text) == names

@@ -144,7 +144,7 @@ def test_shard_paths(tmp_path):
 def test_missing_ray_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
     x, _, ids = integer_data(4, 3, 1, 0)
-    with pytest.raises(ImportError, match=r"ragcore\[dist\]"):
+    with pytest.raises(ImportError, match=r"pip install .ray>=2.9. \(the dist extra\)"):
         ShardedIndex.build(lambda: FlatIndex(3), x, ids, n_shards=2, **CPUS)
 
 

@@ -22,9 +22,9 @@ from .bert import bert_hidden_states
 
 __all__ = [
     "BM25_VARIANTS", "METRICS", "bert_hidden_states", "bm25_absent_part", "bm25_candidate_search",
-    "bm25_dense_bound", "bm25_impact_search", "bm25_matches", "bm25_scores", "bm25_top_matches", "dense_scores",
-    "convex_query", "evidence_question", "filtered_flat_search", "flat_search", "fuse_query",
-    "kmeans_lloyd", "kmeans_objective", "lucene_norm_length", "merge_topk", "mmr", "nearest_l2", "normalize_rows",
-    "pq_codebooks", "ranking_metric",
-    "round_to_storage", "scalar_dequantize", "scalar_quantize", "topk", "trec_eval_order",
+    "bm25_dense_bound", "bm25_impact_search", "bm25_matches", "bm25_scores", "bm25_top_matches",
+    "dense_scores", "convex_query", "evidence_question", "filtered_flat_search", "flat_search",
+    "fuse_query", "kmeans_lloyd", "kmeans_objective", "lucene_norm_length", "merge_topk", "mmr",
+    "nearest_l2", "normalize_rows", "pq_codebooks", "ranking_metric", "round_to_storage",
+    "scalar_dequantize", "scalar_quantize", "topk", "trec_eval_order",
 ]

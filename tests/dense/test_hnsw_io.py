@@ -1,12 +1,14 @@
 """HNSWIndex save/load: round trips, and damaged or crafted files refused."""
 
 import os
+import re
 
 import numpy as np
 import pytest
 
 import ragcore
 from ragcore._util.fileformat import read_index, write_index
+from _crafted import rewrite, stored
 from _hnsw_data import clustered
 
 
@@ -85,9 +87,9 @@ CRAFTED = {
     "link to a free slot": (lambda p, a: a["links0"].__setitem__(
         (_live(a), 1), int(np.flatnonzero(a["levels"] < 0)[0])), "not on level 0"),
     "level without upper lists": (lambda p, a: a["levels"].__setitem__(_live(a), 5), "upper offsets|level"),
-    "entry point out of range": (lambda p, a: p.__setitem__("entry", 10**9), "entry point"),
+    "entry point out of range": (lambda p, a: p.__setitem__("entry", 10**9), "params.entry"),
     "id of a free slot": (lambda p, a: a["ids"].__setitem__(int(np.flatnonzero(a["levels"] < 0)[0]), 7), "disagree"),
-    "repeated id": (lambda p, a: a["ids"].__setitem__(_live(a) + 1, a["ids"][_live(a)]), "twice|unique"),
+    "repeated id": (lambda p, a: a["ids"].__setitem__(_live(a) + 1, a["ids"][_live(a)]), "more than once"),
     "upper offsets beyond the lists": (lambda p, a: a["upper_offsets"].__setitem__(-1, 10**9), "upper"),
     "links of the wrong dtype": (lambda p, a: a.__setitem__("links0", a["links0"].astype(np.int64)), "links0"),
     "vectors of the wrong shape": (lambda p, a: a.__setitem__("vectors", a["vectors"][:, :8].copy()), "vectors"),
@@ -103,3 +105,134 @@ def test_crafted_files_are_refused_not_followed(tmp_path, case):
     path = _crafted(tmp_path, change)
     with pytest.raises(ragcore.IndexFileError, match=message):
         ragcore.HNSWIndex.load(path)
+
+
+# ---- every field, edited with a valid checksum (tests/_crafted.py) ------------------
+
+def _file(tmp_path, metric="l2"):
+    """A small saved index of this metric, with free slots."""
+    index = ragcore.HNSWIndex(8, metric, M=4, ef_construction=16, seed=2)
+    index.add(clustered(40, 8, seed=4) * 3, ids=np.arange(40) * 2 + 10, n_threads=1)
+    index.remove([10, 30, 50])
+    path = tmp_path / f"h-{metric}.rc"
+    index.save(path)
+    return path
+
+
+def _refused(path, field: str):
+    """The load fails with IndexFileError naming the file and this field."""
+    message = f"{re.escape(str(path))}: inconsistent index contents: {field}"
+    with pytest.raises(ragcore.IndexFileError, match=message):
+        ragcore.HNSWIndex.load(path)
+
+
+@pytest.mark.parametrize("name, values", [
+    ("dim", [0, 2**40, 8.0, True]), ("metric", ["dot", ["l2"]]), ("dtype", ["sq8", None]),
+    ("M", [1, 513, "4", 4.0]), ("ef_construction", [0, 10**30, 1.5]),
+    ("ef", [0, -3, 10**30, 2.5]), ("seed", [-1, 2**64, "0"]),
+    ("next_id", [0, -1, 88, 2**63 - 1, 2**63, "90", None]),
+    ("entry", [-2, 40, 10**9, 1.0]), ("rng_state", [-1, 2**64, 0.5, None]),
+])
+def test_every_header_field_is_checked(tmp_path, name, values):
+    for value in values:
+        path = _file(tmp_path)
+        rewrite(path, "HNSWIndex", params={name: value})
+        _refused(path, rf"params\.{name}")
+
+
+@pytest.mark.parametrize("name", ["dim", "metric", "M", "ef_construction", "dtype", "seed",
+                                  "ef", "entry", "rng_state"])
+def test_a_missing_header_field_is_named(tmp_path, name):
+    path = _file(tmp_path)
+    rewrite(path, "HNSWIndex", drop=[name])
+    _refused(path, rf"params\.{name}: missing")
+
+
+def _free(arrays) -> int:
+    return int(np.flatnonzero(arrays["levels"] < 0)[0])
+
+
+def _first(arrays) -> int:
+    return int(np.flatnonzero(arrays["levels"] >= 0)[0])
+
+
+ARRAYS = {  # name: (change of the arrays, field named in the error)
+    "ids of the wrong dtype": (lambda a: {"ids": a["ids"].astype(np.int32)}, "ids"),
+    "an id repeated": (lambda a: {"ids": _set(a["ids"], _first(a) + 1, a["ids"][_first(a)])}, "ids"),
+    "a negative id": (lambda a: {"ids": _set(a["ids"], _first(a), -5)}, "ids"),
+    "an id of 2**63 - 1": (lambda a: {"ids": _set(a["ids"], _first(a), 2**63 - 1)}, "ids"),
+    "an id in a free slot": (lambda a: {"ids": _set(a["ids"], _free(a), 7)}, "ids, levels"),
+    "levels longer than ids": (lambda a: {"levels": np.append(a["levels"], np.int32(0))}, "levels"),
+    "levels of the wrong dtype": (lambda a: {"levels": a["levels"].astype(np.int64)}, "levels"),
+    "a level above the top": (lambda a: {"levels": _set(a["levels"], _first(a), 49)}, "levels"),
+    "a level below -1": (lambda a: {"levels": _set(a["levels"], _first(a), -2)}, "levels"),
+    "a live slot without a level": (lambda a: {"levels": _set(a["levels"], _first(a), -1)}, "ids, levels"),
+    "vectors with a row too few": (lambda a: {"vectors": a["vectors"][:-1]}, "vectors"),
+    "vectors of another dtype": (lambda a: {"vectors": a["vectors"].astype(np.float16)}, "vectors"),
+    "a NaN vector": (lambda a: {"vectors": _set(a["vectors"], (_first(a), 0), np.nan)}, "vectors"),
+    "a huge vector": (lambda a: {"vectors": _set(a["vectors"], (_first(a), 0), 3e38)}, "vectors"),
+    "sq_norms not the rows'": (lambda a: {"sq_norms": a["sq_norms"] * 2}, "sq_norms"),
+    "a NaN sq_norm": (lambda a: {"sq_norms": _set(a["sq_norms"], _first(a), np.nan)}, "sq_norms"),
+    "sq_norms too short": (lambda a: {"sq_norms": a["sq_norms"][:-1]}, "sq_norms"),
+    "links0 of the wrong width": (lambda a: {"links0": a["links0"][:, :-1].copy()}, "links0"),
+    "a neighbour outside": (lambda a: {"links0": _set(a["links0"], (_first(a), 1), 10**6)},
+                            "links0, upper, upper_offsets, entry: .*outside"),
+    "upper of the wrong dtype": (lambda a: {"upper": a["upper"].astype(np.int64)}, "upper"),
+    "upper cut short": (lambda a: {"upper": a["upper"][:-1]}, "links0, upper, upper_offsets, entry"),
+    "upper_offsets too short": (lambda a: {"upper_offsets": a["upper_offsets"][:-1]}, "upper_offsets"),
+    "upper_offsets past the lists": (lambda a: {"upper_offsets": _set(a["upper_offsets"], -1, 10**9)},
+                                     "links0, upper, upper_offsets, entry"),
+}
+
+
+def _set(arr, where, value):
+    out = arr.copy()
+    out[where] = value
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(ARRAYS))
+def test_every_array_is_checked(tmp_path, case):
+    change, field = ARRAYS[case]
+    path = _file(tmp_path)
+    _, arrays = stored(path, "HNSWIndex")
+    rewrite(path, "HNSWIndex", arrays=change(arrays))
+    _refused(path, field)
+
+
+@pytest.mark.parametrize("name", ["ids", "levels", "vectors", "links0", "upper", "upper_offsets",
+                                  "sq_norms"])
+def test_a_missing_array_is_named(tmp_path, name):
+    path = _file(tmp_path)
+    rewrite(path, "HNSWIndex", drop=[name])
+    _refused(path, f"{name}: missing")
+
+
+def test_cosine_rows_must_be_unit_vectors(tmp_path):
+    path = _file(tmp_path, "cosine")
+    _, arrays = stored(path, "HNSWIndex")
+    rewrite(path, "HNSWIndex", arrays={"vectors": arrays["vectors"] * 3})
+    _refused(path, "vectors: a cosine index holds unit vectors")
+
+
+def test_an_entry_below_the_top_level_is_refused(tmp_path):
+    path = _file(tmp_path)
+    params, arrays = stored(path, "HNSWIndex")
+    top = arrays["levels"].max()
+    below = int(np.flatnonzero((arrays["levels"] >= 0) & (arrays["levels"] < top))[0])
+    rewrite(path, "HNSWIndex", params={"entry": below})
+    _refused(path, "links0, upper, upper_offsets, entry: .*entry point")
+
+
+def test_free_slots_need_neither_unit_rows_nor_matching_norms(tmp_path):
+    """A free slot's row and squared norm are never read: whatever finite values they
+    hold, the file loads (remove leaves the old row there)."""
+    for metric in ("cosine", "l2"):
+        path = _file(tmp_path, metric)
+        _, arrays = stored(path, "HNSWIndex")
+        free = _free(arrays)
+        changed = {"vectors": _set(arrays["vectors"], free, 5.0)}
+        if metric == "l2":
+            changed["sq_norms"] = _set(arrays["sq_norms"], free, 0.0)
+        rewrite(path, "HNSWIndex", arrays=changed)
+        assert len(ragcore.HNSWIndex.load(path)) == 37

@@ -18,6 +18,9 @@ from .arrays import MAX_NORM
 
 INT64_MAX = int(np.iinfo(np.int64).max)
 _CHUNK_BYTES = 1 << 24  # arrays are checked in pieces of this size (bounded extra memory)
+# Squared norms of the stored unit vectors of a cosine index are 1 within the rounding of
+# the storage dtype (bfloat16 keeps 8 bits: about 1e-2).
+UNIT_TOLERANCE = 0.05
 
 
 class FileFields:
@@ -125,6 +128,15 @@ class FileFields:
             out[start : start + len(part)] = np.einsum("ij,ij->i", part, part, dtype=np.float32)
             start += len(part)
         return out
+
+    def unit_rows(self, name: str, values_sq: np.ndarray) -> None:
+        """The rows of a cosine index are unit vectors: squared norms 1 within the
+        rounding of the storage dtype."""
+        off = np.abs(values_sq.astype(np.float64) - 1.0) > UNIT_TOLERANCE
+        if off.any():
+            row = int(np.argmax(off))
+            self.fail(name, f"a cosine index holds unit vectors; row {row} has squared norm "
+                            f"{float(values_sq[row]):.6g}")
 
     def matching_norms(self, name: str, stored: np.ndarray, computed: np.ndarray) -> None:
         """stored squared norms must be those of the rows (up to float32 rounding)."""

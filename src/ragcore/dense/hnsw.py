@@ -8,17 +8,22 @@ import numpy as np
 
 from .. import _core
 from .._util.allow import allow_mask
-from .._util.arrays import (ONE_ROW_SQ_NORM_LIMIT, as_float_matrix, check_choice,
-                            check_positive_int, check_threads, raw_ids)
+from .._util.arrays import (MAX_DIM, ONE_ROW_SQ_NORM_LIMIT, as_float_matrix, check_choice,
+                            check_positive_int, check_threads, plain_row_args, raw_ids)
+from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
-from .._util.ids import check_known_ids, check_new_ids, sorted_unique_ids
-from ..errors import IndexFileError
+from .._util.ids import check_known_ids, check_new_ids
 from ..hits import Hits
 from ._metric import METRICS, NATIVE_METRIC, normalized
 from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
 
 _FILE_KIND = "HNSWIndex"
 _MAX_M = 512
+# ef and ef_construction cross to the graph as native sizes; far above any useful breadth
+# (a walk keeps at most every node), low enough for every platform's size_t.
+MAX_EF = (1 << 31) - 1
+_MAX_SEED = (1 << 64) - 1  # seed and rng_state are uint64
+_MAX_LEVEL = 48  # the graph's highest level (kMaxLevel in cpp/src/dense/hnsw.cpp)
 # ef of search() when none is given: one step of the benchmark's sweep above 48, the smallest
 # that reaches recall@10 >= 0.95 on both of its data sets (clustered N = 50,000: 0.960; stdlib
 # embeddings: 0.995), as recall at a given ef falls slowly with N (BENCHMARKS.md, "Graph search
@@ -77,7 +82,7 @@ class HNSWIndex:
         if not 2 <= M <= _MAX_M:
             raise ValueError(f"M must be between 2 and {_MAX_M}, got {M}")
         self._M = M
-        self._ef_construction = check_positive_int(ef_construction, "ef_construction")
+        self._ef_construction = check_ef(ef_construction, "ef_construction")
         self._dtype = check_choice(dtype, "dtype", STORAGE_DTYPES + ("int8",))
         # int8: the float32 vectors are stored (and saved) as for "float32"; the walk
         # scores int8 codes derived from them and re-scores its candidates exactly.
@@ -85,7 +90,7 @@ class HNSWIndex:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
             raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
         self._seed = int(seed)
-        self._ef = check_positive_int(ef, "ef")
+        self._ef = check_ef(ef, "ef")
         self._graph = self._new_graph()
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -182,14 +187,12 @@ class HNSWIndex:
         """
         if ef is None:
             ef = self._ef
-        if (allow is None and type(k) is int and k > 0 and type(ef) is int and ef > 0
-                and type(n_threads) is int and 0 <= n_threads < 1 << 16
-                and self._metric != "cosine"):
+        if allow is None and self._metric != "cosine" and plain_row_args(n_threads, k, ef):
             found = self._graph.search_row(queries, k, ef, ONE_ROW_SQ_NORM_LIMIT, n_threads)
             if found is not None:  # one clean row, checked natively
                 return Hits.of_native(*found)
         k = check_positive_int(k, "k")
-        ef = check_positive_int(ef, "ef")
+        ef = check_ef(ef, "ef")
         n_threads = check_threads(n_threads)
         q = as_float_matrix(queries, "queries", self._dim)
         if self._metric == "cosine":
@@ -227,32 +230,69 @@ class HNSWIndex:
 
     @classmethod
     def load(cls, path, mmap: bool = False) -> HNSWIndex:
-        """Reads an index written by save(); damaged, foreign or inconsistent files
-        (a neighbour outside the index, ...) raise IndexFileError.
+        """Reads an index written by save(); damaged, foreign or crafted files raise
+        IndexFileError naming the field that is wrong (a neighbour outside the index, ...).
 
         mmap=True maps the vectors read-only (the graph links are read into
         memory); a later add() copies the vectors into memory first.
         """
         params, arrays = read_index(path, _FILE_KIND, mmap=mmap)
-        try:
-            index = cls(params["dim"], params["metric"], params["M"], params["ef_construction"],
-                        params["dtype"], params["seed"], ef=params["ef"])
-            ids = arrays["ids"]
-            vectors = arrays["vectors"]
-            if vectors.dtype != NUMPY_DTYPE[index._stored] or vectors.shape != (len(ids), index.dim):
-                raise ValueError("vectors do not match the parameters")
-            if not np.isfinite(to_float32(vectors[arrays["levels"] >= 0], index._stored)).all():
-                raise ValueError("vectors contain NaN or infinity")
-            sq_norms = arrays["sq_norms"] if index.metric == "l2" else None
-            index._graph.restore(
-                vectors, sq_norms, ids, arrays["levels"], arrays["links0"], arrays["upper"],
-                arrays["upper_offsets"], entry=int(params["entry"]),
-                rng_state=int(params["rng_state"]), borrow_vectors=bool(mmap))
-            index._sorted_ids = sorted_unique_ids(ids[ids >= 0])
-            index._next_id = int(params["next_id"])
-        except (KeyError, ValueError, TypeError, OverflowError) as err:
-            raise IndexFileError(f"{path}: inconsistent index contents ({err})") from None
+        f = FileFields(path, params, arrays)
+        index = cls(f.int_param("dim", 1, MAX_DIM), f.choice_param("metric", METRICS),
+                    f.int_param("M", 2, _MAX_M), f.int_param("ef_construction", 1, MAX_EF),
+                    f.choice_param("dtype", STORAGE_DTYPES + ("int8",)),
+                    f.int_param("seed", 0, _MAX_SEED), ef=f.int_param("ef", 1, MAX_EF))
+        ids = f.array("ids", np.int64, (None,))
+        levels = f.array("levels", np.int32, (len(ids),))
+        sorted_ids = _checked_slots(f, ids, levels)
+        vectors, sq_norms = index._checked_vectors(f, levels >= 0)
+        links0 = f.array("links0", np.uint32, (len(ids), 1 + 2 * index._M))
+        upper = f.array("upper", np.uint32, (None,))
+        upper_offsets = f.array("upper_offsets", np.int64, (len(ids) + 1,))
+        entry = f.int_param("entry", -1, len(ids) - 1)
+        rng_state = f.int_param("rng_state", 0, _MAX_SEED)
+        try:  # the graph's links, checked natively (every list within the degree and the index)
+            index._graph.restore(vectors, sq_norms, ids, levels, links0, upper, upper_offsets,
+                                 entry=entry, rng_state=rng_state, borrow_vectors=bool(mmap))
+        except ValueError as err:
+            f.fail("links0, upper, upper_offsets, entry", str(err))
+        index._sorted_ids = sorted_ids
+        index._next_id = f.next_id(sorted_ids)
         return index
+
+    def _checked_vectors(self, f: FileFields, live: np.ndarray) -> tuple:
+        """The file's vectors, finite and of norm <= MAX_NORM, unit rows for cosine, and
+        (for l2) its sq_norms, which must be the live rows' squared norms."""
+        vectors = f.array("vectors", NUMPY_DTYPE[self._stored], (len(live), self._dim))
+        values_sq = f.bounded_rows("vectors", vectors, lambda rows: to_float32(rows, self._stored))
+        if self._metric == "cosine":  # a free slot's row is never scored
+            f.unit_rows("vectors", np.where(live, values_sq, np.float32(1)))
+        if self._metric != "l2":
+            return vectors, None
+        sq_norms = f.array("sq_norms", np.float32, (len(live),))
+        f.matching_norms("sq_norms", np.where(live, sq_norms, values_sq), values_sq)
+        return vectors, sq_norms
+
+
+def _checked_slots(f: FileFields, ids: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """The sorted ids of the live slots: a free slot has id -1 and level -1, a live one
+    a unique id in [0, 2**63 - 2] and a level in [0, _MAX_LEVEL]."""
+    if len(levels) and (levels.min() < -1 or levels.max() > _MAX_LEVEL):
+        slot = int(np.argmax((levels < -1) | (levels > _MAX_LEVEL)))
+        f.fail("levels", f"slot {slot} has level {int(levels[slot])}, outside [-1, {_MAX_LEVEL}]")
+    disagree = (levels < 0) != (ids == -1)
+    if disagree.any():
+        slot = int(np.argmax(disagree))
+        f.fail("ids, levels", f"slot {slot}: id {int(ids[slot])} and level {int(levels[slot])} "
+                              "disagree (a free slot has both -1, a live one neither)")
+    return f.sorted_ids("ids", ids, allow_removed=True)
+
+
+def check_ef(value, name: str) -> int:
+    value = check_positive_int(value, name)
+    if value > MAX_EF:
+        raise ValueError(f"{name} must be at most {MAX_EF}, got {value}")
+    return value
 
 
 def exact_filter_limit(n: int, ef: int, M: int) -> int:

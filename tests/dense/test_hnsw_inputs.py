@@ -17,6 +17,8 @@ from _hnsw_data import clustered, recall
     ({"M": 2.5}, TypeError, "M must be an integer"),
     ({"ef_construction": 0}, ValueError, "ef_construction must be >= 1"),
     ({"ef": 0}, ValueError, "ef must be >= 1"),
+    ({"ef": 2**31}, ValueError, "ef must be at most"),
+    ({"ef_construction": 10**30}, ValueError, "ef_construction must be at most"),
     ({"dtype": "sq8"}, ValueError, "unknown dtype"),
     ({"metric": "dot"}, ValueError, "unknown metric"),
     ({"seed": -1}, ValueError, "seed"),
@@ -49,6 +51,7 @@ def test_bad_add_and_search_arguments():
                                 ({"ef": 0}, ValueError, "ef must be >= 1"),
                                 ({"ef": -3}, ValueError, "ef must be >= 1"),
                                 ({"ef": 1.5}, TypeError, "ef must be an integer"),
+                                ({"ef": 10**30}, ValueError, "ef must be at most"),
                                 ({"n_threads": -1}, ValueError, "n_threads")]:
         args = {"k": 2, **bad}
         with pytest.raises(error, match=message):
@@ -115,3 +118,20 @@ def test_concurrent_searches_give_the_single_threaded_answer():
         t.join()
     for g in got:
         np.testing.assert_array_equal(g, want)
+
+
+@pytest.mark.parametrize("cls", [ragcore.HNSWIndex, ragcore.FlatIndex])
+def test_automatic_ids_stop_at_the_largest_id(tmp_path, cls):
+    """Automatic ids end at 2**63 - 2, the largest id an explicit add or a load accepts;
+    an index holding that id saves and loads, and asks for ids from then on."""
+    index = cls(2)
+    index.add(np.ones((1, 2), np.float32), ids=[2**63 - 4])
+    assert index.add(np.ones((2, 2), np.float32)).tolist() == [2**63 - 3, 2**63 - 2]
+    with pytest.raises(ValueError, match="no automatic ids left.*pass ids"):
+        index.add(np.ones((1, 2), np.float32))
+    index.save(tmp_path / "full.rc")
+    loaded = cls.load(tmp_path / "full.rc")
+    with pytest.raises(ValueError, match="no automatic ids left"):
+        loaded.add(np.ones((1, 2), np.float32))
+    assert loaded.add(np.ones((1, 2), np.float32), ids=[5]).tolist() == [5]
+    assert sorted(loaded.ids.tolist()) == [5, 2**63 - 4, 2**63 - 3, 2**63 - 2]

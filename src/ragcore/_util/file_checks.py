@@ -68,11 +68,13 @@ class FileFields:
         return value
 
     def next_id(self, ids: np.ndarray) -> int:
-        """params.next_id, which must exceed every id (new ids are handed out from it)."""
+        """params.next_id, which must exceed every id (new ids are handed out from it)
+        and be below 2**63 - 1, unless the largest id, 2**63 - 2, is in use (then no
+        automatic id is left: add() asks for ids)."""
         floor = int(ids.max()) + 1 if len(ids) else 0
         if "next_id" not in self.params:  # files from before next_id was saved
             return floor
-        value = self.int_param("next_id", 0, INT64_MAX - 1)
+        value = self.int_param("next_id", 0, max(floor, INT64_MAX - 1))
         if value < floor:
             self.fail("params.next_id", f"{value} is not above the largest id {floor - 1}")
         return value

@@ -6,12 +6,25 @@ import numpy as np
 
 from .arrays import as_id_array, raw_ids
 
+# The largest id: 2**63 - 1 is refused (as_id_array), so that next_id = largest id + 1
+# still fits in an int64.
+MAX_ID = 2**63 - 2
+
+
+def auto_ids(next_id: int, count: int) -> np.ndarray:
+    """count consecutive ids from next_id; ValueError when the last would pass MAX_ID
+    (it would be an id that a later add with explicit ids or a load refuses)."""
+    if next_id + count - 1 > MAX_ID:
+        raise ValueError(f"no automatic ids left: {count} new ids from {next_id} would pass "
+                         "the largest id, 2**63 - 2; pass ids explicitly")
+    return np.arange(next_id, next_id + count, dtype=np.int64)
+
 
 def check_new_ids(ids, count: int, sorted_ids: np.ndarray, next_id: int) -> np.ndarray:
     """The ids of `count` new vectors: consecutive from next_id when ids is None,
     else the given ids, which must be unique and not among sorted_ids."""
     if ids is None:
-        return np.arange(next_id, next_id + count, dtype=np.int64)
+        return auto_ids(next_id, count)
     new_ids = as_id_array(ids, "ids", count)
     sorted_new = np.sort(new_ids)
     if count > 1 and (sorted_new[1:] == sorted_new[:-1]).any():

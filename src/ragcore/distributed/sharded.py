@@ -8,7 +8,7 @@ import threading
 import numpy as np
 
 from .._util.arrays import check_positive_int, raw_ids
-from .._util.ids import check_new_ids
+from .._util.ids import auto_ids, check_new_ids
 from ..hits import Hits
 from ._actors import actor_options_per_shard, gather, start_actors
 from ._checks import as_items, check_disjoint, common_params, take
@@ -219,7 +219,7 @@ class ShardedIndex:
         items, count = as_items(data)
         with self._lock:
             if ids is None:
-                new_ids = np.arange(self._next_id, self._next_id + count, dtype=np.int64)
+                new_ids = auto_ids(self._next_id, count)
             else:
                 new_ids = check_new_ids(ids, count, np.empty(0, np.int64), 0)
                 self._check_absent(actors, new_ids)

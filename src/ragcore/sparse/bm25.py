@@ -13,6 +13,7 @@ from .._util.arrays import as_id_array, check_choice, check_positive_int, check_
 from .._util.devices import to_device
 from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
+from .._util.ids import auto_ids
 from .._util.progress import Progress
 from ..errors import IndexFileError
 from ..hits import Hits
@@ -204,7 +205,7 @@ class BM25Index:
 
     def _check_new_ids(self, ids, count: int) -> np.ndarray:
         if ids is None:
-            return np.arange(self._next_id, self._next_id + count, dtype=np.int64)
+            return auto_ids(self._next_id, count)
         new_ids = np.ascontiguousarray(as_id_array(ids, "ids", count))
         sorted_new = np.sort(new_ids)
         if count > 1 and (sorted_new[1:] == sorted_new[:-1]).any():

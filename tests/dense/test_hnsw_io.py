@@ -236,3 +236,17 @@ def test_free_slots_need_neither_unit_rows_nor_matching_norms(tmp_path):
             changed["sq_norms"] = _set(arrays["sq_norms"], free, 0.0)
         rewrite(path, "HNSWIndex", arrays=changed)
         assert len(ragcore.HNSWIndex.load(path)) == 37
+
+
+def test_a_slot_cut_off_from_the_entry_point_is_refused(tmp_path):
+    """Without in-links on level 0 a node is found by no search, ef >= n included."""
+    path = _file(tmp_path)
+    params, arrays = stored(path, "HNSWIndex")
+    links0 = arrays["links0"]
+    cut = int(next(s for s in np.flatnonzero(arrays["levels"] >= 0) if s != params["entry"]))
+    for row in links0:
+        kept = [v for v in row[1 : 1 + row[0]] if v != cut]
+        row[1:] = 0
+        row[0], row[1 : 1 + len(kept)] = len(kept), kept
+    rewrite(path, "HNSWIndex", arrays={"links0": links0})
+    _refused(path, f"links0: slot {cut} is not reachable from the entry point")

@@ -256,6 +256,7 @@ class HNSWIndex:
                                  entry=entry, rng_state=rng_state, borrow_vectors=bool(mmap))
         except ValueError as err:
             f.fail("links0, upper, upper_offsets, entry", str(err))
+        _check_reachable(f, links0, levels, entry)
         index._sorted_ids = sorted_ids
         index._next_id = f.next_id(sorted_ids)
         return index
@@ -286,6 +287,27 @@ def _checked_slots(f: FileFields, ids: np.ndarray, levels: np.ndarray) -> np.nda
         f.fail("ids, levels", f"slot {slot}: id {int(ids[slot])} and level {int(levels[slot])} "
                               "disagree (a free slot has both -1, a live one neither)")
     return f.sorted_ids("ids", ids, allow_removed=True)
+
+
+def _check_reachable(f: FileFields, links0: np.ndarray, levels: np.ndarray, entry: int) -> None:
+    """Every live slot is reachable from the entry point on level 0, as add and remove
+    leave the graph: a search with ef >= n then finds every vector (links0 is known to
+    hold in-range lists here)."""
+    if entry < 0:
+        return
+    reached = np.zeros(len(levels), dtype=bool)
+    reached[entry] = True
+    frontier = np.array([entry])
+    place = np.arange(links0.shape[1] - 1)
+    while len(frontier):
+        rows = links0[frontier]
+        neighbours = rows[:, 1:][place[None, :] < rows[:, :1]]
+        frontier = np.unique(neighbours[~reached[neighbours]])
+        reached[frontier] = True
+    cut_off = (levels >= 0) & ~reached
+    if cut_off.any():
+        f.fail("links0", f"slot {int(np.argmax(cut_off))} is not reachable from the entry point "
+                         "on level 0 (in a saved graph every live slot is)")
 
 
 def check_ef(value, name: str) -> int:

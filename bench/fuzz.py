@@ -1,6 +1,6 @@
 """The long fuzz run of the index loaders (tests/fuzz/mutator.py; tests/fuzz runs it briefly).
 
-    python bench/fuzz.py --runs 1000000 [--kinds flat ivf bm25] [--hours H]
+    python bench/fuzz.py --runs 1000000 [--kinds flat ivf bm25 hnsw] [--hours H]
 
 Each loader is fuzzed in its own worker process, so that a crash (a signal) is caught:
 the input that caused it is copied to bench/results/fuzz-crashers/ and the worker is
@@ -103,7 +103,7 @@ def drive(kind: str, runs: int, deadline: float, crashers: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1_000_000, help="executions per loader")
-    parser.add_argument("--kinds", nargs="+", default=["flat", "ivf", "bm25"])
+    parser.add_argument("--kinds", nargs="+", default=["flat", "ivf", "bm25", "hnsw"])
     parser.add_argument("--hours", type=float, default=24.0, help="time limit per loader")
     parser.add_argument("--out", default=os.path.join(RESULTS, "fuzz.json"))
     parser.add_argument("--worker", help=argparse.SUPPRESS)

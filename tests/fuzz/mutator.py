@@ -18,8 +18,9 @@ import zlib
 
 import numpy as np
 
-from ragcore import BM25Index, FlatIndex, IndexFileError, IVFIndex
+from ragcore import BM25Index, FlatIndex, HNSWIndex, IndexFileError, IVFIndex
 from ragcore._util import fileformat
+from ragcore.dense._storage import to_float32
 
 _PREFIX = struct.Struct("<8sII")
 _ALIGN = 64
@@ -66,10 +67,22 @@ def seed_indexes(kind: str) -> list:
             out.append(index)
         out.append(BM25Index())  # empty
         return out
+    if kind == "hnsw":
+        out = []
+        for metric, dtype in (("ip", "float32"), ("l2", "float16"), ("cosine", "bfloat16"),
+                              ("l2", "int8"), ("cosine", "float32")):
+            index = HNSWIndex(DIM, metric, M=2, ef_construction=8, dtype=dtype, seed=5)
+            index.add(_vectors(12, 4), ids=np.arange(12) * 5 + 2, n_threads=1)
+            index.remove([7, 32])  # free slots in the file
+            out.append(index)
+        out.append(HNSWIndex(DIM, "l2"))  # empty
+        return out
     raise ValueError(kind)
 
 
-LOADERS = {"flat": FlatIndex.load, "ivf": IVFIndex.load, "bm25": BM25Index.load}
+LOADERS = {"flat": FlatIndex.load, "ivf": IVFIndex.load, "bm25": BM25Index.load,
+           "hnsw": HNSWIndex.load}
+FILE_KINDS = {"flat": "FlatIndex", "hnsw": "HNSWIndex"}
 KINDS = tuple(LOADERS)
 
 
@@ -285,6 +298,25 @@ def _check_hits(hits, index_ids: np.ndarray, k: int, n) -> None:
         _require(len(np.unique(got)) == len(got), "an id appears twice in one result")
 
 
+def _check_scores(path: str, kind: str, queries: np.ndarray, hits) -> None:
+    """Each returned score is the metric's score of the query and the stored row of that
+    id, as the file holds it (a wrong sq_norm or a non-unit cosine row changes it)."""
+    params, arrays = fileformat.read_index(path, FILE_KINDS[kind])
+    dtype = "float32" if params["dtype"] == "int8" else params["dtype"]
+    rows = to_float32(np.asarray(arrays["vectors"]), dtype).astype(np.float64)
+    row_of = {int(i): r for r, i in enumerate(arrays["ids"]) if i >= 0}
+    q = queries.astype(np.float64)
+    if params["metric"] == "cosine":
+        q = q / np.linalg.norm(q, axis=1, keepdims=True)
+    for qi, (row_ids, scores) in enumerate(zip(hits.ids, hits.scores)):
+        for i, got in zip(row_ids[row_ids != -1], scores[row_ids != -1]):
+            x = rows[row_of[int(i)]]
+            want = -np.sum((q[qi] - x) ** 2) if params["metric"] == "l2" else q[qi] @ x
+            scale = (np.linalg.norm(q[qi]) + np.linalg.norm(x)) ** 2
+            _require(abs(float(got) - want) <= 1e-4 * scale + 1e-6,
+                     f"id {int(i)} scored {float(got)!r}, its row gives {want!r}")
+
+
 def check_index(index, kind: str, directory: str) -> None:
     """The contracts a loaded index keeps: valid, finite, unpadded results; new ids
     that are new; a save that loads again."""
@@ -314,6 +346,9 @@ def check_index(index, kind: str, directory: str) -> None:
                 else index.search
             _check_hits(search(queries, k), ids, k, n)
             _check_hits(search(queries[:1], k), ids, k, n)
+        if kind in ("flat", "hnsw"):
+            _check_scores(os.path.join(directory, "current.rc"), kind, queries,
+                          index.search(queries, max(n, 1)))
         new = index.add(rng.standard_normal((2, index.dim)).astype(np.float32))
         _require(not np.isin(new, ids).any() and (new >= 0).all(), "add() gave an existing id")
     path = os.path.join(directory, "resaved.rc")

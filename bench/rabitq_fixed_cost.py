@@ -55,9 +55,9 @@ def main() -> None:
     for rep in range(3):
         cpu, wall = median_us(one, args.calls)
         print(f"search (k=10, nprobe=1): {cpu:.2f} us CPU, {wall:.2f} us wall")
-    if hasattr(_core, "rabitq_fht_rotate") and index._rotation.dtype == np.uint8:
+    if hasattr(_core, "rabitq_fht_rotate") and index._storage.rotation.dtype == np.uint8:
         q = queries[0]
-        cpu, wall = median_us(lambda: _core.rabitq_fht_rotate(q, index._rotation, n_threads=1),
+        cpu, wall = median_us(lambda: _core.rabitq_fht_rotate(q, index._storage.rotation, n_threads=1),
                               args.calls)
         print(f"FHT-Kac rotation of one query (Python call included): {cpu:.2f} us CPU")
     dense = index.rotation

@@ -38,7 +38,7 @@ def test_rabitq_encoding_in_tiles_equals_one_call(monkeypatch, bits):
     index = IVFIndex(24, 4, "ip", "rabitq", bits=bits)
     index.train(x)
     labels, _ = _core.assign_nearest(x, index.centroids)
-    whole = _core.rabitq_encode(rotate(x - index.centroids[labels], index._rotation),
-                                index._rot_centroids, labels, bits=bits)[0]
+    whole = _core.rabitq_encode(rotate(x - index.centroids[labels], index._storage.rotation),
+                                index._storage.rotated_centroids, labels, bits=bits)[0]
     monkeypatch.setattr(ivf_rabitq, "ENCODE_TILE", 7)  # 500 rows: 71 full tiles and a short one
     np.testing.assert_array_equal(index.encode(x, labels), whole)

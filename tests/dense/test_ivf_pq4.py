@@ -30,7 +30,7 @@ def _luts(index, q, metric):
 
 def _books(index):
     """The IVF's codebooks, through PQIndex trained identically (same sample, seed, m)."""
-    return index._pq4_books  # noqa: SLF001 (test access to the trained codebooks)
+    return index._storage.books  # noqa: SLF001 (test access to the trained codebooks)
 
 
 def _assert_nearest_codes(codes, rows, books):

@@ -75,10 +75,10 @@ def test_sq8_codes_match_the_reference_quantiser():
     x = clustered(500, 12, 4, seed=8)
     index = _ivf(x, 4, dtype="sq8")
     order = index.ids
-    codes = reference.scalar_quantize(x[order], index._code_min, index._code_scale)
+    codes = reference.scalar_quantize(x[order], index._storage.code_min, index._storage.code_scale)
     np.testing.assert_array_equal(index._lists.rows, codes)
-    back = reference.scalar_dequantize(codes, index._code_min, index._code_scale)
-    assert np.abs(back - x[order]).max() <= index._code_scale.max() / 2 * (1 + 1e-5)
+    back = reference.scalar_dequantize(codes, index._storage.code_min, index._storage.code_scale)
+    assert np.abs(back - x[order]).max() <= index._storage.code_scale.max() / 2 * (1 + 1e-5)
 
 
 def test_batch_equals_one_query_at_a_time_and_threads_do_not_matter():

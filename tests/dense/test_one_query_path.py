@@ -146,7 +146,8 @@ def test_a_clean_row_takes_the_ivf_row_path(dtype, monkeypatch):
     query = np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
     expected = index.search(query[None, :], 5, n_threads=np.int64(0))
     assert index.last_stage_seconds  # the full path reports its stages ...
-    monkeypatch.setattr(ragcore.dense.ivf, "_core", BatchRefused(ragcore.dense.ivf._core, "ivf_search"))
+    monkeypatch.setattr(ragcore.dense._ivf_rows, "_core",
+                        BatchRefused(ragcore.dense._ivf_rows._core, "ivf_search"))
     got = index.search(query, 5)
     np.testing.assert_array_equal(got.ids, expected.ids)
     assert index.last_stage_seconds == {}  # ... the row path takes none

@@ -60,7 +60,7 @@ def test_codebooks_learn_from_at_most_4096_rows_drawn_by_the_seed():
     pick = np.sort(np.random.default_rng(3).choice(len(x), 4096, replace=False))
     for index in (ragcore.PQIndex(8, 2, seed=3), ragcore.IVFIndex(8, 4, dtype="pq4", m=2, seed=3)):
         index.train(x)
-        books = index.centroids if isinstance(index, ragcore.PQIndex) else index._pq4_books  # noqa: SLF001
+        books = index.centroids if isinstance(index, ragcore.PQIndex) else index._storage.books  # noqa: SLF001
         for j in range(2):
             want = _core.kmeans(np.ascontiguousarray(x[pick, 4 * j : 4 * j + 4]), 16, seed=3 + j)[0]
             np.testing.assert_array_equal(books[j], want)

@@ -68,13 +68,13 @@ def test_native_estimates_equal_reference_estimates(metric, bits, seed, simd):
     for l in range(index.nlist):
         a, b = lists.offsets[l], lists.offsets[l + 1]
         est, err = _core.rabitq_estimates(
-            lists.rows, query, l, centroids=index._centroids,
-            centroid_sq_norms=index._centroid_sq_norms, rotation=index._rotation, bits=bits,
+            lists.rows, query, l, centroids=index._coarse.centroids,
+            centroid_sq_norms=index._coarse.sq_norms, rotation=index._storage.rotation, bits=bits,
             list_offsets=lists.offsets, ids=lists.ids, exact_rows=lists.exact,
             sq_norms=lists.sq_norms, metric=_core.Metric.L2 if metric == "l2" else _core.Metric.InnerProduct,
             simd_level=level)
         want_est, want_err = ref.estimates(
-            lists.rows[a:b], query[0], index._centroids[l], index.rotation, bits, metric,
+            lists.rows[a:b], query[0], index._coarse.centroids[l], index.rotation, bits, metric,
             None if lists.sq_norms is None else lists.sq_norms[a:b])
         scale = 1.0 + np.abs(want_est).max(initial=0.0)
         np.testing.assert_allclose(est, want_est, rtol=0, atol=2e-4 * scale)

@@ -178,8 +178,8 @@ def test_native_refuses_blocks_that_do_not_match_the_lists():
     index, _ = _index("ip", 100, 16, 2, 2)
     lists = index._lists
     blocks = _core.rabitq_fast_pack(lists.rows, lists.offsets, dim=16)
-    kw = dict(centroids=index._centroids, centroid_sq_norms=index._centroid_sq_norms,
-              rotation=index._rotation, bits=1, list_offsets=lists.offsets, ids=lists.ids,
+    kw = dict(centroids=index._coarse.centroids, centroid_sq_norms=index._coarse.sq_norms,
+              rotation=index._storage.rotation, bits=1, list_offsets=lists.offsets, ids=lists.ids,
               exact_rows=lists.exact, sq_norms=None, metric=_core.Metric.InnerProduct, nprobe=2)
     q = np.zeros((1, 16), np.float32)
     with pytest.raises(ValueError, match="fast_blocks must be rabitq_fast_pack"):
@@ -223,8 +223,8 @@ def test_every_level_of_the_fast_search_finds_the_exact_top_k(level):
     index.add(x)
     lists = index._lists
     blocks = _core.rabitq_fast_pack(lists.rows, lists.offsets, dim=40)
-    kw = dict(centroids=index._centroids, centroid_sq_norms=index._centroid_sq_norms,
-              rotation=index._rotation, bits=1, list_offsets=lists.offsets, ids=lists.ids,
+    kw = dict(centroids=index._coarse.centroids, centroid_sq_norms=index._coarse.sq_norms,
+              rotation=index._storage.rotation, bits=1, list_offsets=lists.offsets, ids=lists.ids,
               exact_rows=lists.exact, sq_norms=None, metric=_core.Metric.InnerProduct)
     scores, ids, _ = _core.rabitq_ivf_search(lists.rows, q, 10, nprobe=8, epsilon=5.0,
                                              simd_level=level, fast_blocks=blocks, **kw)

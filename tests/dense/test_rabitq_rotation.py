@@ -97,7 +97,7 @@ def test_layout_1_files_load_and_search_the_same(tmp_path, index, data):
     assert stored(path, KIND)[1]["rotation"].dtype == np.uint8
     _as_layout_1(path, index)
     old = ragcore.IVFIndex.load(path)
-    assert old._rotation.dtype == np.float32
+    assert old._storage.rotation.dtype == np.float32
     for rescore in ("bound", "all", 3):
         assert_hits_equal(old.search(data[:20], 4, nprobe=3, rescore=rescore),
                           index.search(data[:20], 4, nprobe=3, rescore=rescore))

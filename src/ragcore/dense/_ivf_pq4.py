@@ -1,57 +1,100 @@
 """IVFIndex storage dtype="pq4": direct 4-bit PQ codes per list in fast-scan blocks,
 the best candidates re-scored with the exact float32 rows (see cpp/include/ragcore/
-dense/ivf_pq4.h). The Lists snapshot keeps the codes as its rows ([n, m] uint8) and
-the float32 rows as its exact rows; the fast-scan layout is derived from it."""
+dense/ivf_pq4.h). The lists keep the codes as their rows ([n, m] uint8) and the
+float32 rows as their exact rows; the fast-scan blocks are derived from them."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _core
-from .._util.arrays import ONE_ROW_SQ_NORM_LIMIT
+from .._util.arrays import ONE_ROW_SQ_NORM_LIMIT, plain_row_args
+from .._util.file_checks import FileFields
 from . import _pq4_codes as codes_
+from ._ivf_storage_base import DEFAULT_RESCORE, Coarse, Found, IvfStorage, Snapshot
 from ._lists import Lists
 
 
-@dataclass(frozen=True)
-class Pq4Layout:
-    """One snapshot of the lists and their fast-scan blocks, swapped in as one object,
-    so a search never pairs the codes of one snapshot with the rows of another."""
-    lists: Lists
-    packed: np.ndarray         # uint8, blocks of 32 codes, each list on blocks of its own
-    block_offsets: np.ndarray  # int64 [nlist + 1]
+class Pq4Storage(IvfStorage):
+    """"pq4": 4-bit product quantisation (m sub-quantisers, m / 2 bytes scanned per
+    vector) in fast-scan blocks, the best rescore * k re-scored exactly."""
+
+    OPTIONS = ("m",)
+    KEEPS_EXACT = True
+
+    def __init__(self, dtype: str, dim: int, metric: str, seed: int, *, m: int | None = None):
+        super().__init__(dtype, dim, metric, seed)
+        if m is None:
+            raise ValueError("dtype='pq4' needs m= (sub-quantisers, a divisor of dim)")
+        self.m = codes_.check_m(dim, m)
+        self.books = self.by_dim = None  # the codebooks, and as the native table builder reads them
+
+    @property
+    def options(self) -> dict:
+        return {"m": self.m}
+
+    def empty_rows(self) -> np.ndarray:
+        return np.empty((0, self.m), dtype=np.uint8)
+
+    def fit(self, x: np.ndarray, n_threads: int):
+        return codes_.train_codebooks(x, self.m, self.seed, n_threads)
+
+    def set_trained(self, fitted, centroids: np.ndarray) -> None:
+        self.books, self.by_dim = fitted, codes_.by_dimension(fitted)
+
+    def encode(self, x: np.ndarray, labels: np.ndarray, n_threads: int = 0) -> np.ndarray:
+        return codes_.encode(x, self.books, n_threads)
+
+    def attach(self, lists: Lists) -> Snapshot:
+        """Packs the codes into blocks now: add pays for it, not the next search."""
+        return Snapshot(lists, codes_.pack_lists(lists.rows, lists.offsets))
+
+    def search(self, snapshot: Snapshot, coarse: Coarse, q, k, nprobe, rescore, mask, by_row,
+               n_threads) -> Found:
+        lists, (packed, block_offsets) = snapshot.lists, snapshot.derived
+        scores, ids = _core.ivf_pq4_search(
+            coarse.centroids, coarse.sq_norms, lists.offsets, block_offsets, packed,
+            self.m, self.by_dim, lists.exact, lists.sq_norms, lists.ids, coarse.metric,
+            np.ascontiguousarray(q), k, nprobe=nprobe, rescore=rescore, allow=mask,
+            allow_by_row=by_row, n_threads=n_threads)
+        return Found(scores, ids, {}, {})
+
+    def search_row(self, snapshot: Snapshot, coarse: Coarse, query, k, nprobe, rescore,
+                   n_threads) -> Found | None:
+        rescore = DEFAULT_RESCORE if rescore is None else rescore
+        if not plain_row_args(n_threads, rescore):
+            return None
+        lists, (packed, block_offsets) = snapshot.lists, snapshot.derived
+        found = _core.ivf_pq4_search_row(
+            coarse.centroids, coarse.sq_norms, lists.offsets, block_offsets, packed,
+            self.m, self.by_dim, lists.exact, lists.sq_norms, lists.ids, coarse.metric, query,
+            k, nprobe, rescore, ONE_ROW_SQ_NORM_LIMIT, n_threads)
+        return None if found is None else Found(*found, {}, {})
+
+    def scanned_bytes(self) -> int:
+        return (self.m + 1) // 2
+
+    def kept_extra_bytes(self) -> int:
+        """The exact row, and the codes one per byte, which add and remove re-pack."""
+        return 4 * self.dim + self.m
+
+    def memory_arrays(self, snapshot: Snapshot) -> list:
+        return [self.books, snapshot.derived[0]]
 
     @classmethod
-    def of(cls, lists: Lists) -> Pq4Layout:
-        packed, block_offsets = codes_.pack_lists(lists.rows, lists.offsets)
-        return cls(lists, packed, block_offsets)
+    def options_from_file(cls, f: FileFields, dim: int) -> dict:
+        m = f.int_param("m", 1, codes_.MAX_M)
+        if dim % m:
+            f.fail("params.m", f"{m} does not divide dim={dim}")
+        return {"m": m}
 
+    def checked_rows(self, f: FileFields, n: int) -> np.ndarray:
+        return codes_.checked_codes(f, n, self.m, "rows")
 
-def empty_lists(nlist: int, dim: int, m: int, l2: bool) -> Lists:
-    lists = Lists.empty(nlist, dim, np.float32, l2, True)
-    return Lists(lists.offsets, np.empty((0, m), dtype=np.uint8), lists.ids, lists.sorted_ids,
-                 lists.sq_norms, lists.exact)
+    def trained_arrays(self) -> dict:
+        if self.books is None:
+            return {}
+        return {"codebooks": self.books.reshape(-1, self.books.shape[2])}
 
-
-def search(layout: Pq4Layout, centroids, centroid_sq_norms, m: int, by_dim, metric, q, k: int,
-           nprobe: int, rescore: int, mask, by_row: bool, n_threads: int):
-    """by_dim: the codebooks by dimension (_pq4_codes.by_dimension)."""
-    lists = layout.lists
-    return _core.ivf_pq4_search(
-        centroids, centroid_sq_norms, lists.offsets, layout.block_offsets, layout.packed,
-        m, by_dim, lists.exact, lists.sq_norms, lists.ids, metric,
-        np.ascontiguousarray(q), k, nprobe=nprobe, rescore=rescore, allow=mask,
-        allow_by_row=by_row, n_threads=n_threads)
-
-
-def search_row(layout: Pq4Layout, centroids, centroid_sq_norms, m: int, by_dim, metric, query,
-               k: int, nprobe: int, rescore: int, n_threads: int):
-    """search of one contiguous, finite float32 row, checked natively; None for any other
-    query (then search's full checks say what is wrong)."""
-    lists = layout.lists
-    return _core.ivf_pq4_search_row(
-        centroids, centroid_sq_norms, lists.offsets, layout.block_offsets, layout.packed,
-        m, by_dim, lists.exact, lists.sq_norms, lists.ids, metric, query, k, nprobe, rescore,
-        ONE_ROW_SQ_NORM_LIMIT, n_threads)
+    def trained_from_file(self, f: FileFields):
+        return codes_.checked_codebooks(f, self.dim, self.m)

@@ -14,12 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .._util.arrays import MAX_DIM
 from .._util.file_checks import FileFields
 
 FACTORS = 3          # float32 f_add, f_scale, f_err after the bit planes of each row
 MAX_BITS = 8
-MAX_RABITQ_DIM = MAX_DIM  # the structured rotation has no limit of its own
 MAX_DENSE_ROTATION_DIM = 2048  # layout-1 files: the rotation is a dense padded_dim x dim matrix
 ROTATION_ROUNDS = 4  # sign flips + Hadamard transforms, as rabitqlib's FhtKacRotator
 LAYOUT = 2  # params.rabitq_layout: 2 = FHT-Kac sign bits; 1 (absent) = dense matrix

@@ -9,27 +9,22 @@ import numpy as np
 from .. import _core
 from .._util.allow import allow_mask
 from .._util.arrays import (
-    MAX_DIM, MAX_NLIST, MAX_NORM, as_float_matrix, check_choice, check_limit,
-    ONE_ROW_SQ_NORM_LIMIT, check_positive_int, check_threads, one_float32_row, plain_row_args,
+    MAX_DIM, MAX_NLIST, as_float_matrix, check_choice, check_limit, check_positive_int,
+    check_threads, one_float32_row, plain_row_args,
 )
 from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids
-from . import _ivf_pq4, _pq4_codes
+from ._ivf_storage_base import Coarse, IvfStorage, Snapshot
 from ._kmeans_sample import kmeans_sample
 from ._lists import Lists
-from ._sq8 import LEVELS, encode_sq8, train_sq8
-from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, STORAGE_DTYPES, to_float32, to_storage
 from ._metric import METRICS, NATIVE_METRIC, normalized
+from .ivf_storage import DTYPES, FILE_DTYPE_RENAMES, STORAGES, dtypes_with, make_storage
 from ..hits import Hits
 
-DTYPES = STORAGE_DTYPES + ("sq8", "pq4")
-# Files written before the 8-bit code took the name "sq8" call it "int8" (same code and layout).
-_FILE_DTYPE_RENAMES = {"int8": "sq8"}
 _NATIVE_INIT = {"kmeans++": _core.KMeansInit.KMeansPlusPlus, "random": _core.KMeansInit.Random}
 INITS = tuple(_NATIVE_INIT)
 _FILE_KIND = "IVFIndex"
-_NO_STAGES: dict = {}  # the stages of a one-query search (read only through a copy)
 MAX_ITER = 1 << 20  # k-means iterations at most
 MAX_SEED = (1 << 64) - 1
 _UNIT_TOLERANCE = 0.05  # squared norm of a stored unit vector: 1 within storage rounding
@@ -46,17 +41,24 @@ class IVFIndex:
         nlist: number of lists (k-means clusters), 1 to 4,194,304 (``MAX_NLIST``); train
             needs >= nlist vectors.
         metric: "ip", "cosine" or "l2", as for FlatIndex (higher score is better).
-        dtype: storage of the vectors: "float32", "float16", "bfloat16" (scored
-            as FlatIndex scores them), or "sq8": per-dimension 8-bit codes
-            scanned first, then the best ``rescore * k`` candidates re-scored
+        dtype: storage of the vectors (ivf_storage.STORAGES): "float32", "float16",
+            "bfloat16" (scored as FlatIndex scores them), or "sq8": per-dimension 8-bit
+            codes scanned first, then the best ``rescore * k`` candidates re-scored
             with the exact float32 vectors (which the index also keeps), so the
             returned scores and ids come from exact scores. "pq4": 4-bit product
             quantisation (m sub-quantisers, m / 2 bytes scanned per vector) in
-            fast-scan blocks, re-scored the same way.
+            fast-scan blocks, re-scored the same way. "rabitq": RaBitQ codes of the
+            rotated residuals, the candidates their error bound cannot rule out
+            re-scored exactly (options bits, rescore, epsilon: see
+            ivf_rabitq.RabitqStorage).
         m: dtype="pq4" only (and required there): sub-quantisers, 1..256, dividing dim.
+        bits, rescore, epsilon: dtype="rabitq" only; bits per dimension 1..8 (default 3),
+            the candidates re-scored ("bound", "all" or a count per result) and the error
+            bound's width in standard deviations (1.9).
         init: k-means initialisation, "kmeans++" or "random".
         max_iter: k-means iterations at most, up to 2**20 (it stops earlier on convergence).
-        seed: k-means seed; the same seed and sample give the same index.
+        seed: k-means seed (and rabitq's rotation); the same seed and sample give the
+            same index.
 
     For "ip" and "cosine" the k-means is spherical (unit-norm centroids, as faiss's
     IVF does for inner product), which keeps the lists balanced on
@@ -64,54 +66,26 @@ class IVFIndex:
     (squared L2, after normalisation for "cosine"); a query scans the lists of its nprobe nearest
     centroids. With nprobe = nlist the answer is FlatIndex's (float storage).
     ``search`` may run concurrently with ``add`` / ``remove``.
-
-    dtype="rabitq" (keywords bits=1..8, rescore=, epsilon=) builds a
-    ``RabitqIVFIndex`` (dense/ivf_rabitq.py): RaBitQ codes re-scored exactly.
     """
 
-    # Storages with their own subclass register here (class X(IVFIndex, dtype="...")), so
-    # IVFIndex(..., dtype=...) and IVFIndex.load build them without importing them.
-    _subclass_of_dtype: dict = {}
-
-    def __init_subclass__(cls, dtype: str = "", **kwargs):
-        super().__init_subclass__(**kwargs)
-        if dtype:
-            IVFIndex._subclass_of_dtype[dtype] = cls
-
-    def __new__(cls, *args, **kwargs):
-        dtype = args[3] if len(args) > 3 else kwargs.get("dtype")
-        if cls is IVFIndex and isinstance(dtype, str):
-            cls = IVFIndex._subclass_of_dtype.get(dtype, cls)
-        return super().__new__(cls)
-
     def __init__(self, dim: int, nlist: int, metric: str = "ip", dtype: str = "float32", *,
-                 m: int | None = None, init: str = "kmeans++", max_iter: int = 25, seed: int = 0):
+                 init: str = "kmeans++", max_iter: int = 25, seed: int = 0, **options):
         self._dim = check_limit(dim, "dim", MAX_DIM)
         self._nlist = check_limit(nlist, "nlist", MAX_NLIST)
         self._metric = check_choice(metric, "metric", METRICS)
-        self._dtype = check_choice(dtype, "dtype", DTYPES + tuple(self._subclass_of_dtype))
+        self._dtype = check_choice(dtype, "dtype", DTYPES)
         self._init = check_choice(init, "init", INITS)
         self._max_iter = check_limit(max_iter, "max_iter", MAX_ITER)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
             raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
         self._seed = int(seed)
+        self._storage: IvfStorage = make_storage(self._dtype, self._dim, self._metric,
+                                                 self._seed, options)
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._centroids: np.ndarray | None = None
-        self._centroid_sq_norms: np.ndarray | None = None
-        self._code_min = self._code_scale = None  # sq8 only
+        self._coarse: Coarse | None = None
         self._training: dict = {}
-        self._m = self._pq4_books = self._pq4_by_dim = self._pq4 = None  # pq4 only
-        if dtype == "pq4":
-            if m is None:
-                raise ValueError("dtype='pq4' needs m= (sub-quantisers, a divisor of dim)")
-            self._m = _pq4_codes.check_m(self._dim, m)
-            self._set_lists(_ivf_pq4.empty_lists(self._nlist, self._dim, self._m, metric == "l2"))
-        elif m is not None:
-            raise ValueError(f"m applies to dtype='pq4' only, not dtype={dtype!r}")
-        else:
-            self._lists = Lists.empty(self._nlist, self._dim, NUMPY_DTYPE[dtype], metric == "l2",
-                                      dtype == "sq8")
+        self._set_lists(self._storage.empty_lists(self._nlist))
         self._next_id = 0
 
     # ---- properties -----------------------------------------------------
@@ -120,17 +94,20 @@ class IVFIndex:
     nlist = property(lambda self: self._nlist)
     metric = property(lambda self: self._metric)
     dtype = property(lambda self: self._dtype)
-    m = property(lambda self: self._m)
+    m = property(lambda self: self._storage.options.get("m"), doc="pq4's sub-quantisers, else None")
+    bits = property(lambda self: self._storage.options.get("bits"), doc="rabitq's bits, else None")
+    epsilon = property(lambda self: self._storage.options.get("epsilon"),
+                       doc="rabitq's error bound width, else None")
 
     @property
     def is_trained(self) -> bool:
-        return self._centroids is not None
+        return self._coarse is not None
 
     @property
     def centroids(self) -> np.ndarray:
         """float32 [nlist, dim] copy of the list centroids."""
         self._require_trained("centroids")
-        return self._centroids.copy()
+        return self._coarse.centroids.copy()
 
     @property
     def training(self) -> dict:
@@ -147,40 +124,95 @@ class IVFIndex:
         return np.diff(self._lists.offsets)
 
     @property
+    def _lists(self) -> Lists:
+        return self._snapshot.lists
+
+    @property
     def last_stage_seconds(self) -> dict:
         """Seconds per stage (coarse, scan, rescore) of this thread's last search; empty
-        after a search of one clean row, whose native path takes no stage times."""
+        after a search of one clean row, whose native path takes no stage times, and for
+        the pq4 and rabitq scans, which take none."""
         return dict(getattr(self._local, "stages", {}))
 
+    @property
+    def last_search_counts(self) -> dict:
+        """Rows scanned and exactly re-scored (all queries) by this thread's last search
+        (dtype="rabitq"; empty for the other storages)."""
+        return dict(getattr(self._local, "counts", {}))
+
     def memory_bytes(self) -> int:
-        """Bytes held by the index arrays (centroids, rows, ids, norms, exact rows)."""
-        parts = [self._centroids, self._lists.rows, self._lists.ids, self._lists.sq_norms,
-                 self._lists.exact, self._lists.offsets, self._lists.sorted_ids, self._pq4_books,
-                 None if self._pq4 is None else self._pq4.packed]
+        """Bytes held by the index arrays (centroids, rows, ids, norms, exact rows, and the
+        storage's own: codebooks, rotation, fast-scan blocks)."""
+        snapshot, lists = self._snapshot, self._snapshot.lists
+        parts = [None if self._coarse is None else self._coarse.centroids, lists.rows,
+                 lists.ids, lists.sq_norms, lists.exact, lists.offsets, lists.sorted_ids,
+                 *self._storage.memory_arrays(snapshot)]
         return int(sum(p.nbytes for p in parts if p is not None))
 
     def bytes_per_vector(self) -> dict:
-        """Bytes scanned per vector (its stored row, or its packed 4-bit codes) and kept
-        (that, the exact float32 row for sq8 and pq4, pq4's codes one per byte, which add
-        and remove re-pack, the id, and the squared norm for "l2")."""
-        row = self._lists.rows.shape[1] * self._lists.rows.itemsize
-        scanned = (self._m + 1) // 2 if self._dtype == "pq4" else row
-        extra = (4 * self._dim if self._lists.exact is not None else 0) + \
-            (row if self._dtype == "pq4" else 0)
-        return {"scanned": scanned, "kept": scanned + extra + 8 + (4 if self._metric == "l2" else 0),
-                "float32": 4 * self._dim}
+        """Bytes scanned per vector (its stored row or codes) and kept (that, what the
+        storage keeps beside it: the exact float32 row for sq8, pq4 and rabitq, pq4's codes
+        one per byte, which add and remove re-pack, rabitq's fast-scan copy; the id, and
+        the squared norm for "l2"), next to float32's."""
+        scanned = self._storage.scanned_bytes()
+        kept = scanned + self._storage.kept_extra_bytes() + 8 + (4 if self._metric == "l2" else 0)
+        return {"scanned": scanned, "kept": kept, "float32": 4 * self._dim}
 
     def __len__(self) -> int:
         return len(self._lists)
 
     def __repr__(self) -> str:
         return (f"IVFIndex(dim={self._dim}, nlist={self._nlist}, metric={self._metric!r}, "
-                f"dtype={self._dtype!r}, n={len(self)}, trained={self.is_trained})")
+                f"dtype={self._dtype!r}{self._storage.repr_options()}, n={len(self)}, "
+                f"trained={self.is_trained})")
+
+    # ---- the features of one storage (rabitq) ---------------------------
+
+    def _feature(self, name: str):
+        """The storage, if it has this feature; else an AttributeError naming the dtypes."""
+        if not hasattr(self._storage, name):
+            raise AttributeError(f"IVFIndex.{name} applies to dtype="
+                                 f"{' or '.join(map(repr, dtypes_with(name)))} only, "
+                                 f"not dtype={self._dtype!r}")
+        return self._storage
+
+    @property
+    def fast_scan(self) -> bool:
+        """dtype="rabitq": whether 1-bit codes are scanned by 4-bit table look-ups in SIMD
+        registers (the fast scan: the codes and factors are re-packed in memory in blocks of
+        32 on the first search after a change, as many bytes again as the codes). True by
+        default; applies at bits=1 and dim <= 1024 only; False: the bit-plane kernel (what
+        bits > 1 use)."""
+        return self._feature("fast_scan").fast_scan
+
+    @fast_scan.setter
+    def fast_scan(self, on: bool) -> None:
+        self._feature("fast_scan").fast_scan = on
+
+    @property
+    def rotation(self) -> np.ndarray:
+        """dtype="rabitq": float32 [padded dim, dim], the matrix of the random orthogonal
+        rotation (built on request: the index keeps only its sign bits)."""
+        storage = self._feature("rotation_matrix")
+        self._require_trained("rotation")
+        return storage.rotation_matrix()
+
+    def estimates(self, query, list_number: int) -> tuple[np.ndarray, np.ndarray]:
+        """dtype="rabitq": (estimated scores, one-standard-deviation error bounds) of the
+        rows of one list for one query, in list order (what the scan ranks by; for
+        inspection and tests). With the fast scan on, the bounds include its worst
+        quantisation error."""
+        storage = self._feature("estimates")
+        self._require_trained("estimates")
+        q = np.ascontiguousarray(self._prepared(query, "query")[:1])
+        list_number = check_limit(list_number + 1, "list_number + 1", self._nlist) - 1
+        return storage.estimates(self._snapshot, self._coarse, q, list_number)
 
     # ---- training and mutation -------------------------------------------
 
     def train(self, sample, n_threads: int = 0) -> None:
-        """Learns the nlist centroids (and, for sq8, the code ranges) from sample.
+        """Learns the nlist centroids and what the storage learns (sq8's code ranges, pq4's
+        codebooks) from sample.
 
         sample: at least nlist vectors; typically 30 to 256 per list. As faiss does, the
         centroids learn from at most 256 * nlist of them (MAX_POINTS_PER_CLUSTER), drawn by the
@@ -192,9 +224,7 @@ class IVFIndex:
         if len(x) < self._nlist:
             raise ValueError(f"sample has {len(x)} vectors; training nlist={self._nlist} lists "
                              f"needs at least {self._nlist}")
-        books = None  # pq4: codebooks first, so that a too small sample changes nothing
-        if self._dtype == "pq4":
-            books = _pq4_codes.train_codebooks(x, self._m, self._seed, n_threads)
+        fitted = self._storage.fit(x, n_threads)
         points = kmeans_sample(x, self._nlist, self._seed)
         centroids, objective, iterations, reseeded = _core.kmeans(
             points, self._nlist, max_iter=self._max_iter, seed=self._seed,
@@ -204,11 +234,7 @@ class IVFIndex:
             if len(self._lists):
                 raise RuntimeError(f"train: the index already holds {len(self._lists)} vectors; "
                                    "train a new IVFIndex instead")
-            self._set_centroids(centroids)
-            if self._dtype == "sq8":
-                self._code_min, self._code_scale = train_sq8(x)
-            if books is not None:
-                self._pq4_books, self._pq4_by_dim = books, _pq4_codes.by_dimension(books)
+            self._set_trained(centroids, fitted)
             self._training = {"objective": list(objective), "iterations": iterations,
                               "reseeded": reseeded, "sample_size": len(points)}
 
@@ -221,14 +247,25 @@ class IVFIndex:
         self._require_trained("add")
         n_threads = check_threads(n_threads)
         x = np.ascontiguousarray(self._prepared(vectors, "vectors"))
-        labels, _ = _core.assign_nearest(x, self._centroids, n_threads=n_threads)
-        rows, exact, sq_norms = self._stored_rows(x, n_threads)
+        labels, _ = _core.assign_nearest(x, self._coarse.centroids, n_threads=n_threads)
+        rows = self._storage.encode(x, labels, n_threads)
+        exact = x if self._storage.KEEPS_EXACT else None
+        sq_norms = None
+        if self._metric == "l2":  # of the values scored, computed as FlatIndex computes them
+            values = x if exact is not None else self._storage.decoded(rows)
+            sq_norms = np.einsum("ij,ij->i", values, values, dtype=np.float32)
         with self._lock:
             new_ids = check_new_ids(ids, len(x), self._lists.sorted_ids, self._next_id)
             self._set_lists(self._lists.with_added(labels, rows, new_ids, sq_norms, exact))
             if len(new_ids):
                 self._next_id = max(self._next_id, int(new_ids.max()) + 1)
         return new_ids.copy()
+
+    def encode(self, vectors: np.ndarray, labels: np.ndarray, n_threads: int = 0) -> np.ndarray:
+        """The rows the storage keeps for prepared float32 vectors (unit rows for "cosine")
+        that go to lists ``labels`` (for inspection and tests; add encodes)."""
+        self._require_trained("encode")
+        return self._storage.encode(vectors, labels, n_threads)
 
     def remove(self, ids) -> None:
         """Removes the vectors with these ids; unknown ids are an error (nothing is removed)."""
@@ -237,9 +274,7 @@ class IVFIndex:
             self._set_lists(self._lists.without(arr))
 
     def _set_lists(self, lists: Lists) -> None:
-        self._lists = lists
-        if self._dtype == "pq4":
-            self._pq4 = _ivf_pq4.Pq4Layout.of(lists)
+        self._snapshot: Snapshot = self._storage.attach(lists)
 
     def _prepared(self, vectors, name: str) -> np.ndarray:
         x = one_float32_row(vectors, self._dim)  # the single-query path: no copy, few checks
@@ -247,33 +282,21 @@ class IVFIndex:
             x = as_float_matrix(vectors, name, self._dim)
         return normalized(x, name) if self._metric == "cosine" else x
 
-    def _stored_rows(self, x: np.ndarray, n_threads: int):
-        """(rows as stored, exact float32 rows or None, squared norms or None)."""
-        if self._dtype == "sq8":
-            rows, exact, values = encode_sq8(x, self._code_min, self._code_scale), x, x
-        elif self._dtype == "pq4":
-            rows, exact, values = _pq4_codes.encode(x, self._pq4_books, n_threads), x, x
-        else:
-            rows = to_storage(x, self._dtype, "vectors")
-            exact, values = None, to_float32(rows, self._dtype)
-        sq_norms = None
-        if self._metric == "l2":  # of the values scored, computed as FlatIndex computes them
-            sq_norms = np.einsum("ij,ij->i", values, values, dtype=np.float32)
-        return rows, exact, sq_norms
-
-    def _set_centroids(self, centroids: np.ndarray) -> None:
-        self._centroids = np.ascontiguousarray(centroids, dtype=np.float32)
-        self._centroid_sq_norms = np.einsum("ij,ij->i", self._centroids, self._centroids,
-                                            dtype=np.float32)
+    def _set_trained(self, centroids: np.ndarray, fitted) -> None:
+        """The coarse quantizer of these centroids, and what the storage learned with it."""
+        centroids = np.ascontiguousarray(centroids, dtype=np.float32)
+        sq_norms = np.einsum("ij,ij->i", centroids, centroids, dtype=np.float32)
+        self._storage.set_trained(fitted, centroids)
+        self._coarse = Coarse(centroids, sq_norms, NATIVE_METRIC[self._metric])
 
     def _require_trained(self, what: str) -> None:
-        if self._centroids is None:
+        if self._coarse is None:
             raise RuntimeError(f"IVFIndex.{what}: the index is not trained; call train(sample) first")
 
     # ---- search ---------------------------------------------------------
 
     def search(self, queries, k: int, nprobe: int | None = None, n_threads: int = 0, allow=None,
-               rescore: int = 4) -> Hits:
+               rescore=None) -> Hits:
         """Approximate top-k of each query: ``Hits`` [nq, k], best first, padded (-1, -inf).
 
         nprobe: lists scanned per query, 1..nlist (more: higher recall, slower);
@@ -282,59 +305,41 @@ class IVFIndex:
             boolean mask indexed by id). Applied inside the scan; a query whose
             nprobe lists hold fewer than k allowed vectors scans further lists,
             nearest first, until it has k (or has scanned all).
-        rescore: sq8 and pq4: candidates re-scored exactly per result (rescore * k).
+        rescore: sq8 and pq4: candidates re-scored exactly per result (rescore * k;
+            None: 4); rabitq: "bound", "all" or a count per result (None: the index's).
         n_threads: 0 uses all cores.
         """
         if allow is None and self._metric != "cosine":
             found = self._search_row(queries, k, nprobe, rescore, n_threads)
             if found is not None:  # one clean row with plain arguments, checked natively
-                self._local.stages = _NO_STAGES
-                return Hits.of_native(*found)
+                self._local.stages, self._local.counts = found.stages, found.counts
+                return Hits.of_native(found.scores, found.ids)
         self._require_trained("search")
         k = check_positive_int(k, "k")
         nprobe = min(8, self._nlist) if nprobe is None else check_positive_int(nprobe, "nprobe")
         if nprobe > self._nlist:
             raise ValueError(f"nprobe must be between 1 and nlist={self._nlist}, got {nprobe}")
-        rescore = check_positive_int(rescore, "rescore")
+        rescore = self._storage.checked_rescore(rescore)
         n_threads = check_threads(n_threads)
         q = self._prepared(queries, "queries")
-        layout = self._pq4
-        lists = self._lists if layout is None else layout.lists  # one snapshot for the whole search
+        snapshot = self._snapshot  # one for the whole search
+        lists = snapshot.lists
         mask, by_row = (None, False) if allow is None else allow_mask(allow, lists.ids)
-        if layout is not None:
-            scores, ids = _ivf_pq4.search(
-                layout, self._centroids, self._centroid_sq_norms, self._m, self._pq4_by_dim,
-                NATIVE_METRIC[self._metric], q, k, nprobe, rescore, mask, by_row, n_threads)
-            self._local.stages = {}
-            return Hits(scores, ids)
-        scores, ids, stages = _core.ivf_search(
-            lists.rows, q, k, centroids=self._centroids,
-            centroid_sq_norms=self._centroid_sq_norms, list_offsets=lists.offsets,
-            storage=NATIVE_STORAGE[self._dtype], ids=lists.ids, sq_norms=lists.sq_norms,
-            metric=NATIVE_METRIC[self._metric], nprobe=nprobe, code_min=self._code_min,
-            code_scale=self._code_scale, exact_rows=lists.exact, rescore=rescore, allow=mask,
-            allow_by_row=by_row, n_threads=n_threads)
-        self._local.stages = stages
-        return Hits(scores, ids)
+        found = self._storage.search(snapshot, self._coarse, q, k, nprobe, rescore, mask, by_row,
+                                     n_threads)
+        self._local.stages, self._local.counts = found.stages, found.counts
+        return Hits(found.scores, found.ids)
 
     def _search_row(self, query, k, nprobe, rescore, n_threads):
-        """(scores, ids) of one contiguous, finite float32 row with plain int arguments in
-        range; None for anything else."""
+        """The storage's Found for one contiguous, finite float32 row with plain int
+        arguments in range; None for anything else."""
         if nprobe is None:
             nprobe = min(8, self._nlist)
-        if (self._centroids is None or not plain_row_args(n_threads, k, nprobe, rescore)
+        if (self._coarse is None or not plain_row_args(n_threads, k, nprobe)
                 or nprobe > self._nlist):
             return None
-        if self._pq4 is not None:
-            return _ivf_pq4.search_row(
-                self._pq4, self._centroids, self._centroid_sq_norms, self._m, self._pq4_by_dim,
-                NATIVE_METRIC[self._metric], query, k, nprobe, rescore, n_threads)
-        lists = self._lists
-        return _core.ivf_search_row(
-            lists.rows, query, k, self._centroids, self._centroid_sq_norms, lists.offsets,
-            NATIVE_STORAGE[self._dtype], lists.ids, lists.sq_norms, NATIVE_METRIC[self._metric],
-            nprobe, self._code_min, self._code_scale, lists.exact, rescore,
-            ONE_ROW_SQ_NORM_LIMIT, n_threads)
+        return self._storage.search_row(self._snapshot, self._coarse, query, k, nprobe, rescore,
+                                        n_threads)
 
     # ---- persistence ----------------------------------------------------
 
@@ -343,76 +348,58 @@ class IVFIndex:
         with self._lock:
             lists = self._lists
             arrays = {"offsets": lists.offsets, "rows": lists.rows, "ids": lists.ids}
-            if self._centroids is not None:
-                arrays["centroids"] = self._centroids
-            optional = {"sq_norms": lists.sq_norms, "exact": lists.exact,
-                        "code_min": self._code_min, "code_scale": self._code_scale,
-                        "codebooks": None if self._pq4_books is None else
-                        self._pq4_books.reshape(-1, self._pq4_books.shape[2])}
+            optional = {"centroids": None if self._coarse is None else self._coarse.centroids,
+                        "sq_norms": lists.sq_norms, "exact": lists.exact}
             arrays.update({name: a for name, a in optional.items() if a is not None})
+            arrays.update(self._storage.trained_arrays())
             params = {"dim": self._dim, "nlist": self._nlist, "metric": self._metric,
-                      "dtype": self._dtype, "init": self._init, "max_iter": self._max_iter,
-                      "seed": self._seed, "next_id": self._next_id, "training": self._training}
-            if self._m is not None:
-                params["m"] = self._m
+                      "dtype": self._dtype, **self._storage.file_params(), "init": self._init,
+                      "max_iter": self._max_iter, "seed": self._seed, "next_id": self._next_id,
+                      "training": self._training}
             write_index(path, _FILE_KIND, params, arrays)
 
     @classmethod
     def load(cls, path, mmap: bool = False) -> IVFIndex:
         """Reads an index written by save(); damaged, foreign or crafted files raise
         IndexFileError naming the field that is wrong. mmap=True maps the arrays
-        read-only from the file (for sq8 and pq4, the exact rows used by the
+        read-only from the file (for sq8, pq4 and rabitq, the exact rows used by the
         re-scoring stay on disk until read); a later add or remove copies them."""
         params, arrays = read_index(path, _FILE_KIND, mmap=mmap)
         f = FileFields(path, params, arrays)
-        stored = params.get("dtype")
-        subclass = cls._subclass_of_dtype.get(stored) if isinstance(stored, str) else None
-        if subclass is not None:
-            return subclass.from_file(f)
         dim = f.int_param("dim", 1, MAX_DIM)
         nlist = f.int_param("nlist", 1, MAX_NLIST)
         metric = f.choice_param("metric", METRICS)
         dtype = params.get("dtype")
-        dtype = _FILE_DTYPE_RENAMES.get(dtype, dtype) if isinstance(dtype, str) else dtype
-        if not isinstance(dtype, str) or dtype not in DTYPES:
+        dtype = FILE_DTYPE_RENAMES.get(dtype, dtype) if isinstance(dtype, str) else dtype
+        if not isinstance(dtype, str) or dtype not in STORAGES:
             f.fail("params.dtype", f"{params.get('dtype')!r} is not one of {', '.join(map(repr, DTYPES))}")
-        m = f.int_param("m", 1, _pq4_codes.MAX_M) if dtype == "pq4" else None
-        if m is not None and dim % m:
-            f.fail("params.m", f"{m} does not divide dim={dim}")
-        index = cls(dim, nlist, metric, dtype, m=m, init=f.choice_param("init", INITS),
+        options = STORAGES[dtype].options_from_file(f, dim)
+        index = cls(dim, nlist, metric, dtype, init=f.choice_param("init", INITS),
                     max_iter=f.int_param("max_iter", 1, MAX_ITER),
-                    seed=f.int_param("seed", 0, MAX_SEED))
+                    seed=f.int_param("seed", 0, MAX_SEED), **options)
         index._restore(f)
         index._training = checked_training(f)
         return index
 
     def _restore(self, f: FileFields) -> None:
         """Checks the arrays of a file against the parameters and takes them."""
-        dim, nlist = self._dim, self._nlist
+        storage = self._storage
         ids, offsets = self._checked_layout(f)
         n = len(ids)
-        if self._dtype == "pq4":
-            rows = _pq4_codes.checked_codes(f, n, self._m, "rows")
-        else:
-            rows = f.array("rows", self._lists.rows.dtype, (n, dim))
+        rows = storage.checked_rows(f, n)
         sorted_ids = f.sorted_ids("ids", ids)
         self._next_id = f.next_id(ids)
-        exact = f.array("exact", np.float32, (n, dim)) if self._dtype in ("sq8", "pq4") else None
+        exact = f.array("exact", np.float32, (n, self._dim)) if storage.KEEPS_EXACT else None
         if "centroids" in f.arrays:
-            centroids = f.array("centroids", np.float32, (nlist, dim))
+            centroids = f.array("centroids", np.float32, (self._nlist, self._dim))
             f.bounded_rows("centroids", centroids)
-            self._set_centroids(centroids)
-            if self._dtype == "sq8":
-                self._code_min, self._code_scale = _checked_codes(f, dim)
-            if self._dtype == "pq4":
-                self._pq4_books = _pq4_codes.checked_codebooks(f, dim, self._m)
-                self._pq4_by_dim = _pq4_codes.by_dimension(self._pq4_books)
+            self._set_trained(centroids, storage.trained_from_file(f))
         elif n:
             f.fail("centroids", "missing, but the index holds vectors")
         if exact is not None:
             values_sq = f.bounded_rows("exact", exact)
         else:
-            values_sq = f.bounded_rows("rows", rows, lambda r: to_float32(r, self._dtype))
+            values_sq = f.bounded_rows("rows", rows, storage.decoded)
         sq_norms = self._checked_sq_norms(f, "exact" if exact is not None else "rows", values_sq)
         self._set_lists(Lists(offsets, rows, ids, sorted_ids, sq_norms, exact))
 
@@ -435,22 +422,6 @@ class IVFIndex:
             return None
         f.matching_norms("sq_norms", f.array("sq_norms", np.float32, (n,)), values_sq)
         return values_sq
-
-
-def _checked_codes(f: FileFields, dim: int):
-    """sq8 code_min and code_scale: finite, scale > 0, and every decodable row
-    (min + scale * code, code <= 255) of norm <= MAX_NORM."""
-    code_min = f.array("code_min", np.float32, (dim,))
-    code_scale = f.array("code_scale", np.float32, (dim,))
-    f.finite("code_min", code_min)
-    f.finite("code_scale", code_scale)
-    if (code_scale <= 0).any():
-        f.fail("code_scale", "every scale must be > 0")
-    top = code_min.astype(np.float64) + LEVELS * code_scale.astype(np.float64)
-    widest = np.maximum(np.abs(code_min.astype(np.float64)), np.abs(top))
-    if float(np.sqrt(np.sum(widest ** 2))) > MAX_NORM or not np.isfinite(top).all():
-        f.fail("code_min, code_scale", f"decoded rows could exceed norm {MAX_NORM:g}")
-    return code_min, code_scale
 
 
 def checked_training(f: FileFields) -> dict:

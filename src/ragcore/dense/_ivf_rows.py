@@ -1,0 +1,89 @@
+"""The IVF storages that the native ivf_search scans: float32, float16 and bfloat16 rows
+(scored as stored) and sq8 codes (re-scored with the exact float32 rows)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from .._util.arrays import ONE_ROW_SQ_NORM_LIMIT, plain_row_args
+from .._util.file_checks import FileFields
+from ._ivf_storage_base import DEFAULT_RESCORE, Coarse, Found, IvfStorage, Snapshot
+from ._sq8 import checked_ranges, encode_sq8, train_sq8
+from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, to_float32, to_storage
+
+
+class FloatStorage(IvfStorage):
+    """Rows in the dtype: "float32", "float16" or "bfloat16", scored as FlatIndex scores them."""
+
+    def empty_rows(self) -> np.ndarray:
+        return np.empty((0, self.dim), dtype=NUMPY_DTYPE[self.dtype])
+
+    def encode(self, x: np.ndarray, labels: np.ndarray, n_threads: int = 0) -> np.ndarray:
+        return to_storage(x, self.dtype, "vectors")
+
+    def decoded(self, rows: np.ndarray) -> np.ndarray:
+        return to_float32(rows, self.dtype)
+
+    def scanned_bytes(self) -> int:
+        return self.dim * np.dtype(NUMPY_DTYPE[self.dtype]).itemsize
+
+    def search(self, snapshot: Snapshot, coarse: Coarse, q, k, nprobe, rescore, mask, by_row,
+               n_threads) -> Found:
+        lists = snapshot.lists
+        code_min, code_scale = self._code_ranges()
+        scores, ids, stages = _core.ivf_search(
+            lists.rows, q, k, centroids=coarse.centroids, centroid_sq_norms=coarse.sq_norms,
+            list_offsets=lists.offsets, storage=NATIVE_STORAGE[self.dtype], ids=lists.ids,
+            sq_norms=lists.sq_norms, metric=coarse.metric, nprobe=nprobe, code_min=code_min,
+            code_scale=code_scale, exact_rows=lists.exact, rescore=rescore, allow=mask,
+            allow_by_row=by_row, n_threads=n_threads)
+        return Found(scores, ids, stages, {})
+
+    def search_row(self, snapshot: Snapshot, coarse: Coarse, query, k, nprobe, rescore,
+                   n_threads) -> Found | None:
+        rescore = DEFAULT_RESCORE if rescore is None else rescore
+        if not plain_row_args(n_threads, rescore):
+            return None
+        lists = snapshot.lists
+        code_min, code_scale = self._code_ranges()
+        found = _core.ivf_search_row(
+            lists.rows, query, k, coarse.centroids, coarse.sq_norms, lists.offsets,
+            NATIVE_STORAGE[self.dtype], lists.ids, lists.sq_norms, coarse.metric, nprobe,
+            code_min, code_scale, lists.exact, rescore, ONE_ROW_SQ_NORM_LIMIT, n_threads)
+        return None if found is None else Found(*found, {}, {})
+
+    def _code_ranges(self) -> tuple:
+        """(code_min, code_scale) of the 8-bit codes; None, None for float rows."""
+        return None, None
+
+
+class Sq8Storage(FloatStorage):
+    """"sq8": per-dimension 8-bit codes (see _sq8.py) scanned first, the best
+    rescore * k candidates re-scored with the exact float32 rows."""
+
+    KEEPS_EXACT = True
+
+    def __init__(self, dtype: str, dim: int, metric: str, seed: int):
+        super().__init__(dtype, dim, metric, seed)
+        self.code_min = self.code_scale = None
+
+    def fit(self, x: np.ndarray, n_threads: int):
+        return train_sq8(x)
+
+    def set_trained(self, fitted, centroids: np.ndarray) -> None:
+        self.code_min, self.code_scale = fitted
+
+    def encode(self, x: np.ndarray, labels: np.ndarray, n_threads: int = 0) -> np.ndarray:
+        return encode_sq8(x, self.code_min, self.code_scale)
+
+    def _code_ranges(self) -> tuple:
+        return self.code_min, self.code_scale
+
+    def trained_arrays(self) -> dict:
+        if self.code_min is None:
+            return {}
+        return {"code_min": self.code_min, "code_scale": self.code_scale}
+
+    def trained_from_file(self, f: FileFields):
+        return checked_ranges(f, self.dim)

@@ -168,11 +168,13 @@ class IVFIndex:
 
     # ---- the features of one storage (rabitq) ---------------------------
 
-    def _feature(self, name: str):
-        """The storage, if it has this feature; else an AttributeError naming the dtypes."""
-        if not hasattr(self._storage, name):
+    def _feature(self, name: str, attribute: str | None = None):
+        """The storage, if it has the attribute behind IVFIndex.<name> (by default the same
+        name); else an AttributeError naming the dtypes whose storage has it."""
+        attribute = attribute or name
+        if not hasattr(self._storage, attribute):
             raise AttributeError(f"IVFIndex.{name} applies to dtype="
-                                 f"{' or '.join(map(repr, dtypes_with(name)))} only, "
+                                 f"{' or '.join(map(repr, dtypes_with(attribute)))} only, "
                                  f"not dtype={self._dtype!r}")
         return self._storage
 
@@ -193,7 +195,7 @@ class IVFIndex:
     def rotation(self) -> np.ndarray:
         """dtype="rabitq": float32 [padded dim, dim], the matrix of the random orthogonal
         rotation (built on request: the index keeps only its sign bits)."""
-        storage = self._feature("rotation_matrix")
+        storage = self._feature("rotation", "rotation_matrix")
         self._require_trained("rotation")
         return storage.rotation_matrix()
 

@@ -177,7 +177,7 @@ py::tuple search_py(const py::array& rows, const py::array& queries, size_t k,
   return run_search(a, k, nprobe, rescore, rescore_count, epsilon, n_threads);
 }
 
-// RabitqIVFIndex.search's one-query path: positional arguments and the query checked
+// IVFIndex(dtype="rabitq").search's one-query path: positional arguments and the query checked
 // here in nanoseconds (one_clean_row); None when it is not one clean float32 row of d
 // values: the Python checks then say what is wrong.
 py::object search_row_py(const py::array& rows, const py::handle& query, size_t k,

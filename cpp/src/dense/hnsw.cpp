@@ -863,7 +863,8 @@ void HnswIndex::restore(const HnswArrays& a, bool borrow_vectors) {
   for (size_t s = 0; s < n; ++s) {
     const int64_t lo = a.upper_offsets[s], hi = a.upper_offsets[s + 1];
     const int64_t want = static_cast<int64_t>(std::max(a.levels[s], 0)) * static_cast<int64_t>(wu);
-    if (lo < 0 || hi - lo != want || static_cast<uint64_t>(hi) > a.upper_len)
+    // hi < lo first: a crafted hi near INT64_MIN would overflow hi - lo.
+    if (lo < 0 || hi < lo || hi - lo != want || static_cast<uint64_t>(hi) > a.upper_len)
       fail("upper offsets of slot " + std::to_string(s) + " do not match its level");
     if (a.levels[s] < 0) {
       if (a.links0[s * w0] != 0) fail("free slot " + std::to_string(s) + " has neighbours");

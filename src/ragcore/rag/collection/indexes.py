@@ -20,6 +20,7 @@ them pile up to be worth one removal pass.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -190,7 +191,9 @@ class Indexes:
             self.drop_tombstones()
             self.dense.save(os.path.join(directory, dense_name))
             manifest["dense"] = dense_name
+            manifest["dense_ids"] = _ids_digest(self.dense.ids)
         self.bm25.save(os.path.join(directory, bm25_name))
+        manifest["bm25_ids"] = _ids_digest(self.bm25.ids)
         _write_atomic(os.path.join(directory, MANIFEST), json.dumps(manifest).encode())
         keep = {MANIFEST, dense_name, bm25_name}
         for name in os.listdir(directory):
@@ -220,6 +223,7 @@ class Indexes:
         if manifest is not None:
             try:
                 idx.bm25 = BM25Index.load(os.path.join(directory, manifest["bm25"]))
+                _check_ids(idx.bm25.ids, manifest.get("bm25_ids"))
             except (OSError, IndexFileError, KeyError, TypeError):
                 idx.bm25, repaired = BM25Index(**settings["bm25"]), True
             # A manifest without the key predates re-embedding: its vectors are the first.
@@ -234,6 +238,7 @@ class Indexes:
                     if file_kind not in _FILE_KINDS[kind]:
                         raise IndexFileError(f"a {file_kind} file for a {kind} collection")
                     idx.dense = _LOADERS[file_kind](path)
+                    _check_ids(idx.dense.ids, manifest.get("dense_ids"))
                 except (OSError, IndexFileError, ValueError):
                     idx.dense, repaired = None, True
         change = store.change_number(conn)
@@ -299,6 +304,21 @@ class Indexes:
                 self._maybe_train_ivf()
             changed = True
         return changed
+
+
+def _ids_digest(ids) -> str:
+    """A digest of an index's ids (sorted), recorded in the manifest: an index file another
+    flush wrote (copied over this one, or left by a crash) holds other ids, and is rebuilt
+    from the database instead of answering for it."""
+    ordered = np.sort(np.asarray(ids, dtype=np.int64))
+    return hashlib.blake2b(ordered.tobytes(), digest_size=16).hexdigest()
+
+
+def _check_ids(ids, recorded) -> None:
+    """Raises IndexFileError when the loaded index's ids are not those the manifest recorded
+    (manifests written before the digest existed record none: nothing to compare)."""
+    if recorded is not None and _ids_digest(ids) != recorded:
+        raise IndexFileError("the index file holds other chunks than the manifest recorded")
 
 
 def _peek_kind(path: str) -> str:

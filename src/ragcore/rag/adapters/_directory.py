@@ -12,6 +12,23 @@ from ..collection import Collection
 from ..collection.store import DB_NAME
 
 
+class ClosesCollection:
+    """close() and the with-statement of an adapter's store, which sets _discard (the
+    Collection's close, or the temporary collection's removal)."""
+
+    def close(self) -> None:
+        """Closes the Collection (writes its index files, releases its writer lock); a
+        temporary collection's directory is removed. Closing again does nothing."""
+        self._discard()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+
 def open_or_create(path, encoder, options: dict) -> Collection:
     """The collection at path: opened if the directory holds one, else created with options."""
     if os.path.isfile(os.path.join(os.fspath(path), DB_NAME)):

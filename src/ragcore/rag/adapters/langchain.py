@@ -32,7 +32,7 @@ from ..._util.arrays import check_positive_int
 from ..collection import Collection
 from ..collection.fingerprint import of as fingerprint_of
 from ..mmr import mmr
-from ._directory import open_or_create, temporary
+from ._directory import ClosesCollection, open_or_create, temporary
 
 _SEARCH_OPTIONS = ("fusion", "rerank", "k0", "by")  # Collection.search's other options
 
@@ -125,7 +125,7 @@ class LangChainEncoder:
         return f"LangChainEncoder({type(self.embedding).__name__})"
 
 
-class RagcoreVectorStore(VectorStore):
+class RagcoreVectorStore(ClosesCollection, VectorStore):
     """A LangChain VectorStore kept in a ragcore Collection.
 
     Close it (``close()``, or ``with RagcoreVectorStore(...) as store:``) to write the index
@@ -163,18 +163,6 @@ class RagcoreVectorStore(VectorStore):
         else:
             collection, self._discard = temporary(self, encoder, options, "ragcore-langchain-")
         self.collection = collection
-
-    def close(self) -> None:
-        """Closes the Collection (writes its index files, releases its writer lock); a
-        temporary collection's directory is removed. Closing again does nothing."""
-        self._discard()
-
-    def __enter__(self) -> RagcoreVectorStore:
-        return self
-
-    def __exit__(self, *exc) -> bool:
-        self.close()
-        return False
 
     @property
     def embeddings(self) -> Embeddings:

@@ -37,7 +37,7 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_
 
 from ..._util.arrays import check_choice, check_positive_int
 from ..collection import Collection, FilterError
-from ._directory import open_or_create, temporary
+from ._directory import ClosesCollection, open_or_create, temporary
 
 _RANGE = {FilterOperator.GT: "$gt", FilterOperator.GTE: "$gte", FilterOperator.LT: "$lt",
           FilterOperator.LTE: "$lte", FilterOperator.NE: "$ne", FilterOperator.IN: "$in",
@@ -73,7 +73,7 @@ def to_ragcore_filter(filters: Optional[MetadataFilters]):
     return {"$not": joined} if condition == FilterCondition.NOT else joined
 
 
-class RagcoreVectorStore(BasePydanticVectorStore):
+class RagcoreVectorStore(ClosesCollection, BasePydanticVectorStore):
     """LlamaIndex vector store kept in a ragcore Collection (one chunk per node).
 
     Close it (``close()``, or ``with RagcoreVectorStore(...) as store:``) to write the index
@@ -111,18 +111,6 @@ class RagcoreVectorStore(BasePydanticVectorStore):
             collection, self._discard = temporary(self, _NoEncoder(), options,
                                                   "ragcore-llamaindex-")
         self._collection = collection
-
-    def close(self) -> None:
-        """Closes the Collection (writes its index files, releases its writer lock); a
-        temporary collection's directory is removed. Closing again does nothing."""
-        self._discard()
-
-    def __enter__(self) -> RagcoreVectorStore:
-        return self
-
-    def __exit__(self, *exc) -> bool:
-        self.close()
-        return False
 
     @property
     def client(self) -> Collection:

@@ -161,17 +161,8 @@ def debian_packages(max_docs: int | None = None, seed: int = 0, status=None, lis
 
     status = str(source.STATUS if status is None else status) if status is not False else None
     lists = str(source.LISTS if lists is None else lists) if lists is not False else None
-    entries = _sample(list(source.packages(status, lists)), max_docs, seed)
-    synopses = Counter(synopsis for _, synopsis, _ in entries)
-    documents, questions, qids, qrels = [], [], [], {}
-    for name, synopsis, body in entries:
-        documents.append(Document(name, f"{name}\n\n{body}", {"source": name, "section": name}))
-        if len(synopsis.split()) >= 4 and synopses[synopsis] == 1:
-            qid = f"q{len(questions)}"
-            questions.append(synopsis)
-            qids.append(qid)
-            qrels[qid] = {name: 1}
-    return Dataset("debian_packages", documents, questions, qids, None, qrels)
+    return _one_line_questions("debian_packages",
+                               _sample(list(source.packages(status, lists)), max_docs, seed))
 
 
 def man_pages(max_docs: int | None = None, seed: int = 0, root=None, exclude=()) -> Dataset:
@@ -183,17 +174,24 @@ def man_pages(max_docs: int | None = None, seed: int = 0, root=None, exclude=())
     """
     from . import man_pages as source
 
-    entries = _sample(list(source.pages(str(root or source.ROOT), tuple(exclude))), max_docs, seed)
-    descriptions = Counter(description for _, description, _ in entries)
+    pages = source.pages(str(root or source.ROOT), tuple(exclude))
+    return _one_line_questions("man_pages", _sample(list(pages), max_docs, seed))
+
+
+def _one_line_questions(name: str, entries) -> Dataset:
+    """A Dataset of (title, one-line description, body) entries: each title and body a
+    document, each description of four words or more that no other entry shares its
+    question, with the entry its one relevant document."""
+    counts = Counter(description for _, description, _ in entries)
     documents, questions, qids, qrels = [], [], [], {}
-    for name, description, body in entries:
-        documents.append(Document(name, f"{name}\n\n{body}", {"source": name, "section": name}))
-        if len(description.split()) >= 4 and descriptions[description] == 1:
+    for title, description, body in entries:
+        documents.append(Document(title, f"{title}\n\n{body}", {"source": title, "section": title}))
+        if len(description.split()) >= 4 and counts[description] == 1:
             qid = f"q{len(questions)}"
             questions.append(description)
             qids.append(qid)
-            qrels[qid] = {name: 1}
-    return Dataset("man_pages", documents, questions, qids, None, qrels)
+            qrels[qid] = {title: 1}
+    return Dataset(name, documents, questions, qids, None, qrels)
 
 
 BUILTIN = {"stdlib_docs": stdlib_docs, "debian_packages": debian_packages, "man_pages": man_pages}

@@ -2,7 +2,7 @@
 or runs code when the module is loaded.
 
 Why: the files compiled with -mavx2 / -mavx512* (cpp/src/**/*_avx2.cpp, *_avx512.cpp,
-*_vnni.cpp) may emit their own copy of any inline function they use (std::vector's growth,
+*_vnni.cpp, *_amx.cpp) may emit their own copy of any inline function they use (std::vector's growth,
 std::sort, a helper defined in a header) as a weak symbol. The linker keeps one copy of each
 weak symbol for the whole module, and may keep the SIMD file's: scalar code then runs AVX-512
 instructions and dies with SIGILL on a CPU without them, on a path the run-time dispatch was
@@ -31,7 +31,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-SIMD_OBJECT = re.compile(r"_(avx2|avx512|vnni)[^/]*\.o$")
+SIMD_OBJECT = re.compile(r"_(avx2|avx512|vnni|amx)[^/]*\.o$")
 WEAK_TYPES = {"W", "V", "u"}  # weak function / weak object / GNU unique (inline statics)
 
 

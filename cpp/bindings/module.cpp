@@ -26,6 +26,7 @@ void register_hnsw(py::module_& m);  // hnsw_bindings.cpp
 void register_codes(py::module_& m);  // codes_bindings.cpp
 void register_rabitq(py::module_& m);  // rabitq_bindings.cpp
 void register_fp_state(py::module_& m);  // fp_state_bindings.cpp
+void register_bf16(py::module_& m);  // bf16_bindings.cpp
 
 namespace {
 
@@ -60,7 +61,8 @@ py::tuple flat_search_py(const py::array& corpus, const py::array& queries, size
                          const std::optional<py::array>& sq_norms, int n_threads, DensePath path,
                          const std::optional<SimdLevel>& simd_level, size_t tile_rows,
                          size_t tile_depth, const std::optional<py::array>& allow,
-                         bool allow_by_row) {
+                         bool allow_by_row, bool bf16_compute,
+                         const std::optional<Bf16Level>& bf16_level) {
   const Storage st = float_storage(storage);
   // fp16 / bf16 rows travel as 2-byte elements (numpy float16 or uint16 bits).
   const bool corpus_ok = st == Storage::F32 ? py::isinstance<py::array_t<float>>(corpus)
@@ -92,6 +94,9 @@ py::tuple flat_search_py(const py::array& corpus, const py::array& queries, size
   a.tile_rows = tile_rows;
   a.tile_depth = tile_depth;
   a.allow = allow_filter(allow, allow_by_row);
+  a.bf16_compute = bf16_compute;
+  a.bf16_level = bf16_level ? static_cast<int>(*bf16_level) : -1;
+  if (bf16_compute && st != Storage::BF16) fail("bf16_compute", "needs BF16 storage");
   return run_search(a, a.k, flat_search);
 }
 
@@ -139,6 +144,7 @@ py::object flat_search_row(const py::array& corpus, size_t n, const py::handle& 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ragcore native kernels (private; use the ragcore package)";
   register_enums(m);  // first: the functions below take them as arguments and defaults
+  register_bf16(m);
   register_bm25(m);
   register_query_encoder(m);
 
@@ -147,7 +153,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("sq_norms") = py::none(), py::arg("n_threads") = 0,
         py::arg("path") = DensePath::Auto, py::arg("simd_level") = py::none(),
         py::arg("tile_rows") = 0, py::arg("tile_depth") = 0, py::arg("allow") = py::none(),
-        py::arg("allow_by_row") = false,
+        py::arg("allow_by_row") = false, py::arg("bf16_compute") = false,
+        py::arg("bf16_level") = py::none(),
         "Exact top-k of queries against a flat corpus; returns (scores, ids).");
   m.def("flat_search_row", &flat_search_row,
         "flat_search of one query row over corpus[:n] (positional: the one-query path); "

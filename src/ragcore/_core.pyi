@@ -43,6 +43,11 @@ class SimdLevel(_NativeEnum):
     Avx2: ClassVar[SimdLevel]  # 1
     Avx512: ClassVar[SimdLevel]  # 2
 
+class Bf16Level(_NativeEnum):
+    Scalar: ClassVar[Bf16Level]  # 0
+    Avx512Bf16: ClassVar[Bf16Level]  # 1
+    Amx: ClassVar[Bf16Level]  # 2
+
 class KMeansInit(_NativeEnum):
     KMeansPlusPlus: ClassVar[KMeansInit]  # 0
     Random: ClassVar[KMeansInit]  # 1
@@ -84,6 +89,8 @@ def flat_search(
     tile_depth: int = 0,
     allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
     allow_by_row: bool = False,
+    bf16_compute: bool = False,
+    bf16_level: Bf16Level | None = None,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     """Exact top-k of queries against a flat corpus; returns (scores, ids).
 
@@ -101,6 +108,11 @@ def flat_search_row(
     float32 row of d finite values with squared norm <= max_sq_norm."""
 
 def simd_level_available(level: SimdLevel) -> bool: ...
+def bf16_level_available(level: Bf16Level) -> bool: ...
+def best_bf16_level() -> Bf16Level: ...
+def bf16_dot(
+    queries: npt.NDArray[np.float32], rows: npt.NDArray[np.uint16], level: Bf16Level
+) -> npt.NDArray[np.float32]: ...
 def best_simd_level() -> SimdLevel: ...
 def simd_level_name(level: SimdLevel) -> str: ...
 def blocked_path_min_batch(level: SimdLevel, storage: Storage = Storage.F32) -> int: ...

@@ -17,6 +17,9 @@ namespace {
 constexpr size_t kBlockedFromBatchAvx512[kNumStorage] = {8, 16, 16};
 constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};
 constexpr size_t kBlockedFromBatchScalar = 4;
+// bf16 compute: the tile unit works on 16 queries at once, so one pass over the rows
+// for the whole batch wins from two queries on.
+constexpr size_t kBf16BlockedFromBatch[3] = {4, 8, 2};
 // Scan path: corpus rows per block, sized so a block stays in L1 across queries.
 constexpr size_t kScanBlockBytes = 32 * 1024;
 // One query reuses no row: a block only bounds the score buffer; its quarters are the
@@ -39,7 +42,11 @@ class FlatSearch {
       : a_(a),
         kern_(dense_kernels(a.simd_level < 0 ? best_simd_level()
                                              : static_cast<SimdLevel>(a.simd_level))),
-        kk_(std::min(a.k, a.n)) {}
+        kk_(std::min(a.k, a.n)),
+        bf16_(a.bf16_compute ? &bf16_kernels(a.bf16_level < 0
+                                                  ? best_bf16_level()
+                                                  : static_cast<Bf16Level>(a.bf16_level))
+                             : nullptr) {}
 
   void run() {
     if (kk_ == 0 || a_.nq == 0) {  // empty corpus: all padding
@@ -47,9 +54,11 @@ class FlatSearch {
       for (size_t i = 0; i < a_.nq; ++i) none.finish(i, out_scores(i), out_ids(i), a_.k);
       return;
     }
-    blocked_ = a_.path == DensePath::Blocked ||
-               (a_.path == DensePath::Auto && a_.nq >= blocked_path_min_batch(kern_.level, a_.storage));
+    const size_t min_batch = bf16_ ? bf16_blocked_path_min_batch(bf16_->level)
+                                   : blocked_path_min_batch(kern_.level, a_.storage);
+    blocked_ = a_.path == DensePath::Blocked || (a_.path == DensePath::Auto && a_.nq >= min_batch);
     if (a_.metric == Metric::L2) compute_query_norms();
+    if (bf16_) bf16_queries_ = prepare_bf16_queries(bf16_->level, a_.queries, a_.query_stride, a_.nq, a_.d);
 
     double work = static_cast<double>(a_.n) * a_.nq * a_.d;
     // Work for one thread skips hardware_concurrency (microseconds: the one-query path).
@@ -126,6 +135,7 @@ class FlatSearch {
   void search_split_queries(int threads) {
     size_t per_task = ceil_div(a_.nq, static_cast<size_t>(threads));
     if (blocked_) per_task = std::min(per_task, kTileQueries);
+    if (bf16_) per_task = ceil_div(per_task, kBf16TileQueries) * kBf16TileQueries;  // whole tiles
     const size_t n_tasks = ceil_div(a_.nq, per_task);
     parallel_for(n_tasks, threads, [&](size_t task, int) {
       size_t q0 = task * per_task, q1 = std::min(a_.nq, q0 + per_task);
@@ -166,8 +176,13 @@ class FlatSearch {
     for (size_t jb = j0; jb < j1; jb += block) {
       const size_t rows = std::min(block, j1 - jb);
       for (size_t i = q0; i < q1; ++i) {
-        dot_rows(a_.queries + i * a_.query_stride, corpus_row(jb), a_.corpus_stride, rows, a_.d,
-                 scores.data());
+        if (bf16_) {
+          bf16_->dot_rows_batch(bf16_queries_, i, 1, static_cast<const uint16_t*>(corpus_row(jb)),
+                                a_.corpus_stride, rows, a_.d, scores.data(), 1);
+        } else {
+          dot_rows(a_.queries + i * a_.query_stride, corpus_row(jb), a_.corpus_stride, rows,
+                   a_.d, scores.data());
+        }
         const size_t slot = i - q0;
         float threshold = top.threshold(slot);
         for (size_t r = 0; r < rows; ++r) {
@@ -191,13 +206,22 @@ class FlatSearch {
     std::vector<float> tile(tile_rows * ld_tile);
     // fp16/bf16 tiles are converted once, then reused by every query of the batch
     // (conversion is exact: the scores are those of the scan path).
-    const bool convert_tiles = a_.storage != Storage::F32;
+    const bool convert_tiles = a_.storage != Storage::F32 && !bf16_;
     std::vector<float> converted(convert_tiles ? tile_rows * d : 0);
     std::vector<uint32_t> hits(kTileQueries);
     const size_t l1_rows = std::max<size_t>(4, kScanBlockBytes / (d * sizeof(float)) / 4 * 4);
 
     for (size_t jc = j0; jc < j1; jc += tile_rows) {
       const size_t nc = std::min(tile_rows, j1 - jc);
+      if (bf16_) {  // bf16 rows are multiplied as stored
+        for (size_t qb = q0; qb < q1; qb += kTileQueries) {
+          const size_t nqb = std::min(kTileQueries, q1 - qb);
+          bf16_->dot_rows_batch(bf16_queries_, qb, nqb, static_cast<const uint16_t*>(corpus_row(jc)),
+                                a_.corpus_stride, nc, d, tile.data(), ld_tile);
+          select_from_tile(tile.data(), ld_tile, nc, jc, qb, nqb, qb - q0, hits.data(), top);
+        }
+        continue;
+      }
       const float* x;
       size_t ldx;
       if (!convert_tiles) {
@@ -239,8 +263,10 @@ class FlatSearch {
   const FlatSearchArgs& a_;
   const DenseKernels& kern_;
   const size_t kk_;  // slots filled by real rows: min(k, n)
+  const Bf16Kernels* bf16_;  // null: float32 compute
   bool blocked_ = false;
   std::vector<float> qnorms_;
+  Bf16Queries bf16_queries_;
 };
 
 void check_args(const FlatSearchArgs& a) {
@@ -253,6 +279,7 @@ void check_args(const FlatSearchArgs& a) {
   if (a.query_stride < a.d) fail("query_stride must be >= d");
   if (a.metric == Metric::L2 && a.n > 0 && !a.sq_norms) fail("L2 needs sq_norms");
   if (a.nq > 0 && (!a.out_scores || !a.out_ids)) fail("outputs are null");
+  if (a.bf16_compute && a.storage != Storage::BF16) fail("bf16 compute needs BF16 storage");
 }
 
 }  // namespace
@@ -266,6 +293,10 @@ size_t blocked_path_min_batch(SimdLevel level, Storage storage) {
     default:
       return kBlockedFromBatchScalar;
   }
+}
+
+size_t bf16_blocked_path_min_batch(Bf16Level level) {
+  return kBf16BlockedFromBatch[static_cast<int>(level)];
 }
 
 void flat_search(const FlatSearchArgs& args) {

@@ -21,6 +21,9 @@ from ..hits import Hits
 from ._metric import METRICS, NATIVE_METRIC, normalized
 
 _FILE_KIND = "FlatIndex"
+COMPUTES = ("float32", "bfloat16")
+_BF16_LEVEL_NAMES = {_core.Bf16Level.Scalar: "scalar", _core.Bf16Level.Avx512Bf16: "avx512_bf16",
+                     _core.Bf16Level.Amx: "amx"}
 
 
 class FlatIndex:
@@ -34,6 +37,15 @@ class FlatIndex:
         dtype: storage of the vectors: "float32", "float16" or "bfloat16".
             Narrower storage halves the memory read per query; scores are
             computed in float32 from the stored (rounded) values.
+        compute: "float32" (default): exact float32 products of the query and the
+            stored values. "bfloat16" (bfloat16 storage only): the query is rounded to
+            bfloat16 too and the products run on the CPU's bfloat16 instructions, AMX
+            tiles where the CPU and kernel allow them, else AVX512_BF16 (``compute_level``
+            says which). Faster at large batches; scores differ from float32 compute by
+            the query's rounding (relative 2**-9 per element), so near-ties may rank
+            differently. A query's results still do not depend on its batch. On CPUs
+            without these instructions the same arithmetic runs in scalar code: correct,
+            and much slower than float32 compute.
 
     Input arrays may be numpy arrays, torch CPU tensors or any DLPack object;
     contiguous float32 is used without a copy. float64 and float16 input is
@@ -44,10 +56,14 @@ class FlatIndex:
     ``add``/``remove``: each search sees the index as it was when it started.
     """
 
-    def __init__(self, dim: int, metric: str = "ip", dtype: str = "float32"):
+    def __init__(self, dim: int, metric: str = "ip", dtype: str = "float32",
+                 compute: str = "float32"):
         self._dim = check_limit(dim, "dim", MAX_DIM)
         self._metric = check_choice(metric, "metric", METRICS)
         self._dtype = check_choice(dtype, "dtype", STORAGE_DTYPES)
+        self._compute = check_choice(compute, "compute", COMPUTES)
+        if compute == "bfloat16" and dtype != "bfloat16":
+            raise ValueError(f"compute='bfloat16' needs dtype='bfloat16', got dtype={dtype!r}")
         self._lock = threading.Lock()
         self._n = 0
         self._vectors = np.empty((0, self._dim), dtype=NUMPY_DTYPE[dtype])
@@ -73,12 +89,25 @@ class FlatIndex:
     def dtype(self) -> str:
         return self._dtype
 
+    @property
+    def compute(self) -> str:
+        return self._compute
+
+    @property
+    def compute_level(self) -> str:
+        """The kernels that search with: "float32", or for bfloat16 compute "amx",
+        "avx512_bf16" or "scalar" (this CPU has no bfloat16 instructions)."""
+        if self._compute == "float32":
+            return "float32"
+        return _BF16_LEVEL_NAMES[_core.best_bf16_level()]
+
     def __len__(self) -> int:
         return self._n
 
     def __repr__(self) -> str:
+        compute = "" if self._compute == "float32" else f", compute={self._compute!r}"
         return (f"FlatIndex(dim={self._dim}, metric={self._metric!r}, "
-                f"dtype={self._dtype!r}, n={self._n})")
+                f"dtype={self._dtype!r}{compute}, n={self._n})")
 
     @property
     def ids(self) -> np.ndarray:
@@ -158,7 +187,8 @@ class FlatIndex:
         scan, so a row is padded only when fewer than k allowed vectors exist.
         """
         if (allow is None and type(k) is int and k > 0 and type(n_threads) is int
-                and n_threads >= 0 and self._metric != "cosine" and not self._search_options):
+                and n_threads >= 0 and self._metric != "cosine" and not self._search_options
+                and self._compute == "float32"):
             found = self._search_row(queries, k, n_threads)  # one clean row: checked natively
             if found is not None:
                 return Hits.of_native(*found)
@@ -175,6 +205,8 @@ class FlatIndex:
         if allow is not None:
             mask, by_row = allow_mask(allow, ids)
             filtered = {"allow": mask, "allow_by_row": by_row}
+        if self._compute == "bfloat16":
+            filtered["bf16_compute"] = True
         scores, out_ids = _core.flat_search(
             vectors, q, k, storage=NATIVE_STORAGE[self._dtype], metric=NATIVE_METRIC[self._metric],
             ids=ids, sq_norms=sq_norms, n_threads=n_threads, **filtered, **self._search_options,
@@ -195,7 +227,7 @@ class FlatIndex:
     def copy(self) -> FlatIndex:
         """An independent copy of the index."""
         vectors, ids, sq_norms, sorted_ids = self.stored_arrays()
-        other = FlatIndex(self._dim, self._metric, self._dtype)
+        other = FlatIndex(self._dim, self._metric, self._dtype, self._compute)
         other._vectors, other._ids, other._n = vectors.copy(), ids.copy(), len(ids)
         other._sorted_ids = sorted_ids.copy()
         if sq_norms is not None:
@@ -224,7 +256,7 @@ class FlatIndex:
             if self._metric == "l2":
                 arrays["sq_norms"] = self._sq_norms[:n]
             params = {"dim": self._dim, "metric": self._metric, "dtype": self._dtype,
-                      "next_id": self._next_id}
+                      "compute": self._compute, "next_id": self._next_id}
             write_index(path, _FILE_KIND, params, arrays)
 
     @classmethod
@@ -242,6 +274,10 @@ class FlatIndex:
         dim = f.int_param("dim", 1, MAX_DIM)
         metric = f.choice_param("metric", METRICS)
         dtype = f.choice_param("dtype", STORAGE_DTYPES)
+        # Files written before the compute option computed in float32.
+        compute = f.choice_param("compute", COMPUTES) if "compute" in params else "float32"
+        if compute == "bfloat16" and dtype != "bfloat16":
+            f.fail("params.compute", "'bfloat16' compute needs bfloat16 storage")
         ids = f.array("ids", np.int64, (None,))
         n = len(ids)
         vectors = f.array("vectors", NUMPY_DTYPE[dtype], (n, dim))
@@ -252,7 +288,7 @@ class FlatIndex:
             f.fail("vectors", "a cosine index holds unit vectors; a row is not of norm 1")
         if metric == "l2":
             f.matching_norms("sq_norms", f.array("sq_norms", np.float32, (n,)), sq_norms)
-        index = cls(dim, metric, dtype)
+        index = cls(dim, metric, dtype, compute)
         index._vectors, index._ids = vectors, ids
         index._sq_norms = sq_norms if metric == "l2" else np.empty(0, dtype=np.float32)
         index._n = n

@@ -19,9 +19,10 @@ from .metrics import trec_eval_order, ranking_metric, evidence_question
 from .fusion import convex_query, fuse_query
 from .mmr import mmr
 from .bert import bert_hidden_states
+from .bf16_dot import bf16_dot_products
 
 __all__ = [
-    "BM25_VARIANTS", "METRICS", "bert_hidden_states", "bm25_absent_part", "bm25_candidate_search",
+    "BM25_VARIANTS", "METRICS", "bert_hidden_states", "bf16_dot_products", "bm25_absent_part", "bm25_candidate_search",
     "bm25_dense_bound", "bm25_impact_search", "bm25_matches", "bm25_scores", "bm25_top_matches",
     "dense_scores", "convex_query", "evidence_question", "filtered_flat_search", "flat_search",
     "fuse_query", "kmeans_lloyd", "kmeans_objective", "lucene_norm_length", "merge_topk", "mmr",

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "ragcore/dense/types.h"
+#include "ragcore/simd/bf16_dot.h"
 #include "ragcore/simd/simd.h"
 #include "ragcore/util/filter.h"
 
@@ -50,6 +51,11 @@ struct FlatSearchArgs {
   int simd_level = -1;             // < 0: best available; else a SimdLevel
   size_t tile_rows = 0;            // 0: default corpus rows per tile (tests set small)
   size_t tile_depth = 0;           // unused: every pair is reduced over all d at once
+
+  // BF16 storage only: round the queries to bf16 and multiply with the CPU's bf16
+  // instructions (ragcore/simd/bf16_dot.h) instead of converting rows to float32.
+  bool bf16_compute = false;
+  int bf16_level = -1;             // < 0: best available; else a Bf16Level
 };
 
 // Throws std::invalid_argument on inconsistent arguments.
@@ -57,5 +63,6 @@ void flat_search(const FlatSearchArgs& args);
 
 // Smallest batch that the automatic choice sends to the blocked path.
 size_t blocked_path_min_batch(SimdLevel level, Storage storage);
+size_t bf16_blocked_path_min_batch(Bf16Level level);
 
 }  // namespace ragcore

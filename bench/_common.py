@@ -80,7 +80,8 @@ def cpu_model() -> str:
 
 
 def cpu_flags() -> list[str]:
-    wanted = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16")
+    wanted = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16",
+              "amx_tile", "amx_bf16")
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("flags"):

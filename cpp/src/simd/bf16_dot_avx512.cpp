@@ -50,14 +50,20 @@ __attribute__((always_inline)) inline __m512 lane_sums_4x4(const __m512 (&v)[16]
 template <int Q, int R, bool Tail>
 inline void block_chunk(__m512 (&acc)[Q * R], const Bf16Queries& q, size_t i, const uint16_t* x,
                         size_t ldx, size_t c, size_t d) {
+  if constexpr (Q == 1 && !Tail) {
+    // One query reuses no row: the scan streams R interleaved rows, more than hardware
+    // prefetchers keep in flight, so request the same chunk of the next R rows.
+#pragma GCC unroll 16
+    for (int b = 0; b < R; ++b) __builtin_prefetch(x + (R + b) * ldx + c);
+  }
   __m512bh rows[R];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int b = 0; b < R; ++b)
     rows[b] = Tail ? load_chunk(x + b * ldx, c, d) : (__m512bh)_mm512_loadu_si512(x + b * ldx + c);
 #pragma GCC unroll 8
   for (int a = 0; a < Q; ++a) {
     const __m512bh qv = (__m512bh)_mm512_loadu_si512(bf16_query_row(q, i + a) + c);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int b = 0; b < R; ++b) acc[a * R + b] = _mm512_dpbf16_ps(acc[a * R + b], qv, rows[b]);
   }
 }
@@ -73,7 +79,18 @@ void block(const Bf16Queries& q, size_t i, const uint16_t* x, size_t ldx, size_t
   const size_t whole = d / kBf16Chunk * kBf16Chunk;
   for (size_t c = 0; c < whole; c += kBf16Chunk) block_chunk<Q, R, false>(acc, q, i, x, ldx, c, d);
   if (whole < q.depth) block_chunk<Q, R, true>(acc, q, i, x, ldx, whole, d);
-  if constexpr (Q == 4 && R == 4) {
+  if constexpr (Q == 1 && R == 16) {
+    // Lane 4L + m of the sums holds row 4m + L: put row k in lane k.
+    const __m512i row_order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512 sums = _mm512_permutexvar_ps(row_order, lane_sums_4x4(acc));
+    if (ldo == 1) {
+      _mm512_storeu_ps(out + (i - i0), sums);
+    } else {
+      alignas(64) float by_row[16];
+      _mm512_store_ps(by_row, sums);
+      for (int b = 0; b < 16; ++b) out[b * ldo + (i - i0)] = by_row[b];
+    }
+  } else if constexpr (Q == 4 && R == 4) {
     const __m512 sums = lane_sums_4x4(acc);
     _mm_storeu_ps(out + 0 * ldo + (i - i0), _mm512_extractf32x4_ps(sums, 0));
     _mm_storeu_ps(out + 1 * ldo + (i - i0), _mm512_extractf32x4_ps(sums, 1));
@@ -85,19 +102,21 @@ void block(const Bf16Queries& q, size_t i, const uint16_t* x, size_t ldx, size_t
   }
 }
 
-// Rows [r0, r1) x queries [q0, q1) of the batch, in 4 x 4 blocks and their edges.
+// Rows [r0, r1) x queries [q0, q1) of the batch: 4 x 4 blocks, then the queries left over
+// one at a time over 16 rows (their sums reduced together as a 4 x 4 block's are).
 void dot_rows_range(const Bf16Queries& q, size_t i0, size_t q0, size_t q1, const uint16_t* x,
                     size_t ldx, size_t r0, size_t r1, size_t d, float* out, size_t ldo) {
+  const size_t q4 = q0 + (q1 - q0) / 4 * 4;
   size_t r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    size_t i = q0;
-    for (; i + 4 <= q1; i += 4) block<4, 4>(q, i, x + r * ldx, ldx, d, out + r * ldo, ldo, i0);
-    for (; i < q1; ++i) block<1, 4>(q, i, x + r * ldx, ldx, d, out + r * ldo, ldo, i0);
-  }
-  for (; r < r1; ++r) {
-    size_t i = q0;
-    for (; i + 4 <= q1; i += 4) block<4, 1>(q, i, x + r * ldx, ldx, d, out + r * ldo, ldo, i0);
-    for (; i < q1; ++i) block<1, 1>(q, i, x + r * ldx, ldx, d, out + r * ldo, ldo, i0);
+  for (; r + 4 <= r1; r += 4)
+    for (size_t i = q0; i < q4; i += 4) block<4, 4>(q, i, x + r * ldx, ldx, d, out + r * ldo, ldo, i0);
+  for (; r < r1; ++r)
+    for (size_t i = q0; i < q4; i += 4) block<4, 1>(q, i, x + r * ldx, ldx, d, out + r * ldo, ldo, i0);
+  for (size_t i = q4; i < q1; ++i) {
+    size_t r = r0;
+    for (; r + 16 <= r1; r += 16) block<1, 16>(q, i, x + r * ldx, ldx, d, out + r * ldo, ldo, i0);
+    for (; r + 4 <= r1; r += 4) block<1, 4>(q, i, x + r * ldx, ldx, d, out + r * ldo, ldo, i0);
+    for (; r < r1; ++r) block<1, 1>(q, i, x + r * ldx, ldx, d, out + r * ldo, ldo, i0);
   }
 }
 

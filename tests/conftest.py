@@ -30,15 +30,9 @@ class _QueryRecorder:
         self.real = real
         self.addresses = []
 
-    def flat_search(self, corpus, queries, k, **kw):
+    def flat_search(self, corpus, n, queries, *args, **kw):
         self.addresses.append(queries.__array_interface__["data"][0])
-        return self.real.flat_search(corpus, queries, k, **kw)
-
-    def flat_search_row(self, corpus, n, query, *args):  # the one-query path
-        found = self.real.flat_search_row(corpus, n, query, *args)
-        if found is not None:
-            self.addresses.append(query.__array_interface__["data"][0])
-        return found
+        return self.real.flat_search(corpus, n, queries, *args, **kw)
 
 
 @pytest.fixture

@@ -89,15 +89,13 @@ class BM25Index:
         self._term_ids: dict[str, int] = {}
         self._terms: list[str] = []
         self._encoder = self._normalizer.query_encoder()  # queries -> term ids, natively
-        self._bind_str_search()
+        self._bind_pair()
         self._next_id = 0
 
-    def _bind_str_search(self) -> None:
-        """The one-str entry of search, bound to the current native index and encoder,
-        and the pair itself for the other searches (called again whenever either is
+    def _bind_pair(self) -> None:
+        """The native encoder and index that searches use (set again whenever either is
         replaced): a search reads ``_pair`` once, so one that runs while index() swaps
         them encodes and scores with the same index, the old or the new."""
-        self._search_str = self._encoder.str_searcher(self._native, Hits)
         self._pair = (self._encoder, self._native)
 
     def _native_params(self) -> dict:
@@ -159,7 +157,7 @@ class BM25Index:
         new_ids = fresh.add(texts, ids, n_threads=n_threads, show_progress=show_progress)
         with self._lock:
             for name in ("_native", "_words", "_word_to_term", "_term_ids", "_terms",
-                         "_encoder", "_search_str", "_pair", "_next_id"):
+                         "_encoder", "_pair", "_next_id"):
                 setattr(self, name, getattr(fresh, name))
         return new_ids
 
@@ -270,22 +268,18 @@ class BM25Index:
         and tantivy): rows are padded with id -1 / score -inf past the matching (allowed)
         documents, so a query none of whose words the index holds gets a row of padding.
         """
-        # One str, plain arguments: answered in one native call that checks them too
-        # (None where they are anything else: the checked path below explains them).
-        hits = self._search_str(queries, k, n_threads, algorithm, allow)
-        if hits is not None:
-            return hits
-        return self._search(queries, k, n_threads, algorithm, allow)[0]
+        scores, ids, _ = self._run(queries, k, n_threads, algorithm, allow)
+        return Hits.of_native(scores, ids)
 
     def _search(self, queries, k, n_threads=0, algorithm="auto",
                 allow=None) -> tuple[Hits, list[str]]:
         """search(), plus the algorithm that ran for each query (for benchmarks)."""
         scores, ids, used = self._run(queries, k, n_threads, algorithm, allow)
-        return Hits(scores, ids), [_ALGORITHM_NAME[c] for c in used]
+        return Hits.of_native(scores, ids), [_ALGORITHM_NAME[c] for c in used]
 
-    def _run(self, queries, k, n_threads, algorithm, allow=None):
-        """(scores, ids, algorithm codes): checks, then one native call that encodes the
-        queries and searches."""
+    def _run(self, queries, k, n_threads, algorithm, allow):
+        """(scores, ids, algorithm codes): the arguments checked, then one native call that
+        encodes the queries and searches (one str is passed as it is)."""
         k = check_positive_int(k, "k")
         if k >= 1 << 63:  # past every native size (smaller ones get the native bound's error)
             raise ValueError(f"k: {k} results for each query exceed the bound on padded results")
@@ -294,18 +288,12 @@ class BM25Index:
         if native_algorithm is None:
             check_choice(algorithm, "algorithm", ALGORITHMS)  # raises, naming the choices
         encoder, native = self._pair
-        if allow is None:  # one native call encodes the queries and searches
-            if isinstance(queries, str):  # one query: nothing to inspect
-                batch, pretokenized = [queries], False
-            else:
-                batch, pretokenized = _as_documents(queries, "queries")
-            return encoder.search(native, batch, pretokenized, k, native_algorithm, n_threads)
-        # Rows are slots (removed ones hold -1): a mask by slot where ids are too sparse.
-        mask, by_row = allow_mask(allow, native.slot_ids())
-        filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
-        terms, weights, offsets = _encoded(encoder, queries)
-        return native.search(terms, weights, offsets, k, algorithm=native_algorithm,
-                             n_threads=n_threads, **filtered)
+        pretokenized = False
+        if type(queries) is not str:
+            queries, pretokenized = _as_documents(queries, "queries")
+        mask, by_row = (None, False) if allow is None else allow_mask(allow, native.slot_ids())
+        return encoder.search(native, queries, pretokenized, k, native_algorithm, n_threads,
+                              mask, by_row)
 
     def get_scores(self, query) -> np.ndarray:
         """float32 score of one query (a str or a token list) for every document, in the
@@ -352,7 +340,7 @@ class BM25Index:
             clone = self._empty_like()
             clone._native = _core.Bm25Index.from_arrays(dict(self._native.to_arrays()),
                                                         **self._native_params())
-            clone._bind_str_search()
+            clone._bind_pair()
             clone._terms = list(self._terms)
             clone._term_ids = dict(self._term_ids)
             clone._encoder.add_terms(clone._terms)
@@ -417,7 +405,7 @@ class BM25Index:
         if native.num_terms > len(terms):
             f.fail("terms", f"{len(terms)} terms for {native.num_terms} posting lists")
         index._native = native
-        index._bind_str_search()
+        index._bind_pair()
         index._terms = terms
         index._term_ids = {t: i for i, t in enumerate(terms)}
         index._encoder.add_terms(terms)

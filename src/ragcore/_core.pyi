@@ -194,6 +194,30 @@ class Bm25Index:
     def get_scores(
         self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
     ) -> npt.NDArray[np.float32]: ...
+    def search_with_statistics(
+        self,
+        terms: npt.NDArray[np.int64],
+        weights: npt.NDArray[np.float64],
+        offsets: npt.NDArray[np.int64],
+        doc_freqs: npt.NDArray[np.int64],
+        n_docs: int,
+        total_length: int,
+        k: int,
+        *,
+        n_threads: int = 0,
+        allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
+        allow_by_row: bool = False,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Exhaustive top-k under given statistics (a term id of -1: a term this index
+        lacks); returns (scores, ids)."""
+    def get_scores_with_statistics(
+        self,
+        terms: npt.NDArray[np.int64],
+        weights: npt.NDArray[np.float64],
+        doc_freqs: npt.NDArray[np.int64],
+        n_docs: int,
+        total_length: int,
+    ) -> npt.NDArray[np.float32]: ...
     def impacts(self, n_threads: int = 0) -> dict[str, npt.NDArray]:
         """CSR of every posting's score part: offsets (int64, terms + 1), docs (uint32
         slots), values (float32), slot_ids (int64 per slot, -1 once removed)."""

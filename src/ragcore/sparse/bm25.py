@@ -17,6 +17,7 @@ from .._util.ids import auto_ids
 from .._util.progress import Progress
 from ..errors import IndexFileError
 from ..hits import Hits
+from .statistics import BM25Statistics, query_terms
 from .tokenizer import WordNormalizer
 from .variants import VARIANTS
 
@@ -253,7 +254,7 @@ class BM25Index:
     # ---- search ---------------------------------------------------------
 
     def search(self, queries, k: int, n_threads: int = 0, algorithm: str = "auto",
-               allow=None) -> Hits:
+               allow=None, statistics: BM25Statistics | None = None) -> Hits:
         """Top-k documents of each query: ``Hits`` [nq, k], best first, ties by id.
 
         queries: a str (one query), a list of str, or a list of token lists.
@@ -267,7 +268,16 @@ class BM25Index:
         Only documents holding at least one query term are results (as in Lucene, PISA
         and tantivy): rows are padded with id -1 / score -inf past the matching (allowed)
         documents, so a query none of whose words the index holds gets a row of padding.
+
+        statistics: a ``BM25Statistics`` covering every query term (e.g. the sum over the
+        shards of a sharded index, see ragcore.sparse.statistics): idf and length norms
+        come from it instead of this index, so each shard scores as one index over all
+        the shards' documents would. That search is exhaustive (``algorithm`` is checked
+        but every algorithm returns the same hits).
         """
+        if statistics is not None:
+            return self._search_with_statistics(queries, k, n_threads, algorithm, allow,
+                                                statistics)
         scores, ids, _ = self._run(queries, k, n_threads, algorithm, allow)
         return Hits.of_native(scores, ids)
 
@@ -295,18 +305,69 @@ class BM25Index:
         return encoder.search(native, queries, pretokenized, k, native_algorithm, n_threads,
                               mask, by_row)
 
-    def get_scores(self, query) -> np.ndarray:
+    def get_scores(self, query, statistics: BM25Statistics | None = None) -> np.ndarray:
         """float32 score of one query (a str or a token list) for every document, in the
-        order of ``ids``."""
+        order of ``ids``; under ``statistics`` (see search) when given."""
         if isinstance(query, (str, bytes)):
             batch = [query]
         elif isinstance(query, (list, tuple)) and all(isinstance(t, str) for t in query):
             batch = [list(query)]
         else:
             raise TypeError("query must be a str or a list of str tokens")
+        if statistics is not None:
+            terms, weights, _, dfs = self._statistics_arrays(batch, statistics)
+            return self._pair[1].get_scores_with_statistics(
+                terms, weights, dfs, statistics.n_docs, statistics.total_length)
         encoder, native = self._pair
         terms, weights, _ = _encoded(encoder, batch)
         return native.get_scores(terms, weights)
+
+    def statistics(self, queries) -> BM25Statistics:
+        """This index's N, total length and the document frequency of every term of the
+        queries (0 for a term it lacks): one shard's part of the global statistics."""
+        batch, pretokenized = _as_documents(queries, "queries")
+        native, term_ids = self._pair[1], self._term_ids
+        dfs = native.doc_freqs()
+        wanted = {t for query in query_terms(batch, pretokenized, self._normalizer)
+                  for t, _ in query}
+        freqs = {}
+        for term in wanted:
+            tid = term_ids.get(term, -1)
+            freqs[term] = int(dfs[tid]) if 0 <= tid < len(dfs) else 0
+        return BM25Statistics(int(native.num_docs), int(native.total_length), freqs)
+
+    def _statistics_arrays(self, batch, statistics):
+        """(local term ids or -1, multiplicities, offsets, global dfs) of the queries."""
+        if not isinstance(statistics, BM25Statistics):
+            raise TypeError("statistics must be a ragcore.sparse.BM25Statistics, "
+                            f"got {type(statistics).__name__}")
+        pretokenized = bool(batch) and isinstance(batch[0], list)
+        per_query = query_terms(batch, pretokenized, self._normalizer)
+        term_ids, freqs = self._term_ids, statistics.doc_freqs
+        flat = [pair for query in per_query for pair in query]
+        missing = [t for t, _ in flat if t not in freqs]
+        if missing:
+            raise ValueError(f"statistics: no document frequency for query term {missing[0]!r}; "
+                             "gather them with BM25Index.statistics(queries) on every shard")
+        terms = np.array([term_ids.get(t, -1) for t, _ in flat], dtype=np.int64)
+        weights = np.array([float(c) for _, c in flat], dtype=np.float64)
+        offsets = np.cumsum([0] + [len(q) for q in per_query], dtype=np.int64)
+        dfs = np.array([freqs[t] for t, _ in flat], dtype=np.int64)
+        return terms, weights, offsets, dfs
+
+    def _search_with_statistics(self, queries, k, n_threads, algorithm, allow, statistics):
+        k = check_positive_int(k, "k")
+        n_threads = check_threads(n_threads)
+        check_choice(algorithm, "algorithm", ALGORITHMS)
+        batch, _ = _as_documents(queries, "queries")
+        native = self._pair[1]
+        terms, weights, offsets, dfs = self._statistics_arrays(batch, statistics)
+        mask, by_row = allow_mask(allow, native.slot_ids()) if allow is not None else (None, False)
+        filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
+        scores, ids = native.search_with_statistics(
+            terms, weights, offsets, dfs, statistics.n_docs, statistics.total_length, k,
+            n_threads=n_threads, **filtered)
+        return Hits(scores, ids)
 
     def _encode_queries(self, queries):
         """_encoded by the current encoder (for tests)."""

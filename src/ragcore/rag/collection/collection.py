@@ -32,6 +32,7 @@ from . import checks
 from . import fingerprint
 from ..defaults import DEFAULT_FUSION, DEFAULT_K0
 from .allow_cache import AllowCache
+from ...sparse.statistics import BM25Statistics
 from .indexes import Indexes, empty_hits
 from .locking import ReadWriteLock, WriterLock
 
@@ -41,7 +42,7 @@ STAGES = ("filter", "encode", "dense", "sparse", "fuse", "rerank", "fetch")
 _AUTOSAVE_MIN = 1000      # index files are rewritten once this many chunks changed ...
 _AUTOSAVE_FRACTION = 0.1  # ... and at least this fraction of the collection
 
-__all__ = ["Collection", "Document", "Match", "SearchResults"]
+__all__ = ["Collection", "Document", "Match", "SearchResults", "fusion_function", "rerank_hits"]
 
 
 @dataclass(frozen=True)
@@ -457,6 +458,56 @@ class Collection:
                                dict.fromkeys(STAGES, 0.0))
         return results[0] if single else results
 
+    # ---- the first stage alone (what a sharded collection merges across shards) -----
+
+    @property
+    def change(self) -> int:
+        """The change number: every committed add, upsert or delete raises it by one."""
+        self._check_open()
+        with self._snapshot() as conn:
+            return store.change_number(conn)
+
+    def bm25_statistics(self, queries) -> BM25Statistics:
+        """This collection's part of the global BM25 statistics of queries (a list of str):
+        its chunks (BM25's documents), their total length, the query terms' frequencies."""
+        self._check_open()
+        queries = checks.check_queries(queries)
+        with self._snapshot() as conn, self._search_lock(conn):
+            return self.indexes.bm25.statistics(queries)
+
+    def candidates(self, queries, k: int, modality: str, filter=None, query_vector=None,
+                   statistics: BM25Statistics | None = None) -> tuple[Hits, dict]:
+        """One retriever's top k chunks of each query (a list of str), before fusion, and
+        the rows of those chunks: chunk id -> (document id, position, start, end, text,
+        metadata dict), both read from one snapshot.
+
+        modality: "dense" (query_vector [nq, dim] given, or the queries encoded) or "sparse"
+        (BM25; with ``statistics``, scored under them: see BM25Index.search)."""
+        self._check_open()
+        queries = checks.check_queries(queries)
+        modality = check_choice(modality, "modality", ("dense", "sparse"))
+        k = check_positive_int(k, "k")
+        vectors = None
+        if modality == "dense" and self._settings["dim"] is not None:
+            vectors = (self._query_vectors(query_vector, len(queries)) if query_vector is not None
+                       else self._encode(queries, warn=False, queries=True))
+        with self._snapshot() as conn, self._search_lock(conn):
+            allow = None if filter is None else self._allowed(conn, filter)
+            if modality == "sparse":
+                if statistics is not None and len(self.indexes.bm25) and \
+                        (allow is None or len(allow)):
+                    hits = self.indexes.bm25.search(queries, k, allow=allow, statistics=statistics)
+                else:
+                    hits = self.indexes.search_sparse(queries, k, allow)
+            elif vectors is None:
+                hits = empty_hits(len(queries), k)
+            else:
+                hits = self.indexes.search_dense(vectors, k, allow, conn)
+            rows = self._fetch_chunks(conn, hits)
+        db = os.path.join(self.path, store.DB_NAME)
+        return hits, {c: row[:5] + (store.stored(db, json.loads, row[5]),)
+                      for c, row in rows.items()}
+
     def _query_vectors(self, vectors, nq: int):
         """float32 [nq, dim] query vectors, or None while the collection has no vectors."""
         from ..._util.arrays import as_float_matrix
@@ -473,7 +524,7 @@ class Collection:
         k = check_positive_int(k, "k")
         k0 = max(check_positive_int(k0, "k0"), k)
         by = check_choice(by, "by", ("chunk", "document"))
-        fuse = _fusion_function(fusion)
+        fuse = fusion_function(fusion)
         with self._snapshot() as conn, self._search_lock(conn):
             allow = None
             if filter is not None:
@@ -501,7 +552,7 @@ class Collection:
             timings["fetch"] = time.perf_counter() - t
         if rerank is not None:
             t = time.perf_counter()
-            hits = _rerank(rerank, queries, hits, rows)
+            hits = rerank_hits(rerank, queries, hits, rows)
             timings["rerank"] = time.perf_counter() - t
         db = os.path.join(self.path, store.DB_NAME)
         return [SearchResults(_matches(hits, r, rows, k, by, db), timings, _row(hits, r))
@@ -878,7 +929,7 @@ def _encoded(encoder, texts: list, dim) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
-def _fusion_function(fusion):
+def fusion_function(fusion):
     from .. import fusion as fusion_module
 
     if fusion is None:
@@ -897,7 +948,7 @@ def _fusion_function(fusion):
     return lambda lists, k: fusion_module.combine(lists, method=fusion, k=k)
 
 
-def _rerank(reranker, queries, hits: Hits, rows: dict) -> Hits:
+def rerank_hits(reranker, queries, hits: Hits, rows: dict) -> Hits:
     scores = np.full(hits.ids.shape, -np.inf, dtype=np.float32)
     ids = np.full(hits.ids.shape, PADDING_ID, dtype=np.int64)
     for r, query in enumerate(queries):

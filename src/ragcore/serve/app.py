@@ -9,7 +9,8 @@ import time
 
 from . import limits
 from .guards import Guard
-from .request_errors import RequestError
+from ..errors import ServiceError
+from .request_errors import body, refusal
 from .schemas import AddRequest, DeleteRequest, SearchRequest
 
 
@@ -38,7 +39,7 @@ def build_app(backend, api_key: str | None = None, key_digest: bytes | None = No
         status = 200
         try:
             return await call
-        except RequestError as err:
+        except ServiceError as err:
             status = err.status
             raise
         finally:
@@ -65,7 +66,7 @@ def build_app(backend, api_key: str | None = None, key_digest: bytes | None = No
     async def get_document(doc_id: str):
         """A document's text and metadata (404 if there is none with this id)."""
         if len(doc_id) > limits.MAX_ID_CHARS:
-            raise RequestError(422, "id", f"an id longer than {limits.MAX_ID_CHARS} characters")
+            raise refusal(422, "id", f"an id longer than {limits.MAX_ID_CHARS} characters")
         return JSONResponse(await timed("get", backend.get(doc_id)))
 
     @app.get("/health")
@@ -79,9 +80,9 @@ def build_app(backend, api_key: str | None = None, key_digest: bytes | None = No
         its search latency percentiles (milliseconds) over recent requests."""
         return JSONResponse(await backend.summary())
 
-    @app.exception_handler(RequestError)
-    async def refused(request: Request, err: RequestError):
-        return JSONResponse(err.body(), status_code=err.status)
+    @app.exception_handler(ServiceError)
+    async def refused(request: Request, err: ServiceError):
+        return JSONResponse(body(err), status_code=err.status)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, err: RequestValidationError):

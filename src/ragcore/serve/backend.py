@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from .request_errors import RequestError
+from ..errors import ServiceError
+from .request_errors import refusal
 from .schemas import AddRequest, DeleteRequest, SearchRequest
 from .searcher import Searcher
 
@@ -29,16 +30,16 @@ class Backend:
             if found is None and _is_int(raw_id):  # a collection of int ids
                 found = await self.searcher.get(int(raw_id))
         except (ValueError, TypeError) as err:
-            raise RequestError(422, "id", str(err)) from err
+            raise refusal(422, "id", str(err)) from err
         if found is None:
-            raise RequestError(404, "id", f"no document with id {raw_id!r}")
+            raise refusal(404, "id", f"no document with id {raw_id!r}")
         return found
 
     async def add(self, req: AddRequest) -> dict:
         if req.ids is not None and len(req.ids) != len(req.texts):
-            raise RequestError(422, "ids", f"{len(req.ids)} ids for {len(req.texts)} texts")
+            raise refusal(422, "ids", f"{len(req.ids)} ids for {len(req.texts)} texts")
         if req.upsert and req.ids is None:
-            raise RequestError(422, "ids", "upsert needs ids (the documents to replace or add)")
+            raise refusal(422, "ids", "upsert needs ids (the documents to replace or add)")
         return _answer(await self.writer.add(req.texts, req.ids, req.metadata, req.embeddings,
                                              req.upsert))
 
@@ -88,7 +89,7 @@ class LocalBackend(Backend):
 
 def _answer(reply: dict) -> dict:
     if "error" in reply:
-        raise RequestError(reply["status"], reply["field"], reply["error"])
+        raise refusal(reply["status"], reply["field"], reply["error"])
     return reply
 
 

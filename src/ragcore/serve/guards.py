@@ -7,6 +7,8 @@ import hashlib
 import hmac
 import json
 
+from .replica_loss import mark_served
+
 OPEN_PATHS = ("/health",)
 
 
@@ -25,6 +27,7 @@ class Guard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        send = mark_served(send)
         headers = dict(scope.get("headers") or [])
         if self.key_digest is not None and scope["path"] not in OPEN_PATHS \
                 and not self._authorized(headers):

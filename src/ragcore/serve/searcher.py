@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CollectionCorruptError, RagcoreError
-from .request_errors import RequestError, from_collection_error
+from ..errors import ServiceError
+from .request_errors import from_collection_error, refusal
 from .schemas import SearchRequest
 from .stats import ServiceStats
 
@@ -28,28 +29,28 @@ class SearchJob:
 
 
 def make_job(req: SearchRequest) -> SearchJob:
-    """The request's job, or a RequestError naming the field that is missing or at odds."""
+    """The request's job, or a ServiceError naming the field that is missing or at odds."""
     if (req.query is None) == (req.queries is None):
-        raise RequestError(422, "query", "give exactly one of query (a string) and queries "
+        raise refusal(422, "query", "give exactly one of query (a string) and queries "
                                          "(a list of strings)")
     queries = [req.query] if req.query is not None else list(req.queries)
     if req.vector is not None and req.vectors is not None:
-        raise RequestError(422, "vectors", "give at most one of vector and vectors")
+        raise refusal(422, "vectors", "give at most one of vector and vectors")
     if req.vector is not None and req.query is None:
-        raise RequestError(422, "vector", "vector goes with query; use vectors with queries")
+        raise refusal(422, "vector", "vector goes with query; use vectors with queries")
     if req.vectors is not None and req.queries is None:
-        raise RequestError(422, "vectors", "vectors goes with queries; use vector with query")
+        raise refusal(422, "vectors", "vectors goes with queries; use vector with query")
     vectors = None
     rows = [req.vector] if req.vector is not None else req.vectors
     if rows is not None:
         field = "vector" if req.vector is not None else "vectors"
         if len(rows) != len(queries):
-            raise RequestError(422, field, f"{len(rows)} vectors for {len(queries)} queries")
+            raise refusal(422, field, f"{len(rows)} vectors for {len(queries)} queries")
         if len({len(r) for r in rows}) != 1:
-            raise RequestError(422, field, "the vectors differ in length")
+            raise refusal(422, field, "the vectors differ in length")
         vectors = np.asarray(rows, dtype=np.float32)
         if not np.isfinite(vectors).all():
-            raise RequestError(422, field, "a vector has a NaN or infinite entry (or one "
+            raise refusal(422, field, "a vector has a NaN or infinite entry (or one "
                                            "beyond float32's range)")
     fusion = req.fusion if req.fusion is None or isinstance(req.fusion, str) \
         else req.fusion.model_dump(exclude_none=True)
@@ -91,7 +92,7 @@ class Searcher:
             outcome = (await self._run_batch([job]))[0]
         else:
             outcome = await self._batched(job)
-        if isinstance(outcome, RequestError):
+        if isinstance(outcome, ServiceError):
             raise outcome
         return outcome
 
@@ -111,7 +112,7 @@ class Searcher:
             req = jobs[members[0]].request
             try:
                 results = self._search(queries, vectors, req)
-            except RequestError as err:
+            except ServiceError as err:
                 for i in members:
                     out[i] = err
                 continue
@@ -131,7 +132,7 @@ class Searcher:
                                           fusion=fusion, by=req.by, query_vector=vectors,
                                           **options)
         except CollectionCorruptError as err:
-            raise RequestError(503, "collection", str(err)) from err
+            raise refusal(503, "collection", str(err)) from err
         except (RagcoreError, ValueError, TypeError) as err:
             field = "vectors" if vectors is not None and "query_vector" in str(err) else "query"
             raise from_collection_error(err, field) from err

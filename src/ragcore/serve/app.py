@@ -104,8 +104,15 @@ def build_app(backend, api_key: str | None = None, key_digest: bytes | None = No
     return app
 
 
+_TYPE_TAGS = {"str", "int", "float", "bool", "list", "dict", "none", "json-or-python"}
+
+
 def _field(loc) -> str:
+    """The request field a pydantic error location names, without the union members'
+    type tags pydantic puts in it (``fusion.literal[...]`` -> ``fusion``)."""
     parts = [str(p) for p in loc]
     if parts and parts[0] in ("body", "path", "query"):
-        parts = parts[1:] or parts
-    return ".".join(parts) or "body"
+        parts = parts[1:]
+    named = [p for p in parts if p not in _TYPE_TAGS and "[" not in p and "-" not in p
+             and not p[:1].isupper()]
+    return ".".join(named) or "body"

@@ -48,10 +48,11 @@ def make_job(req: SearchRequest) -> SearchJob:
             raise refusal(422, field, f"{len(rows)} vectors for {len(queries)} queries")
         if len({len(r) for r in rows}) != 1:
             raise refusal(422, field, "the vectors differ in length")
-        vectors = np.asarray(rows, dtype=np.float32)
-        if not np.isfinite(vectors).all():
+        wide = np.asarray(rows, dtype=np.float64)
+        if not (np.isfinite(wide).all() and (np.abs(wide) <= np.finfo(np.float32).max).all()):
             raise refusal(422, field, "a vector has a NaN or infinite entry (or one "
                                            "beyond float32's range)")
+        vectors = wide.astype(np.float32)
     fusion = req.fusion if req.fusion is None or isinstance(req.fusion, str) \
         else req.fusion.model_dump(exclude_none=True)
     key = (req.k, req.k0, req.mode, req.by, vectors is not None, vectors.shape[1] if

@@ -61,3 +61,14 @@ class TruncationWarning(UserWarning):
 
     The count is also on the result (``Embeddings.truncated``).
     """
+
+
+class ServiceError(RagcoreError):
+    """``ragcore serve`` refused a request or could not answer it: ``status`` (the HTTP
+    status: 4xx for a bad request or a missing key, 503 to retry later), ``field`` (the
+    part of the request at fault)."""
+
+    def __init__(self, message: str, status: int, field: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.field = field

@@ -1,5 +1,5 @@
-"""Command line: ``python -m ragcore demo``, ``models export``, ``bench ann``, ``index`` and
-``search``."""
+"""Command line: ``python -m ragcore demo``, ``models export``, ``bench ann``, ``index``,
+``search`` and ``serve``."""
 
 from __future__ import annotations
 
@@ -44,7 +44,14 @@ def main(argv=None) -> int:
     from .collection_commands import add_arguments as add_collection_arguments
 
     add_collection_arguments(sub)
+    from .serve_command import add_arguments as add_serve_arguments
+
+    add_serve_arguments(sub)
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        from .serve_command import run as run_serve
+
+        return run_serve(args)
     if args.command in ("index", "search"):
         from .collection_commands import run as run_collection_command
 

@@ -1,0 +1,287 @@
+"""``ragcore serve`` under load on loopback: QPS and latency of concurrent single-query
+clients with batching on and off, and Chroma's own server (``chroma run``) on the same
+documents and embeddings, in one run.
+
+    .venv/bin/python bench/serve_load.py [--clients 1 8 32 128] [--seconds 5]
+                                         [--out bench/results/serve.json]
+
+Collection: 10,000 chunks of the standard-library documentation (bench/collection.py's
+corpus: its texts and bundled all-MiniLM-L6-v2 int8 embeddings; flat dense index, BM25),
+chunker "none". Queries: the corpus's questions, cycled; k = 10.
+Server: Ray (num_cpus 2) and Ray Serve on 127.0.0.1, one reader replica (the ingress,
+batching with @serve.batch) and the writer; batching on: --max-batch 64, --batch-wait-ms
+2; off: --max-batch 1 (one request at a time). Workloads: "text" (hybrid search, the
+server encodes the query) and "vector" (dense search of a precomputed query embedding,
+what Chroma's server is given too). Load: bench/serve_loadgen.py in a process of its
+own, N clients each with one keep-alive connection in a closed loop, a 1.5 s warm-up,
+then --seconds measured. Before the load: where one request's time goes (sequential
+requests: the proxy and ingress alone (/health), vector search, text search, and the
+Collection's own stage timings in this process).
+"""
+
+from __future__ import annotations
+
+import _common  # noqa: F401  (first: BLAS environment)
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from _common import cpu_model, environment, markdown_table, write_json
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+_ADD_BATCH = 5000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, timeout: float = 120.0) -> None:
+    import httpx
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"{url} did not answer /health within {timeout} s")
+
+
+def build_collection(path, texts, vectors) -> None:
+    from ragcore.rag.collection import Collection
+
+    with Collection.create(path, chunker="none") as col:
+        for s in range(0, len(texts), _ADD_BATCH):
+            col.add(texts[s:s + _ADD_BATCH], ids=list(range(s, min(s + _ADD_BATCH, len(texts)))),
+                    embeddings=vectors[s:s + _ADD_BATCH])
+
+
+def load(endpoint, bodies, clients, seconds, tmp, key=None) -> dict:
+    bodies_file = os.path.join(tmp, "bodies.json")
+    with open(bodies_file, "w") as f:
+        json.dump(bodies, f)
+    cmd = [sys.executable, str(HERE / "serve_loadgen.py"), endpoint, bodies_file,
+           "--clients", str(clients), "--seconds", str(seconds)]
+    if key:
+        cmd += ["--key", key]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)
+    if out.returncode:
+        raise RuntimeError(f"load generator failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def median_ms(fn, n: int) -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times) * 1e3)
+
+
+def breakdown(url, path, questions, qvecs, n: int = 40) -> dict:
+    """Where one request's time goes: sequential requests over HTTP, and the Collection's
+    stage timings for one query and for a batch of 32 in this process."""
+    import httpx
+
+    from ragcore.rag.collection import Collection
+
+    out = {}
+    with httpx.Client(base_url=url) as http:
+        out["http_health_ms"] = median_ms(lambda: http.get("/health"), n)
+        i = iter(range(10**9))
+        out["http_vector_dense_ms"] = median_ms(lambda: http.post("/search", json={
+            "query": "", "vector": qvecs[next(i) % len(qvecs)].tolist(), "mode": "dense"}), n)
+        out["http_text_sparse_ms"] = median_ms(lambda: http.post("/search", json={
+            "query": questions[next(i) % len(questions)], "mode": "sparse"}), n)
+        out["http_text_hybrid_ms"] = median_ms(lambda: http.post("/search", json={
+            "query": questions[next(i) % len(questions)]}), n)
+    col = Collection.open(path, readonly=True)
+    try:
+        col.search(questions[0])
+        stages = []
+        for q in questions[:n]:
+            t = time.perf_counter()
+            r = col.search(q)
+            stages.append({**r.timings, "total": time.perf_counter() - t})
+        out["inprocess_one_query_ms"] = {s: float(np.median([x[s] for x in stages]) * 1e3)
+                                         for s in stages[0]}
+        batches = []
+        for b in range(5):
+            qs = questions[b * 32:(b + 1) * 32]
+            t = time.perf_counter()
+            r = col.search(qs)
+            batches.append({**r[0].timings, "total": time.perf_counter() - t})
+        out["inprocess_batch32_per_query_ms"] = {
+            s: float(np.median([x[s] for x in batches]) * 1e3 / 32) for s in batches[0]}
+    finally:
+        col.close()
+    return out
+
+
+def run_ragcore(path, questions, qvecs, clients_list, seconds, tmp, results) -> dict:
+    import ray
+    from ray import serve
+
+    from ragcore.serve.deployments import APP_NAME, PROXY_CALLBACK, application
+
+    os.environ.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", PROXY_CALLBACK)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(SRC)}})
+    info = {}
+    try:
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        workloads = {
+            "text": [{"query": q, "k": 10} for q in questions],
+            "vector": [{"query": "", "vector": v.tolist(), "mode": "dense", "k": 10}
+                       for v in qvecs],
+        }
+        for batching, max_batch, wait_ms in (("on", 64, 2.0), ("off", 1, 0.0)):
+            serve.run(application(path, 1, max_batch, wait_ms), name=APP_NAME,
+                      route_prefix="/")
+            wait_healthy(url)
+            if batching == "off":
+                info["breakdown_batching_off"] = breakdown(url, path, questions, qvecs)
+            for workload, bodies in workloads.items():
+                for clients in clients_list:
+                    import httpx
+
+                    before = httpx.get(url + "/stats").json()["batch_sizes"]
+                    row = load(url + "/search", bodies, clients, seconds, tmp)
+                    after = httpx.get(url + "/stats").json()["batch_sizes"]
+                    sizes = {int(s): n - before.get(s, 0) for s, n in after.items()
+                             if n - before.get(s, 0) > 0}
+                    nb = sum(sizes.values())
+                    row.update(system="ragcore", workload=workload, batching=batching,
+                               mean_batch=sum(s * c for s, c in sizes.items()) / nb if nb else None,
+                               max_batch_seen=max(sizes) if sizes else None)
+                    results.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+            serve.delete(APP_NAME)
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+    return info
+
+
+def run_chroma(texts, vectors, qvecs, clients_list, seconds, tmp, results) -> str | None:
+    """Chroma's server on the same documents and embeddings; None, or why it was left out."""
+    exe = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    try:
+        import chromadb
+    except ImportError:
+        return "chromadb is not installed"
+    if not os.path.exists(exe):
+        return "the chroma command is not installed"
+    port = free_port()
+    data = os.path.join(tmp, "chroma")
+    proc = subprocess.Popen([exe, "run", "--path", data, "--host", "127.0.0.1", "--port",
+                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                client = chromadb.HttpClient(host="127.0.0.1", port=port)
+                client.heartbeat()
+                break
+            except Exception:  # noqa: BLE001 (not up yet)
+                if time.time() > deadline:
+                    return "chroma run did not start within 60 s"
+                time.sleep(0.3)
+        col = client.create_collection("bench", metadata={"hnsw:space": "cosine"},
+                                       embedding_function=None)
+        step = 2000
+        for s in range(0, len(texts), step):
+            col.add(ids=[str(i) for i in range(s, min(s + step, len(texts)))],
+                    embeddings=vectors[s:s + step], documents=texts[s:s + step])
+        endpoint = (f"http://127.0.0.1:{port}/api/v2/tenants/default_tenant/databases/"
+                    f"default_database/collections/{col.id}/query")
+        bodies = [{"query_embeddings": [v.tolist()], "n_results": 10,
+                   "include": ["documents", "metadatas", "distances"]} for v in qvecs]
+        for clients in clients_list:
+            row = load(endpoint, bodies, clients, seconds, tmp)
+            row.update(system=f"chroma {chromadb.__version__}", workload="vector",
+                       batching="-", mean_batch=None, max_batch_seen=None)
+            results.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return None
+
+
+def versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("ray", "fastapi", "uvicorn", "aiohttp", "chromadb"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=10_000)
+    p.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32, 128])
+    p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--no-chroma", action="store_true")
+    p.add_argument("--out", default=str(HERE / "results" / "serve.json"))
+    args = p.parse_args()
+    sys.path.insert(0, str(HERE))
+    from collection import corpus
+    from ragcore.cli.datasets import stdlib_docs
+    from ragcore.encoders import default_encoder
+
+    texts, vectors, _, _, _ = corpus(args.n)
+    questions = list(stdlib_docs().questions)
+    qvecs = np.ascontiguousarray(default_encoder().encode(questions[:400]), dtype=np.float32)
+    tmp = tempfile.mkdtemp(prefix="serve-bench-")
+    results: list[dict] = []
+    try:
+        path = os.path.join(tmp, "collection")
+        build_collection(path, texts, vectors)
+        info = run_ragcore(path, questions, qvecs, args.clients, args.seconds, tmp, results)
+        chroma_note = "left out (--no-chroma)" if args.no_chroma else \
+            run_chroma(texts, vectors, qvecs, args.clients, args.seconds, tmp, results)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    payload = {"command": " ".join([os.path.relpath(sys.executable), *sys.argv]),
+               "cpu": cpu_model(), "threads": os.cpu_count(), "chunks": args.n,
+               "environment": environment(), "versions": versions(),
+               "chroma": chroma_note or "run", **info,
+               "rows": results}
+    write_json(Path(args.out), payload)
+    headers = ["system", "workload", "batching", "clients", "QPS", "p50 ms", "p99 ms",
+               "errors", "mean batch"]
+    print(markdown_table(headers, [[r["system"], r["workload"], r["batching"], r["clients"],
+                                    f"{r['qps']:.0f}", f"{r['p50_ms']:.1f}",
+                                    f"{r['p99_ms']:.1f}", r["errors"],
+                                    "-" if r["mean_batch"] is None else f"{r['mean_batch']:.1f}"]
+                                   for r in results]))
+    print(json.dumps({k: v for k, v in info.items()}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The Ray Serve application: ``ragcore`` (the ingress, which is also the batching reader:
+a request makes one hop from the HTTP proxy, and ``@serve.batch`` gathers it there) and
+``ragcore-writer`` (one replica holding the writable Collection)."""
+
+from __future__ import annotations
+
+import os
+
+from . import limits
+from ..errors import ServiceError
+from .request_errors import refusal
+
+APP_NAME = "ragcore"
+PROXY_CALLBACK = "ragcore.serve.replica_loss:proxy_middlewares"
+
+
+class WriterReplica:
+    def __init__(self, path: str):
+        from .writer import Writer
+
+        self._writer = Writer(path)
+
+    def add(self, texts, ids, metadata, embeddings, upsert) -> dict:
+        return self._writer.add(texts, ids, metadata, embeddings, upsert)
+
+    def delete(self, ids, missing_ok) -> dict:
+        return self._writer.delete(ids, missing_ok)
+
+
+class HandleWriter:
+    """The writer deployment behind its handle, answering Writer's dicts; a writer that
+    is gone (restarting) is a 503."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    async def add(self, *args) -> dict:
+        return await self._call("add", args)
+
+    async def delete(self, *args) -> dict:
+        return await self._call("delete", args)
+
+    async def _call(self, method: str, args) -> dict:
+        try:
+            return await getattr(self._handle, method).remote(*args)
+        except Exception as err:  # noqa: BLE001 (the writer died or is being replaced)
+            raise refusal(503, "service", f"the writer is unavailable ({type(err).__name__}"
+                                               "); retry") from err
+
+
+class ReaderIngress:
+    def __init__(self, path: str, writer, max_batch: int, batch_wait_ms: float,
+                 key_digest: bytes | None):
+        from ray import serve
+
+        from .backend import Backend
+        from .searcher import Searcher
+
+        searcher = Searcher(path, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
+                            batch=serve.batch)
+        self._backend = Backend(searcher, HandleWriter(writer))
+        self._key_digest = key_digest
+
+    def __serve_build_asgi_app__(self):
+        from .app import build_app
+
+        return build_app(self._backend, key_digest=self._key_digest)
+
+
+def application(path, replicas: int = 1, max_batch: int = 64, batch_wait_ms: float = 2.0,
+                key_digest: bytes | None = None):
+    """The bound application for serve.run. Each reader replica takes up to
+    max(256, 4 * max_batch) requests at once (so batches can fill)."""
+    from ray import serve
+
+    path = os.path.abspath(os.fspath(path))
+    writer = serve.deployment(WriterReplica, name=f"{APP_NAME}-writer", num_replicas=1,
+                              max_ongoing_requests=32, ray_actor_options={"num_cpus": 0})
+    reader = serve.deployment(serve.ingress()(ReaderIngress), name=APP_NAME,
+                              num_replicas=replicas,
+                              max_ongoing_requests=max(256, 4 * max_batch),
+                              ray_actor_options={"num_cpus": 0})
+    return reader.bind(path, writer.bind(path), max_batch, batch_wait_ms, key_digest)
+
+
+def check_options(replicas: int, max_batch: int, batch_wait_ms: float) -> None:
+    if not isinstance(replicas, int) or not 1 <= replicas <= 64:
+        raise ValueError(f"replicas: {replicas!r}; expected an int in [1, 64]")
+    if not isinstance(max_batch, int) or not 1 <= max_batch <= limits.MAX_QUERIES:
+        raise ValueError(f"max_batch: {max_batch!r}; expected an int in [1, {limits.MAX_QUERIES}]")
+    if not 0 <= batch_wait_ms <= 1000:
+        raise ValueError(f"batch_wait_ms: {batch_wait_ms!r}; expected 0 to 1000")
+
+
+def start(path, host: str = "127.0.0.1", port: int = 8000, replicas: int = 1,
+          max_batch: int = 64, batch_wait_ms: float = 2.0, api_key: str | None = None,
+          address: str | None = None, num_cpus: int | None = None) -> None:
+    """Starts (or joins, with address) Ray and Ray Serve and deploys the application;
+    returns once it answers. The proxy's 503-on-replica-loss middleware is installed
+    when this call starts Ray (its processes inherit the setting)."""
+    import ray
+    from ray import serve
+
+    from ..rag.collection import Collection
+    from .guards import key_digest
+
+    check_options(replicas, max_batch, batch_wait_ms)
+    Collection.open(path, readonly=True).close()  # a clear error before Ray starts
+    if api_key is not None and not api_key:
+        raise ValueError("api_key: an empty key")
+    if not ray.is_initialized():
+        os.environ.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", PROXY_CALLBACK)
+        src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(
+            p for p in (src, os.environ.get("PYTHONPATH")) if p)}}
+        ray.init(address=address, num_cpus=num_cpus, runtime_env=runtime_env,
+                 include_dashboard=False, log_to_driver=False)
+    serve.start(http_options={"host": host, "port": port})
+    serve.run(application(path, replicas, max_batch, batch_wait_ms,
+                          None if api_key is None else key_digest(api_key)),
+              name=APP_NAME, route_prefix="/")

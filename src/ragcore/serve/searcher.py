@@ -1,0 +1,159 @@
+"""The read side of the service: a read-only Collection whose searches are gathered
+(Ray Serve's ``@serve.batch``) into one batched Collection.search per group of requests
+that share their options; documents looked up by id."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CollectionCorruptError, RagcoreError
+from ..errors import ServiceError
+from .request_errors import from_collection_error, refusal
+from .schemas import SearchRequest
+from .stats import ServiceStats
+
+
+@dataclass(frozen=True)
+class SearchJob:
+    """One request's queries (and vectors, if the client sent them) and the options
+    that decide which batched call it may join (``key``)."""
+
+    key: tuple
+    queries: list
+    vectors: object  # float32 [nq, dim] or None
+    request: SearchRequest
+
+
+def make_job(req: SearchRequest) -> SearchJob:
+    """The request's job, or a ServiceError naming the field that is missing or at odds."""
+    if (req.query is None) == (req.queries is None):
+        raise refusal(422, "query", "give exactly one of query (a string) and queries "
+                                         "(a list of strings)")
+    queries = [req.query] if req.query is not None else list(req.queries)
+    if req.vector is not None and req.vectors is not None:
+        raise refusal(422, "vectors", "give at most one of vector and vectors")
+    if req.vector is not None and req.query is None:
+        raise refusal(422, "vector", "vector goes with query; use vectors with queries")
+    if req.vectors is not None and req.queries is None:
+        raise refusal(422, "vectors", "vectors goes with queries; use vector with query")
+    vectors = None
+    rows = [req.vector] if req.vector is not None else req.vectors
+    if rows is not None:
+        field = "vector" if req.vector is not None else "vectors"
+        if len(rows) != len(queries):
+            raise refusal(422, field, f"{len(rows)} vectors for {len(queries)} queries")
+        if len({len(r) for r in rows}) != 1:
+            raise refusal(422, field, "the vectors differ in length")
+        wide = np.asarray(rows, dtype=np.float64)
+        if not (np.isfinite(wide).all() and (np.abs(wide) <= np.finfo(np.float32).max).all()):
+            raise refusal(422, field, "a vector has a NaN or infinite entry (or one "
+                                           "beyond float32's range)")
+        vectors = wide.astype(np.float32)
+    fusion = req.fusion if req.fusion is None or isinstance(req.fusion, str) \
+        else req.fusion.model_dump(exclude_none=True)
+    key = (req.k, req.k0, req.mode, req.by, vectors is not None, vectors.shape[1] if
+           vectors is not None else 0, json.dumps(req.filter, sort_keys=True),
+           json.dumps(fusion, sort_keys=True))
+    return SearchJob(key, queries, vectors, req)
+
+
+def job_size(jobs) -> int:
+    return sum(len(j.queries) for j in jobs)
+
+
+class Searcher:
+    """A read-only Collection searched in batches.
+
+    max_batch: the most queries in one batched call; batch_wait_ms: how long the first
+    request of a batch waits for others (Ray Serve's batch_wait_timeout_s). max_batch 1
+    is one-request-at-a-time serving. batch: the gathering decorator (``serve.batch`` in
+    a Ray Serve replica; by default gather.local_batch).
+    """
+
+    def __init__(self, path, max_batch: int = 64, batch_wait_ms: float = 2.0, encoder=None,
+                 batch=None):
+        from ..rag.collection import Collection
+
+        if batch is None:
+            from .gather import local_batch as batch
+        self.collection = Collection.open(path, readonly=True, encoder=encoder)
+        self.stats = ServiceStats()
+        self.max_batch = max_batch
+        self._batched = batch(max_batch_size=max_batch, batch_wait_timeout_s=batch_wait_ms / 1e3,
+                              batch_size_fn=job_size)(self._run_batch)
+
+    async def search(self, req: SearchRequest) -> list:
+        """A list (one per query) of lists of matches (dicts)."""
+        job = make_job(req)
+        if len(job.queries) > self.max_batch:  # larger than any batch: alone, at once
+            outcome = (await self._run_batch([job]))[0]
+        else:
+            outcome = await self._batched(job)
+        if isinstance(outcome, ServiceError):
+            raise outcome
+        return outcome
+
+    async def _run_batch(self, jobs: list) -> list:
+        self.stats.batch(job_size(jobs))
+        return await asyncio.to_thread(self._search_groups, jobs)
+
+    def _search_groups(self, jobs: list) -> list:
+        groups = {}
+        for i, job in enumerate(jobs):
+            groups.setdefault(job.key, []).append(i)
+        out = [None] * len(jobs)
+        for members in groups.values():
+            queries = [q for i in members for q in jobs[i].queries]
+            vectors = None if jobs[members[0]].vectors is None else \
+                np.concatenate([jobs[i].vectors for i in members])
+            req = jobs[members[0]].request
+            try:
+                results = self._search(queries, vectors, req)
+            except ServiceError as err:
+                for i in members:
+                    out[i] = err
+                continue
+            start = 0
+            for i in members:
+                n = len(jobs[i].queries)
+                out[i] = [_matches(r, req.include_text) for r in results[start:start + n]]
+                start += n
+        return out
+
+    def _search(self, queries, vectors, req: SearchRequest):
+        fusion = req.fusion if req.fusion is None or isinstance(req.fusion, str) \
+            else req.fusion.model_dump(exclude_none=True)
+        options = {} if req.k0 is None else {"k0": req.k0}
+        try:
+            return self.collection.search(queries, k=req.k, mode=req.mode, filter=req.filter,
+                                          fusion=fusion, by=req.by, query_vector=vectors,
+                                          **options)
+        except CollectionCorruptError as err:
+            raise refusal(503, "collection", str(err)) from err
+        except (RagcoreError, ValueError, TypeError) as err:
+            field = "vectors" if vectors is not None and "query_vector" in str(err) else "query"
+            raise from_collection_error(err, field) from err
+
+    async def get(self, doc_id) -> dict | None:
+        found = await asyncio.to_thread(self.collection.get, [doc_id])
+        if not found:
+            return None
+        doc = found[0]
+        return {"id": doc.id, "text": doc.text, "metadata": doc.metadata}
+
+    async def count(self) -> int:
+        return await asyncio.to_thread(self.collection.count)
+
+    def close(self) -> None:
+        self.collection.close()
+
+
+def _matches(results, include_text: bool) -> list:
+    return [{"id": m.id, "chunk_id": m.chunk_id, "position": m.position, "start": m.start,
+             "end": m.end, "score": m.score, "metadata": m.metadata,
+             **({"text": m.text} if include_text else {})} for m in results]
+

@@ -61,7 +61,7 @@ _NO_UNIQUE = ("CREATE TABLE d2 (rowid INTEGER PRIMARY KEY AUTOINCREMENT, user_id
     ("UPDATE meta SET value = '1.5' WHERE key = 'change'", ["change is '1.5'"]),
     ("DELETE FROM meta WHERE key = 'change'", ["change is missing"]),
     ("UPDATE meta SET value = '0' WHERE key = 'dim'", ["dim is 0"]),
-    ("UPDATE meta SET value = '12' WHERE key = 'dim'", ["dimension 24 is not the collection's (12)"]),
+    ("UPDATE meta SET value = '12' WHERE key = 'dim'", ["not 12 float32 values"]),
     ("UPDATE meta SET value = 'float' WHERE key = 'id_type'", ["id_type is 'float'"]),
     ("UPDATE meta SET value = 'str' WHERE key = 'id_type'", ["not of the collection's id type"]),
     ("UPDATE meta SET value = '[1]' WHERE key = 'settings'", ["settings are not valid"]),
@@ -71,6 +71,7 @@ _NO_UNIQUE = ("CREATE TABLE d2 (rowid INTEGER PRIMARY KEY AUTOINCREMENT, user_id
      ["settings are not valid"]),
     ("UPDATE meta SET value = '-1' WHERE key = 'fingerprint'", ["fingerprint is not valid"]),
     ("UPDATE fields SET types = '5'", ["the fields table holds"]),
+    ("UPDATE fields SET types = '[[]]'", ["the fields table holds"]),
     ("UPDATE embeddings SET vector = x'0000'", ["not 24 float32 values"]),
 ])
 def test_a_changed_schema_or_meta_value_is_refused_at_open(tmp_path, statement, words):
@@ -128,11 +129,15 @@ def test_chunks_added_behind_the_files_back_are_indexed_at_open(tmp_path):
     '{"format_version": 1, "change": 1, "bm25": "bm25-1.rci", "dense": 5}',
     '{"format_version": 1, "change": 1, "bm25": "bm\\u000025-1.rci"}',
     '{"format_version": 1, "change": 1, "bm25": "bm25-1.rci", "bm25_ids": []}',
+    "no dense",
 ])
 def test_a_manifest_not_as_written_is_ignored_and_the_indexes_rebuilt(tmp_path, text):
     _made(tmp_path / "c")
     with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
         want = [(m.id, m.chunk_id) for m in col.search("alpha beta", k=10)]
+    if text == "no dense":  # a manifest as written, but naming no dense file
+        with open(tmp_path / "c" / "indexes.json") as f:
+            text = json.dumps({**json.load(f), "dense": None})
     with open(tmp_path / "c" / "indexes.json", "w") as f:
         f.write(text)
     with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
@@ -153,3 +158,25 @@ def test_a_foreign_database_with_collection_tables_but_no_meta_is_damage(tmp_pat
     with pytest.raises(CollectionError, match="not a ragcore collection") as err:
         Collection.open(tmp_path / "other", readonly=True)
     assert not isinstance(err.value, CollectionCorruptError)
+
+
+@pytest.mark.parametrize("statement, words", [
+    ("UPDATE chunks SET hash = x'00' WHERE chunk_id = 4", "not 24 float32 values"),
+    ("UPDATE chunks SET text = x'35' WHERE chunk_id = 4", "chunk's text is not text"),
+])
+def test_a_chunk_the_indexes_are_rebuilt_with_is_checked(tmp_path, statement, words):
+    # Without the manifest the indexes are rebuilt from every chunk: none is left out.
+    db = _made(tmp_path / "c")
+    _sql(db, statement)
+    os.unlink(tmp_path / "c" / "indexes.json")
+    with pytest.raises(CollectionCorruptError, match=words):
+        Collection.open(tmp_path / "c", encoder=HashEncoder())
+
+
+@pytest.mark.parametrize("path, value", [("$.schema", None), ("$.dense.dtype", None)])
+def test_settings_an_older_collection_lacks_take_their_defaults(tmp_path, path, value):
+    db = _made(tmp_path / "c")
+    _sql(db, f"UPDATE meta SET value = json_remove(value, '{path}') WHERE key = 'settings'")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        assert col._settings["dense"]["dtype"] == "float32"
+        assert len(col.search("alpha", k=3, mode="dense")) == 3

@@ -186,7 +186,7 @@ class Collection:
             if version < 1 or meta["format_version"] != str(version):
                 raise store.damaged(db, f"the format version is {meta['format_version']!r}")
             database_checks.check_schema(conn, db)
-            database_checks.check_meta(conn, db, meta, settings)
+            settings = database_checks.check_meta(conn, db, meta, settings)
             settings["dim"] = store.stored(db, int, meta["dim"]) if "dim" in meta else None
             settings["id_type"] = meta.get("id_type")
             if encoder is not None:

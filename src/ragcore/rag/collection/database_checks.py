@@ -20,8 +20,7 @@ _ID_TYPES = ("int", "str")
 _ID_CLASSES = {"int": (int,), "str": (str,)}
 _REQUIRED = {"encoder", "chunker", "dense", "bm25"}
 _KEYS = _REQUIRED | {"dim", "id_type", "schema"}
-_FINGERPRINT_TYPES = {"model": (str,), "dim": (int, type(None)), "normalized": (bool, type(None)),
-                      "checksum": (str, type(None)), "pooling": (str,)}
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def _normalised_sql(sql: str) -> str:
@@ -56,9 +55,10 @@ def check_schema(conn, db: str) -> None:
         raise store.damaged(db, f"triggers that ragcore did not create: {triggers}")
 
 
-def check_meta(conn, db: str, meta: dict, settings: dict) -> None:
+def check_meta(conn, db: str, meta: dict, settings) -> dict:
     """The meta values and settings a collection runs on, of their types and ranges, and
-    agreeing with one stored document and embedding."""
+    agreeing with one stored document and embedding; returns the settings with the
+    defaults of options that older collections did not record."""
     change = _integer(db, meta, "change", required=True)
     embeddings_change = _integer(db, meta, "embeddings_change")
     if embeddings_change is not None and embeddings_change > change:
@@ -70,12 +70,11 @@ def check_meta(conn, db: str, meta: dict, settings: dict) -> None:
     id_type = meta.get("id_type")
     if id_type is not None and id_type not in _ID_TYPES:
         raise store.damaged(db, f"the meta value id_type is {id_type!r}, not one of {_ID_TYPES}")
-    fp = None
     if "fingerprint" in meta:
-        fp = store.stored(db, json.loads, meta["fingerprint"])
-        _check_fingerprint(db, fp, dim)
-    check_settings(db, settings)
+        _check_fingerprint(db, store.stored(db, json.loads, meta["fingerprint"]))
+    settings = check_settings(db, settings)
     _check_first_rows(conn, db, id_type, dim)
+    return settings
 
 
 def _integer(db: str, meta: dict, key: str, required: bool = False):
@@ -90,19 +89,18 @@ def _integer(db: str, meta: dict, key: str, required: bool = False):
     return int(value)
 
 
-def _check_fingerprint(db: str, fp, dim) -> None:
-    if not isinstance(fp, dict) or "model" not in fp or any(
-            key not in _FINGERPRINT_TYPES or not isinstance(value, _FINGERPRINT_TYPES[key])
-            for key, value in fp.items()):
-        raise store.damaged(db, f"the stored encoder fingerprint is not valid: {fp!r}")
-    if isinstance(fp.get("dim"), bool) or (fp.get("dim") is not None and dim is not None and
-                                           fp["dim"] != dim):
-        raise store.damaged(db, f"the stored encoder fingerprint's dimension {fp['dim']!r} is "
-                                f"not the collection's ({dim})")
+def _check_fingerprint(db: str, fp) -> None:
+    """A dict with the model's name, a dimension or None, and scalars (what fingerprint
+    compares and describes)."""
+    if not isinstance(fp, dict) or not isinstance(fp.get("model"), str) or \
+            isinstance(fp.get("dim"), bool) or not isinstance(fp.get("dim"), (int, type(None))) \
+            or not all(isinstance(v, _SCALARS) for v in fp.values()):
+        raise store.damaged(db, f"the stored encoder fingerprint is not valid: {_short(fp)}")
 
 
-def check_settings(db: str, settings) -> None:
-    """The settings JSON as create wrote it: each option one that create accepts."""
+def check_settings(db: str, settings) -> dict:
+    """The settings JSON as create wrote it, each option one that create accepts; returns
+    it with the defaults of dense options and a schema where older collections lack them."""
     from . import checks
 
     if not isinstance(settings, dict) or not _REQUIRED <= set(settings) <= _KEYS:
@@ -118,7 +116,7 @@ def check_settings(db: str, settings) -> None:
             if any(isinstance(v, bool) or not isinstance(v, int) for v in (size, overlap)) or \
                     not 0 <= overlap < size:
                 raise ValueError(f"chunker {chunker!r}")
-        _check_dense(settings["dense"])
+        dense = _check_dense(settings["dense"])
         if not isinstance(settings["bm25"], dict):
             raise TypeError(f"bm25 {settings['bm25']!r}")
         from ...sparse.bm25 import BM25Index
@@ -130,9 +128,10 @@ def check_settings(db: str, settings) -> None:
             raise ValueError(f"schema {settings['schema']!r}")
     except (TypeError, ValueError, KeyError) as err:
         raise store.damaged(db, f"the stored settings are not valid ({err})") from None
+    return {**settings, "dense": dense, "schema": settings.get("schema", {})}
 
 
-def _check_dense(dense) -> None:
+def _check_dense(dense) -> dict:
     """Options create accepts (checks.dense_settings), and a storage the index accepts."""
     from ...dense.flat import FlatIndex
     from ...dense.ivf import IVFIndex
@@ -145,6 +144,7 @@ def _check_dense(dense) -> None:
         FlatIndex(1, metric=cfg["metric"], dtype=cfg["dtype"])
     elif cfg["kind"] == "ivf":
         IVFIndex(1, cfg["nlist"], metric=cfg["metric"], dtype=cfg["dtype"])
+    return cfg
 
 
 def _check_first_rows(conn, db: str, id_type, dim) -> None:

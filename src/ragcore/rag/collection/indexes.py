@@ -231,9 +231,13 @@ class Indexes:
                 repaired |= idx.dense is None
         change = store.change_number(conn)
         # Files stamped with the database's change number reflect it, unless its chunks
-        # were changed without it (then their ids differ from those the files hold).
-        if not repaired and idx.change == change and recorded.get("bm25_ids") is not None:
-            repaired = manifest.ids_digest(store.live_chunk_ids(conn)) != recorded["bm25_ids"]
+        # were changed without it (then their ids differ from those the files hold; no
+        # dense file holds none).
+        if not repaired and idx.change == change:
+            live = manifest.ids_digest(store.live_chunk_ids(conn))
+            dense = recorded.get("dense_ids") if idx.dense is not None else \
+                manifest.ids_digest(np.empty(0, np.int64))
+            repaired = any(d is not None and d != live for d in (recorded.get("bm25_ids"), dense))
         if repaired or idx.change != change:
             idx.catch_up(conn, dim)
             repaired = True

@@ -259,7 +259,7 @@ def read_fields(conn: sqlite3.Connection) -> dict:
     for name, types in conn.execute("SELECT name, types FROM fields"):
         types = stored(conn.path, json.loads, types)
         if not isinstance(name, str) or not isinstance(types, list) or \
-                not set(types) <= _VALUE_TYPES:
+                not all(isinstance(t, str) and t in _VALUE_TYPES for t in types):
             raise damaged(conn.path, f"the fields table holds {name!r}: {types!r}, not a "
                                      "field name and a list of value types")
         out[name] = set(types)
@@ -360,12 +360,15 @@ def chunk_vectors(conn, chunk_ids, dim: int) -> np.ndarray:
 
 def all_chunks(conn, dim: int, with_vectors: bool, after: int = -1):
     """(chunk ids, texts, vectors or None) of every chunk with id > after, by id."""
+    # LEFT JOIN: a chunk without its embedding is damage (_vectors), not a chunk left out.
     rows = conn.execute(
         "SELECT c.chunk_id, c.text" + (", e.vector" if with_vectors else "") +
-        " FROM chunks c" + (" JOIN embeddings e ON e.hash = c.hash" if with_vectors else "") +
+        " FROM chunks c" + (" LEFT JOIN embeddings e ON e.hash = c.hash" if with_vectors else "") +
         " WHERE c.chunk_id > ? ORDER BY c.chunk_id", (after,)).fetchall()
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     texts = [r[1] for r in rows]
+    if not all(isinstance(t, str) for t in texts):
+        raise damaged(conn.path, "a stored chunk's text is not text")
     vectors = None
     if with_vectors:
         vectors = _vectors(conn, [r[2] for r in rows], dim)

@@ -73,6 +73,10 @@ _NO_UNIQUE = ("CREATE TABLE d2 (rowid INTEGER PRIMARY KEY AUTOINCREMENT, user_id
     ("UPDATE fields SET types = '5'", ["the fields table holds"]),
     ("UPDATE fields SET types = '[[]]'", ["the fields table holds"]),
     ("UPDATE embeddings SET vector = x'0000'", ["not 24 float32 values"]),
+    ("UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'chunks'",
+     ["the id sequence of 'chunks' is 9223372036854775807"]),
+    ("UPDATE sqlite_sequence SET seq = 'x'", ["the id sequence of"]),
+    ("UPDATE chunks SET chunk_id = -5 WHERE chunk_id = 3", ["a stored chunk id is negative"]),
 ])
 def test_a_changed_schema_or_meta_value_is_refused_at_open(tmp_path, statement, words):
     db = _made(tmp_path / "c")
@@ -99,6 +103,16 @@ def test_a_changed_row_is_refused_where_it_is_read(tmp_path, statement, read, wo
         with pytest.raises(CollectionCorruptError) as err:
             calls[read]()
         assert str(err.value).startswith(f"{db}: ") and words in str(err.value)
+
+
+def test_a_full_database_is_a_collection_error_and_rolls_back(tmp_path):
+    db = _made(tmp_path / "c")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        _sql(db, "UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'documents'")
+        with pytest.raises(CollectionError, match="cannot write .*free disk space") as err:
+            col.add(["alpha"], ids=[100])
+        assert str(err.value).startswith(db)
+        assert col.count() == 20 and col.get([100]) == []
 
 
 def test_a_document_whose_text_holds_a_nul_keeps_its_chunk_offsets(tmp_path):

@@ -21,6 +21,7 @@ _ID_CLASSES = {"int": (int,), "str": (str,)}
 _REQUIRED = {"encoder", "chunker", "dense", "bm25"}
 _KEYS = _REQUIRED | {"dim", "id_type", "schema"}
 _SCALARS = (str, int, float, bool, type(None))
+_MAX_SEQUENCE = 2**62  # AUTOINCREMENT's last id: far above any count of rows written
 
 
 def _normalised_sql(sql: str) -> str:
@@ -53,6 +54,9 @@ def check_schema(conn, db: str) -> None:
     triggers = [name for kind, name, _ in rows if kind == "trigger"]
     if triggers:
         raise store.damaged(db, f"triggers that ragcore did not create: {triggers}")
+    for name, seq in conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall():
+        if type(seq) is not int or not 0 <= seq <= _MAX_SEQUENCE:
+            raise store.damaged(db, f"the id sequence of {name!r} is {seq!r}")
 
 
 def check_meta(conn, db: str, meta: dict, settings) -> dict:

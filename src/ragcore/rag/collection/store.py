@@ -57,7 +57,7 @@ def content_hash(text: str) -> bytes:
 
 # sqlite's primary result codes (an extended code keeps the primary one in its low byte)
 # of a file that is damaged or not a database at all.
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+_SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_FULL = 11, 26, 13
 # Errors of the store's own statements that only a changed schema causes (a table or
 # column dropped or renamed, a value of another type where the schema has a key).
 _SCHEMA_CHANGED = ("no such table", "no such column", "has no column named", "datatype mismatch")
@@ -88,6 +88,11 @@ def _guarded(conn, call, *args):
         return call(*args)
     except sqlite3.DatabaseError as err:
         code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+        if code == _SQLITE_FULL:  # the disk, or the AUTOINCREMENT ids (a changed sequence)
+            raise CollectionError(f"{conn.path}: cannot write ({err}): free disk space and "
+                                  "retry; if there is space, its ids ran out (a changed "
+                                  "sqlite_sequence table): restore the collection's directory "
+                                  "from a backup") from err
         if code == _SQLITE_NOTADB:
             raise CollectionCorruptError(damage_message(
                 conn.path, "not a ragcore collection, or a damaged one: not a SQLite "
@@ -174,7 +179,10 @@ class transaction:
         return self.conn
 
     def __exit__(self, kind, value, tb):
-        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+        if kind is None:
+            self.conn.execute("COMMIT")
+        elif self.conn.in_transaction:  # sqlite rolls back itself after some errors (FULL)
+            self.conn.execute("ROLLBACK")
         return False
 
 
@@ -336,7 +344,14 @@ def delete_documents(conn, ids: list) -> np.ndarray:
 
 def live_chunk_ids(conn) -> np.ndarray:
     rows = conn.execute("SELECT chunk_id FROM chunks ORDER BY chunk_id")
-    return np.fromiter((r[0] for r in rows), dtype=np.int64)
+    return _chunk_ids(conn, np.fromiter((r[0] for r in rows), dtype=np.int64))
+
+
+def _chunk_ids(conn, ids: np.ndarray) -> np.ndarray:
+    """ids, refused when one is negative (AUTOINCREMENT gives none: a changed row)."""
+    if len(ids) and ids.min() < 0:
+        raise damaged(conn.path, f"a stored chunk id is negative ({int(ids.min())})")
+    return ids
 
 
 def chunk_vectors(conn, chunk_ids, dim: int) -> np.ndarray:
@@ -365,7 +380,7 @@ def all_chunks(conn, dim: int, with_vectors: bool, after: int = -1):
         "SELECT c.chunk_id, c.text" + (", e.vector" if with_vectors else "") +
         " FROM chunks c" + (" LEFT JOIN embeddings e ON e.hash = c.hash" if with_vectors else "") +
         " WHERE c.chunk_id > ? ORDER BY c.chunk_id", (after,)).fetchall()
-    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    ids = _chunk_ids(conn, np.array([r[0] for r in rows], dtype=np.int64))
     texts = [r[1] for r in rows]
     if not all(isinstance(t, str) for t in texts):
         raise damaged(conn.path, "a stored chunk's text is not text")

@@ -29,6 +29,7 @@ from ...errors import CollectionCorruptError, CollectionError
 from ...hits import PADDING_ID, Hits
 from . import store
 from . import checks
+from . import database_checks
 from . import fingerprint
 from ..defaults import DEFAULT_FUSION, DEFAULT_K0
 from .allow_cache import AllowCache
@@ -183,6 +184,10 @@ class Collection:
                 raise CollectionError(
                     f"{path}: written by a newer ragcore (collection format {version}; this "
                     f"version reads up to {store.FORMAT_VERSION}); upgrade ragcore")
+            if version < 1 or meta["format_version"] != str(version):
+                raise store.damaged(db, f"the format version is {meta['format_version']!r}")
+            database_checks.check_schema(conn, db)
+            settings = database_checks.check_meta(conn, db, meta, settings)
             settings["dim"] = store.stored(db, int, meta["dim"]) if "dim" in meta else None
             settings["id_type"] = meta.get("id_type")
             if encoder is not None:
@@ -238,7 +243,9 @@ class Collection:
         """Every document id (matching filter, if given), in the order they were added."""
         self._check_open()
         with self._snapshot() as conn:
-            return store.document_ids(conn, filter, self._fields_now(conn))
+            ids = store.document_ids(conn, filter, self._fields_now(conn))
+            db, id_type = conn.path, self._settings["id_type"]
+        return [database_checks.check_user_id(db, i, id_type) for i in ids]
 
     def get(self, ids) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
@@ -246,6 +253,9 @@ class Collection:
         ids = self._check_ids(ids, "ids", allow_new_type=True)
         with self._snapshot() as conn:
             found = store.get_documents(conn, ids)
+            db, id_type = conn.path, self._settings["id_type"]
+        for i in found:
+            database_checks.check_user_id(db, i, id_type)
         return [Document(i, *found[i]) for i in ids if i in found]
 
     # ---- writing ---------------------------------------------------------------
@@ -555,7 +565,8 @@ class Collection:
             hits = rerank_hits(rerank, queries, hits, rows)
             timings["rerank"] = time.perf_counter() - t
         db = os.path.join(self.path, store.DB_NAME)
-        return [SearchResults(_matches(hits, r, rows, k, by, db), timings, _row(hits, r))
+        id_type = self._settings["id_type"]
+        return [SearchResults(_matches(hits, r, rows, k, by, db, id_type), timings, _row(hits, r))
                 for r in range(len(queries))]
 
     def _fetch_chunks(self, conn, hits: Hits) -> dict:
@@ -964,18 +975,19 @@ def rerank_hits(reranker, queries, hits: Hits, rows: dict) -> Hits:
     return Hits(scores, ids)
 
 
-def _matches(hits: Hits, r: int, rows: dict, k: int, by: str, db: str) -> list[Match]:
+def _matches(hits: Hits, r: int, rows: dict, k: int, by: str, db: str, id_type) -> list[Match]:
     out, seen = [], set()
     for cid, score in zip(hits.ids[r], hits.scores[r]):
         if cid == PADDING_ID or len(out) == k:
             break
         uid, position, start, end, text, meta = rows[int(cid)]
+        database_checks.check_user_id(db, uid, id_type)
         if by == "document":
             if uid in seen:
                 continue
             seen.add(uid)
         out.append(Match(uid, int(cid), position, start, end, text, float(score),
-                         store.stored(db, json.loads, meta)))
+                         store.stored_metadata(db, meta)))
     return out
 
 

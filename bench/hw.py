@@ -129,7 +129,7 @@ def measure(quick: bool) -> dict:
     return {"bandwidth": bandwidth, "peaks": peaks, "sgemm": sgemm, "limits": limits}
 
 
-def write(hw: dict, command: str) -> Path:
+def write(hw: dict, command: str, out_dir: Path | None = None) -> Path:
     names = {"fp32": "fp32 FMA peak (GFLOP/s)", "bf16": "bf16 dot peak, vdpbf16ps (GFLOP/s)",
              "int8": "int8 dot peak, VNNI vpdpbusd (GOP/s)"}
     rows = [{"measure": "memory read bandwidth (GB/s)", "one": hw["bandwidth"][1],
@@ -148,7 +148,7 @@ def write(hw: dict, command: str) -> Path:
                "streams per second over the read bandwidth, a blocked product's its "
                "multiply-adds per second over the peak of the instruction it uses."),
         tables=[{"title": "", "columns": columns, "rows": rows, "notes": []}],
-        limits=hw["limits"], peers=("threadpoolctl",))
+        limits=hw["limits"], peers=("threadpoolctl",), out_dir=out_dir)
 
 
 def limits(path: Path = RESULTS / "hw.json") -> dict:

@@ -104,7 +104,9 @@ def plot(doc: dict, plots: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    rows = [r for r in doc["tables"][spec.get("table", 0)]["rows"] if isinstance(r, dict)]
+    where = spec.get("where", {})
+    rows = [r for r in doc["tables"][spec.get("table", 0)]["rows"]
+            if isinstance(r, dict) and all(r.get(k) == v for k, v in where.items())]
     series: dict[str, list] = {}
     for r in rows:
         if r.get(spec["x"]) is not None and r.get(spec["y"]) is not None:

@@ -15,8 +15,11 @@ class Collection:
         import chromadb
 
         self.path, self.chromadb = path, chromadb
-        self.client = chromadb.PersistentClient(path=path)
+        self.client = chromadb.PersistentClient(path=path, settings=self.no_telemetry())
         self.col = self.client.create_collection("bench", metadata=self.settings)
+
+    def no_telemetry(self):
+        return self.chromadb.config.Settings(anonymized_telemetry=False)
 
     def add(self, ids, texts, vectors, buckets):
         for s in range(0, len(ids), BATCH):
@@ -26,7 +29,7 @@ class Collection:
 
     def reopen(self):
         del self.col, self.client
-        self.client = self.chromadb.PersistentClient(path=self.path)
+        self.client = self.chromadb.PersistentClient(path=self.path, settings=self.no_telemetry())
         self.col = self.client.get_collection("bench")
 
     def search(self, q, k, below):

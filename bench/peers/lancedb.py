@@ -34,7 +34,7 @@ class Collection:
         self.table = self.db.open_table("bench")
 
     def search(self, q, k, below):
-        query = self.table.search(q).metric("dot").limit(k).select(["id"])
+        query = self.table.search(q).metric("dot").limit(k).select(["id", "_distance"])
         if below is not None:
             query = query.where(f"bucket < {below}", prefilter=True)
         return [int(i) for i in query.to_arrow()["id"].to_pylist()]

@@ -82,6 +82,8 @@ def machine_line(doc: dict) -> str:
              f"{m.get('threads', '?')} threads used"]
     if m.get("flags"):
         parts.append(" ".join(m["flags"]))
+    if m.get("openblas_coretype"):
+        parts.append(f"OPENBLAS_CORETYPE={m['openblas_coretype']}")
     if m.get("gpu"):
         parts.append(f"GPU {m['gpu']}")
     if m.get("load"):

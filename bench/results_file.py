@@ -50,7 +50,8 @@ def cpu_flags() -> list[str]:
 def machine(threads: int, load: str | None = None) -> dict:
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "threads": threads,
             "flags": cpu_flags(), "load": load or os.environ.get("RAGCORE_BENCH_LOAD"),
-            "python": platform.python_version()}
+            "python": platform.python_version(),
+            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}
 
 
 def versions(*distributions: str) -> dict:

@@ -10,14 +10,35 @@ every adapter of bench/peers/ whose library is installed, and writes bench/resul
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
-import sys
-import time
-import tomllib
-import traceback
-from pathlib import Path
+
+
+def _blas_kernel() -> None:
+    """Every OpenBLAS in the process on its AVX-512 kernel where the CPU has it: faiss-cpu's
+    bundled OpenBLAS is older than this CPU and would fall back to a slow generic kernel, and a
+    machine-wide OPENBLAS_CORETYPE (Haswell on the test machines) would hold every BLAS peer
+    to AVX2. Set before numpy loads; RAGCORE_BENCH_CORETYPE overrides it."""
+    try:
+        flags = next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "")
+    except OSError:
+        flags = ""
+    wanted = os.environ.get("RAGCORE_BENCH_CORETYPE") or ("SkylakeX" if " avx512f" in flags
+                                                          else None)
+    if wanted:
+        os.environ["OPENBLAS_CORETYPE"] = wanted
+    else:
+        os.environ.pop("OPENBLAS_CORETYPE", None)
+
+
+_blas_kernel()
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tomllib  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -7,7 +7,7 @@ build of the kept half); then with the half added back (churned). Also the level
 and the share of nodes with at most 2 in-edges, which say how the repair changed the graph.
 One thread, so every graph depends only on its seed. Recall@10 against exact search.
 
-    python bench/hnsw_churn.py [--n 6000] [--d 32] [--M 16] [--ef-construction 100]
+    python bench/calibrate/hnsw_churn.py [--n 6000] [--d 32] [--M 16] [--ef-construction 100]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 
 from ragcore import FlatIndex, HNSWIndex
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dense"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "dense"))
 from _hnsw_data import clustered, recall  # noqa: E402  (the test's data, so seed 0 is the test)
 
 

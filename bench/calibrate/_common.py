@@ -1,4 +1,4 @@
-"""Shared helpers of the bench/ scripts: BLAS environment, timing, data, reporting.
+"""Shared helpers of the calibration scripts: BLAS environment, timing, data, reporting.
 
 Importing this module first matters: if OPENBLAS_CORETYPE is set (the test
 machines set it to Haswell), the process re-executes itself without it, before
@@ -44,7 +44,9 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import threadpoolctl  # noqa: E402
 
+# The calibration figures: printed, and kept here (not on the results page).
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # bench/: _zipf
 
 
 # ---- environment -------------------------------------------------------------

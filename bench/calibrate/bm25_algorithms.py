@@ -27,9 +27,9 @@ by the statistic auto's rule reads: x = P * N / k^2, where P is the query's post
 summed document frequencies of its terms) and N the indexed documents, in bins of a factor
 4 (bins with fewer than --min-bin queries are left out); the same timing per bin.
 
-Run:  .venv/bin/python bench/bm25_algorithms.py               (~3 minutes on 2 cores)
-      .venv/bin/python bench/bm25_algorithms.py --n 200000    (~1 minute)
-Writes bench/results/bm25_algorithms.json and bench/results/bm25_algorithms.md.
+Run:  .venv/bin/python bench/calibrate/bm25_algorithms.py               (~3 minutes on 2 cores)
+      .venv/bin/python bench/calibrate/bm25_algorithms.py --n 200000    (~1 minute)
+Writes bench/calibrate/results/bm25_algorithms.json and bench/calibrate/results/bm25_algorithms.md.
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def report(results: dict, env: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
-        epilog="Writes bench/results/bm25_algorithms.json and .md (override with --json, "
+        epilog="Writes bench/calibrate/results/bm25_algorithms.json and .md (override with --json, "
                "--markdown).")
     parser.add_argument("--n", type=int, default=1_000_000, help="zipf corpus documents")
     parser.add_argument("--vocab", type=int, default=200_000, help="zipf vocabulary")

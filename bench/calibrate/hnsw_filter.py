@@ -6,7 +6,7 @@ scoring of the allowed set, and the walk's recall@10 against the filtered exact 
 Prints the allowed count where the exact path stops being faster, and the factor c of
 the rule ``exact when allowed <= c * sqrt(ef * M * n)`` (ragcore.dense.hnsw) it implies.
 
-    python bench/hnsw_filter.py [--n 20000,60000] [--d 128] [--ef 64]
+    python bench/calibrate/hnsw_filter.py [--n 20000,60000] [--d 128] [--ef 64]
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ the automatic path uses (ragcore._core.blocked_path_min_batch, from
 kBlockedFromBatch* in cpp/src/dense/flat.cpp). Also checks that both paths
 return the same ids.
 
-Run:  .venv/bin/python bench/crossover.py            (the full run)
-      .venv/bin/python bench/crossover.py --simd-level Avx2 --json /tmp/avx2.json  (AVX2 kernels)
-      .venv/bin/python bench/crossover.py --quick    (smoke run)
-Writes bench/results/crossover.json.
+Run:  .venv/bin/python bench/calibrate/crossover.py            (the full run)
+      .venv/bin/python bench/calibrate/crossover.py --simd-level Avx2 --json /tmp/avx2.json  (AVX2 kernels)
+      .venv/bin/python bench/calibrate/crossover.py --quick    (smoke run)
+Writes bench/calibrate/results/crossover.json.
 """
 
 from __future__ import annotations

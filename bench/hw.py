@@ -8,6 +8,8 @@ peak arithmetic rates (fp32 FMA; bf16 dot, vdpbf16ps; int8 dot, VNNI vpdpbusd) o
     chains of one instruction, so the loop runs at that instruction's throughput; ops counted
     as 2 per multiply-add (a 512-bit FMA is 32 fp32 flops, a vdpbf16ps 64, a vpdpbusd 128);
     on 1 thread and on every core; a rate the CPU lacks is left out;
+  - both timed by each thread's CPU time (time.thread_time), so that other processes on a
+    shared machine do not lower the limits: they are what the cores do while they run;
   - sgemm (numpy float32 matmul, the shape of a batched search): what BLAS reaches of the peak.
 
 Run:  python bench/hw.py [--quick]     (writes bench/results/hw.json, a ragcore-bench/1 file)
@@ -44,14 +46,21 @@ CHAINS = 12  # hw_peak.c's independent chains per loop step
 
 
 def _in_threads(fn, args_per_thread) -> float:
-    """Seconds to run fn(*args) on one Python thread per args tuple (fn releases the GIL)."""
-    workers = [threading.Thread(target=fn, args=a) for a in args_per_thread]
-    start = time.perf_counter()
+    """The longest CPU time of the threads running fn(*args), one Python thread per args
+    tuple (fn releases the GIL), all started together."""
+    cpu = [0.0] * len(args_per_thread)
+
+    def one(i, args):
+        start = time.thread_time()
+        fn(*args)
+        cpu[i] = time.thread_time() - start
+
+    workers = [threading.Thread(target=one, args=(i, a)) for i, a in enumerate(args_per_thread)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    return time.perf_counter() - start
+    return max(cpu)
 
 
 def read_bandwidth(nbytes: int, repeats: int) -> dict:
@@ -93,7 +102,7 @@ def peak_rates(seconds: float) -> dict:
                 iters *= 2
             rates = {"instruction": name}
             for threads in sorted({1, CORES}):
-                best = min(_in_threads(fn, [(iters,)] * threads) for _ in range(3))
+                best = min(_in_threads(fn, [(iters,)] * threads) for _ in range(5))
                 rates[threads] = threads * iters * CHAINS * ops / best / 1e9
             out[kind] = rates
             break

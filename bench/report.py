@@ -78,8 +78,11 @@ def markdown_table(table: dict) -> str:
 
 def machine_line(doc: dict) -> str:
     m = doc["machine"]
-    parts = [f"{m.get('cpu', '?')}", f"{m.get('cores', '?')} cores",
-             f"{m.get('threads', '?')} threads used"]
+    parts = [str(m.get("cpu") or "CPU not recorded")]
+    if m.get("cores"):
+        parts.append(f"{m['cores']} cores")
+    if m.get("threads"):
+        parts.append(f"{m['threads']} threads used")
     if m.get("flags"):
         parts.append(" ".join(m["flags"]))
     if m.get("openblas_coretype"):
@@ -162,7 +165,7 @@ def section(doc: dict, home_cpu: str | None, page: Path, plots: Path) -> str:
     if doc.get("intro"):
         out += [doc["intro"], ""]
     out += ["```", doc["command"], "```", ""]
-    meta = [f"threads {doc['machine'].get('threads', '?')}"]
+    meta = [f"threads {doc['machine']['threads']}"] if doc["machine"].get("threads") else []
     if doc["machine"].get("load") and doc["machine"].get("cpu") == home_cpu:
         meta.append(f"load: {doc['machine']['load']}")
     if doc.get("date"):

@@ -92,4 +92,30 @@ class Ivf:
         return self.index.search(q, k)[1]
 
 
-TASKS = {"exact": [Exact, ExactBlas], "ann": [Hnsw, Ivf]}
+class IvfPq4(Ivf):
+    """IndexIVFPQFastScan (4-bit codes, one per 4 dimensions) re-ranked exactly by
+    IndexRefineFlat (k_factor 4), as ragcore's IVF pq4 is."""
+    name = "faiss IVFPQFastScan+refine"
+
+    def build(self, x):
+        import faiss
+
+        faiss.omp_set_num_threads(self.threads)
+        self.quantizer = faiss.IndexFlatIP(x.shape[1])
+        self.base = faiss.IndexIVFPQFastScan(self.quantizer, x.shape[1], self.nlist,
+                                             x.shape[1] // 4, 4, faiss.METRIC_INNER_PRODUCT)
+        self.base.cp.seed = 0
+        self.index = faiss.IndexRefineFlat(self.base)
+        self.index.k_factor = 4
+        self.index.train(np.ascontiguousarray(x))
+        self.index.add(x)
+
+    def search(self, q, k, value):
+        import faiss
+
+        faiss.omp_set_num_threads(self.threads)
+        self.base.nprobe = value
+        return self.index.search(q, k)[1]
+
+
+TASKS = {"exact": [Exact, ExactBlas], "ann": [Hnsw, Ivf, IvfPq4]}

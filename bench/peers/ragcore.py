@@ -68,6 +68,19 @@ class IvfRabitq(Ivf):
     name, dtype = "ragcore IVF rabitq", "rabitq"
 
 
+class IvfPq4(Ivf):
+    """4-bit PQ codes, one per 4 dimensions, candidates re-scored exactly (its default)."""
+    name, dtype = "ragcore IVF pq4", "pq4"
+
+    def build(self, x):
+        import ragcore
+
+        self.index = ragcore.IVFIndex(x.shape[1], self.nlist, "ip", "pq4", seed=0,
+                                      m=x.shape[1] // 4)
+        self.index.train(x, n_threads=self.threads)
+        self.index.add(x, n_threads=self.threads)
+
+
 class Bm25:
     name = "ragcore"
 
@@ -136,5 +149,5 @@ class CollectionHnsw(Collection):
     name, dense = "ragcore hnsw", "hnsw"
 
 
-TASKS = {"exact": [Exact, ExactBf16], "ann": [Hnsw, Ivf, IvfRabitq], "bm25": [Bm25],
+TASKS = {"exact": [Exact, ExactBf16], "ann": [Hnsw, Ivf, IvfRabitq, IvfPq4], "bm25": [Bm25],
          "encode": [Encode, EncodeFp32], "collection": [Collection, CollectionHnsw]}

@@ -48,6 +48,9 @@ def run(grid, out_dir, command, limits):
         mine = {p: v for p, v in reached.items() if p.startswith("ragcore") and family in p}
         peers = {p: v for p, v in reached.items() if not p.startswith("ragcore")
                  and (family in p or (family == "HNSW" and p in ("hnswlib", "usearch")))}
+        if family == "IVF":  # float32 lists against float32 lists
+            mine = {p: v for p, v in mine.items() if p == "ragcore IVF"}
+            peers = {p: v for p, v in peers.items() if p == "faiss IVFFlat"}
         if mine and peers:
             me, best = max(mine, key=mine.get), max(peers, key=peers.get)
             summary.append({"row": f"ANN {family}, N = {n:,}, recall@10 >= {TARGET}",

@@ -5,7 +5,8 @@
 Each loader is fuzzed in its own worker process, so that a crash (a signal) is caught:
 the input that caused it is copied to bench/results/fuzz-crashers/ and the worker is
 restarted with the next seed. Inputs that broke a contract without crashing are kept
-there too. Counts go to bench/results/fuzz.json (and BENCHMARKS.md, "Loader fuzzing").
+there too. Counts go to bench/results/fuzz.json (a ragcore-bench/1 file: BENCHMARKS.md,
+"Loader fuzzing"); bench/run.py's fuzz task runs the same loop for its grid's time.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1_000_000, help="executions per loader")
     parser.add_argument("--kinds", nargs="+", default=["flat", "ivf", "bm25", "hnsw"])
     parser.add_argument("--hours", type=float, default=24.0, help="time limit per loader")
-    parser.add_argument("--out", default=os.path.join(RESULTS, "fuzz.json"))
+    parser.add_argument("--results", default=RESULTS, help="the folder fuzz.json is written to")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--dir", help=argparse.SUPPRESS)
@@ -115,17 +116,15 @@ def main() -> None:
         return
     crashers = os.path.join(RESULTS, "fuzz-crashers")
     os.makedirs(crashers, exist_ok=True)
-    import ragcore
+    sys.path.insert(0, HERE)
+    from tasks.fuzz import write
 
-    report = {"command": " ".join(["python", "bench/fuzz.py", *sys.argv[1:]]),
-              "ragcore": ragcore.__file__, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "loaders": []}
+    command = " ".join(["python", "bench/fuzz.py", *sys.argv[1:]])
+    loaders = []
     for kind in args.kinds:
-        report["loaders"].append(drive(kind, args.runs, time.time() + 3600 * args.hours,
-                                       crashers))
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=1)
-    print(json.dumps(report, indent=1))
+        loaders.append(drive(kind, args.runs, time.time() + 3600 * args.hours, crashers))
+        write(loaders, command, args.results)
+    print(json.dumps(loaders, indent=1))
 
 
 if __name__ == "__main__":

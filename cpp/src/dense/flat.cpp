@@ -11,8 +11,7 @@
 namespace ragcore {
 namespace {
 
-// From this batch the blocked path wins, as bench/crossover.py finds (BENCHMARKS.md,
-// "Scan / blocked crossover"). Narrow storage crosses later because its scan reads
+// From this batch the blocked path wins, as bench/calibrate/crossover.py finds. Narrow storage crosses later because its scan reads
 // half the bytes while its blocked path converts every tile.
 constexpr size_t kBlockedFromBatchAvx512[kNumStorage] = {8, 16, 16};
 constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};

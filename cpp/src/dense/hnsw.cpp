@@ -23,7 +23,7 @@ constexpr size_t kMaxM = 512;  // bounds the walk's neighbour buffer
 // heuristic then finds the farther, more diverse links that a node inserted into a
 // sparser graph got, which a walk of ef_construction (the nearest nodes only) misses;
 // with 1x the recall of a delete-and-re-add-50% graph stayed 0.01 behind a fresh
-// build at ef 64 (bench/hnsw_churn.py), with 2x it is ahead, for twice the remove time.
+// build at ef 64 (bench/calibrate/hnsw_churn.py), with 2x it is ahead, for twice the remove time.
 constexpr size_t kRepairEfFactor = 2;
 
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("HNSW: " + what); }

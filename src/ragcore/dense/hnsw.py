@@ -32,8 +32,8 @@ DEFAULT_EF = 64
 # A filtered search scores the allowed vectors exactly when they number at most
 # EXACT_FILTER_FACTOR * sqrt(ef * M * n): a walk that keeps ef allowed results out of a
 # fraction s = allowed / n expands about ef / s nodes of about 2M neighbours each, which
-# costs more than scoring the allowed set once allowed**2 < c * ef * M * n. bench/hnsw_filter.py
-# puts the crossover between 0.9 and 1.3 x sqrt(ef * M * n) at n = 20,000 and 80,000 (same section).
+# costs more than scoring the allowed set once allowed**2 < c * ef * M * n
+# (bench/calibrate/hnsw_filter.py measures the crossover).
 EXACT_FILTER_FACTOR = 1.0
 _NO_ROWS = np.empty(0, dtype=np.int64)
 

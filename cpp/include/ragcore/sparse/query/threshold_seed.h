@@ -23,7 +23,7 @@ namespace ragcore {
 // documents in the n_blocks blocks of highest bound among the terms' best
 // blocks; -inf when they are fewer than k. Taking blocks from every term, not
 // only the strongest one, gives a markedly higher seed (and a faster MaxScore
-// on the zipf corpus of bench/bm25.py): documents with several query terms sit
+// on the Zipfian corpus of bench/_zipf.py): documents with several query terms sit
 // in the best blocks of the weaker terms too.
 //
 // When no term weight is negative, a document is scored only on the terms

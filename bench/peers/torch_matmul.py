@@ -1,0 +1,28 @@
+"""torch (CPU): torch.topk of queries @ corpus.T (exact)."""
+
+from __future__ import annotations
+
+LIBRARY, DISTRIBUTION = "torch", "torch"
+
+
+class Exact:
+    name = "torch"
+
+    def __init__(self, threads):
+        self.threads = threads
+
+    def build(self, x):
+        import torch
+
+        torch.set_num_threads(self.threads)
+        self.x = torch.from_numpy(x)
+
+    def search(self, q, k):
+        import torch
+
+        torch.set_num_threads(self.threads)
+        with torch.inference_mode():
+            return torch.topk(torch.from_numpy(q) @ self.x.T, k, dim=1).indices.numpy()
+
+
+TASKS = {"exact": [Exact]}

@@ -118,7 +118,7 @@ py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::h
     check_result_size(nq, k, index.num_docs());
   py::array_t<float> scores = result_array<float>(nq, k);
   py::array_t<int64_t> ids = result_array<int64_t>(nq, k);
-  py::array_t<uint8_t> used(static_cast<py::ssize_t>(nq));
+  py::array_t<uint8_t> used = new_array<uint8_t>({nq});
   float* s = scores.mutable_data();
   int64_t* i = ids.mutable_data();
   uint8_t* u = used.mutable_data();

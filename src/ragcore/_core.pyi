@@ -178,20 +178,6 @@ class Bm25Index:
     ) -> None: ...
     def remove(self, ids: npt.NDArray[np.int64], n_threads: int = 0) -> None: ...
     def has_ids(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]: ...
-    def search(
-        self,
-        terms: npt.NDArray[np.int64],
-        weights: npt.NDArray[np.float64],
-        offsets: npt.NDArray[np.int64],
-        k: int,
-        *,
-        algorithm: QueryAlgorithm = QueryAlgorithm.Auto,
-        n_threads: int = 0,
-        allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
-        allow_by_row: bool = False,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
-        """Top-k per query (of the allowed documents: a uint8 mask by id, or by slot when
-        allow_by_row); returns (scores, ids, QueryAlgorithm value that ran per query)."""
     def get_scores(
         self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
     ) -> npt.NDArray[np.float32]: ...

@@ -99,9 +99,9 @@ std::string_view utf8_of(PyObject* text) {
 
 // BM25Index.search's one entry: encodes queries (one str, or a list of str / bytes, or of
 // token lists when pretokenized) and searches the index, all in one release of the GIL;
-// allow: a uint8 mask by id, or by slot when allow_by_row. Returns (scores, ids,
-// QueryAlgorithm value that ran per query). One str is what a RAG service sends once per
-// question: it is read in place and encoded without a list around it.
+// allow: a uint8 mask by id, or by slot when allow_by_row. Returns (scores, ids, bytes:
+// the QueryAlgorithm value that ran for each query). One str is what a RAG service sends
+// once per question: it is read in place and encoded without a list around it.
 py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::handle& queries,
                  bool pretokenized, size_t k, QueryAlgorithm algorithm, int n_threads,
                  const std::optional<py::array>& allow, bool allow_by_row) {
@@ -118,10 +118,14 @@ py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::h
     check_result_size(nq, k, index.num_docs());
   py::array_t<float> scores = result_array<float>(nq, k);
   py::array_t<int64_t> ids = result_array<int64_t>(nq, k);
-  py::array_t<uint8_t> used(static_cast<py::ssize_t>(nq));
+  // The codes as bytes: a fresh bytes object may be written until it is shared, and costs
+  // less to make than an array.
+  py::bytes used = py::reinterpret_steal<py::bytes>(
+      PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(nq)));
+  if (!used) throw py::error_already_set();
   float* s = scores.mutable_data();
   int64_t* i = ids.mutable_data();
-  uint8_t* u = used.mutable_data();
+  auto* u = reinterpret_cast<uint8_t*>(PyBytes_AS_STRING(used.ptr()));
   const auto run = [&](const EncodedQueries& q) {
     const QueryBatch batch{q.terms.data(), q.weights.data(), q.offsets.data(),
                            q.offsets.size() - 1};
@@ -176,7 +180,8 @@ void register_query_encoder(py::module_& m) {
            py::arg("k"), py::arg("algorithm"), py::arg("n_threads"), py::arg("allow"),
            py::arg("allow_by_row"),
            "Encodes queries (one str or a list) and searches index in one call; returns "
-           "(scores, ids, QueryAlgorithm value per query). Positional: the per-call path.")
+           "(scores, ids, bytes: the QueryAlgorithm value per query). Positional: the per-call "
+           "path.")
       .def_property_readonly("cached_words",
                              [](const PyQueryEncoder& self) {
                                py::gil_scoped_release release;

@@ -5,26 +5,38 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
 
 #include "array_checks.h"
 #include "ragcore/util/result_bound.h"
 
 namespace ragcore_bindings {
 
-// A new C-contiguous nq x k array of T, made by numpy's C API directly: pybind11's shape
-// constructor builds shape and stride vectors, heap allocations paid on every call.
+// A new C-contiguous array of T of these dimensions (1 or 2), made by numpy's C API
+// directly: pybind11's shape constructor builds shape and stride vectors, heap allocations
+// paid on every call.
 template <class T>
-pybind11::array_t<T> result_array(size_t nq, size_t k) {
+pybind11::array_t<T> new_array(std::initializer_list<size_t> shape) {
   auto& api = pybind11::detail::npy_api::get();
-  const Py_intptr_t dims[2] = {static_cast<Py_intptr_t>(nq), static_cast<Py_intptr_t>(k)};
+  Py_intptr_t dims[2] = {0, 0};
+  int nd = 0;
+  if (shape.size() > 2) throw std::invalid_argument("new_array: at most 2 dimensions");
+  for (size_t extent : shape) dims[nd++] = static_cast<Py_intptr_t>(extent);
   PyObject* descr =
       api.PyArray_DescrFromType_(pybind11::detail::npy_format_descriptor<T>::value);
   if (descr == nullptr) throw pybind11::error_already_set();
   // NewFromDescr takes the reference to descr, also when it fails.
   PyObject* array =
-      api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, 2, dims, nullptr, nullptr, 0, nullptr);
+      api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, nd, dims, nullptr, nullptr, 0, nullptr);
   if (array == nullptr) throw pybind11::error_already_set();
   return pybind11::reinterpret_steal<pybind11::array_t<T>>(array);
+}
+
+// The nq x k result array of T of a top-k search.
+template <class T>
+pybind11::array_t<T> result_array(size_t nq, size_t k) {
+  return new_array<T>({nq, k});
 }
 
 // Result arrays nq x k, then search(a) without the GIL; returns (scores, ids).

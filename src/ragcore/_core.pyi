@@ -151,10 +151,11 @@ class QueryEncoder:
         algorithm: QueryAlgorithm, n_threads: int,
         allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None,
         allow_by_row: bool,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], bytes]:
         """BM25Index.search's one entry: encodes queries (one str, or a list of str / bytes,
         or of token lists when pretokenized) and searches index in one call, allow a byte
-        mask by id (by slot when allow_by_row); returns (scores, ids, algorithm codes)."""
+        mask by id (by slot when allow_by_row); returns (scores, ids, the QueryAlgorithm
+        code that ran for each query, as bytes)."""
     @property
     def cached_words(self) -> int: ...
     @property
@@ -177,20 +178,6 @@ class Bm25Index:
     ) -> None: ...
     def remove(self, ids: npt.NDArray[np.int64], n_threads: int = 0) -> None: ...
     def has_ids(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]: ...
-    def search(
-        self,
-        terms: npt.NDArray[np.int64],
-        weights: npt.NDArray[np.float64],
-        offsets: npt.NDArray[np.int64],
-        k: int,
-        *,
-        algorithm: QueryAlgorithm = QueryAlgorithm.Auto,
-        n_threads: int = 0,
-        allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
-        allow_by_row: bool = False,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
-        """Top-k per query (of the allowed documents: a uint8 mask by id, or by slot when
-        allow_by_row); returns (scores, ids, QueryAlgorithm value that ran per query)."""
     def get_scores(
         self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
     ) -> npt.NDArray[np.float32]: ...

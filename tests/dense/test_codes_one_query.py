@@ -58,11 +58,11 @@ def test_one_query_equals_its_row_of_a_batch(kind, metric, seed, n, k, nprobe, r
             np.testing.assert_array_equal(got.ids, batch.ids[i : i + 1])
             np.testing.assert_array_equal(got.scores, batch.scores[i : i + 1])
             assert got.ids.dtype == np.int64 and got.scores.dtype == np.float32
-    if batch_counts is not None:  # rabitq: the counts of the last query, from the row path
-        index.search(queries[-1:], k, n_threads=np.int64(1), **kwargs)
-        full = index.last_search_counts
+    if batch_counts is not None:  # rabitq: one query's counts, as a 2-D row or a 1-D one
+        index.search(queries[-1:], k, **kwargs)
+        as_row = index.last_search_counts
         index.search(queries[-1], k, **kwargs)
-        assert index.last_search_counts == full
+        assert index.last_search_counts == as_row
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -114,7 +114,7 @@ def test_equivalent_arguments_give_the_same_hits_and_bad_ones_an_error():
 def test_the_entry_follows_the_index_through_replacement_copy_and_load(tmp_path):
     index = BM25Index(stopwords=None)
     index.add(["aa bb", "bb cc"])
-    index.index(["xx yy", "yy zz", "zz"])  # a new native index: the entry is bound anew
+    index.index(["xx yy", "yy zz", "zz"])  # a new native index: searches read the new pair
     assert index.search("zz", 2).ids.tolist() == [[2, 1]]
     index.add(["zz zz zz"])
     index.remove([2])
@@ -139,7 +139,7 @@ def test_an_index_is_freed_without_the_cycle_collector():
     gc.disable()
     try:
         del index
-        assert gone() is None  # the entry holds the native parts, not the BM25Index
+        assert gone() is None  # nothing the index holds refers back to it
     finally:
         gc.enable()
 
@@ -187,8 +187,8 @@ def _searches_while_replaced(args, searches, swaps):
 
 
 def test_str_searches_on_threads_while_the_index_is_replaced():
-    # Each entry holds its own encoder and native index: a search that runs while index()
-    # swaps them answers from one whole index, the old or the new, never a mix.
+    # A search reads the encoder and the native index as one pair: one that runs while
+    # index() swaps them answers from one whole index, the old or the new, never a mix.
     _searches_while_replaced(("bb", 3, 1), searches=300, swaps=40)
 
 
@@ -196,7 +196,7 @@ def test_str_searches_on_threads_while_the_index_is_replaced():
                                   ("bb", 3, 1, "auto", [0, 1, 2, 3])],
                          ids=["list", "algorithm", "allow"])
 def test_batch_searches_on_threads_while_the_index_is_replaced(args):
-    # The checked path too reads the encoder and the native index as one pair: index()
-    # once set them one after the other, so a search between the two encoded its words
-    # with one vocabulary and scored them in the other index (a silent wrong answer).
+    # Lists, algorithms and filters too: index() once set the pair's parts one after the
+    # other, so a search between the two encoded its words with one vocabulary and scored
+    # them in the other index (a silent wrong answer).
     _searches_while_replaced(args, searches=300, swaps=120)

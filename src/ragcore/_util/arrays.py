@@ -91,9 +91,11 @@ def as_query_rows(x, dim: int) -> np.ndarray:
     (1-D) or one per row (2-D), the elements of a row contiguous; other input is converted as
     as_float_matrix converts it. Their values (finite, norm at most MAX_NORM) are checked by
     the native entry, once, for one query as for a batch."""
-    if (type(x) is np.ndarray and x.dtype == _FLOAT32 and x.shape[-1:] == (dim,)
-            and x.ndim <= 2 and x.flags.c_contiguous):
-        return x
+    # `is`: numpy's float32 descriptor is one object; another equal one takes the long way.
+    if type(x) is np.ndarray and x.dtype is _FLOAT32 and x.flags.c_contiguous:
+        shape = x.shape
+        if shape == (dim,) or (len(shape) == 2 and shape[1] == dim):
+            return x
     return as_float_matrix(x, "queries", dim, check_values=False)
 
 

@@ -290,10 +290,13 @@ class BM25Index:
     def _run(self, queries, k, n_threads, algorithm, allow):
         """(scores, ids, algorithm codes): the arguments checked, then one native call that
         encodes the queries and searches (one str is passed as it is)."""
-        k = check_positive_int(k, "k")
-        if k >= 1 << 63:  # past every native size (smaller ones get the native bound's error)
-            raise ValueError(f"k: {k} results for each query exceed the bound on padded results")
-        n_threads = check_threads(n_threads)
+        if type(k) is not int or not 0 < k < 1 << 63:  # the plain case costs one test
+            k = check_positive_int(k, "k")
+            if k >= 1 << 63:  # past every native size (smaller ones get the native bound's error)
+                raise ValueError(f"k: {k} results for each query exceed the bound on padded "
+                                 "results")
+        if type(n_threads) is not int or not 0 <= n_threads <= 1 << 16:
+            n_threads = check_threads(n_threads)
         native_algorithm = _NATIVE_ALGORITHM.get(algorithm) if isinstance(algorithm, str) else None
         if native_algorithm is None:
             check_choice(algorithm, "algorithm", ALGORITHMS)  # raises, naming the choices

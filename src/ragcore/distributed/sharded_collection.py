@@ -10,7 +10,7 @@ import uuid
 import numpy as np
 
 from .._util.arrays import check_choice, check_positive_int
-from ..errors import CollectionError
+from ..errors import CollectionError, ShardUnavailableError
 from ..hits import PADDING_ID, Hits
 from ..rag.collection import checks
 from ..rag.collection.collection import (MODES, Document, Match, SearchResults,
@@ -251,8 +251,6 @@ class ShardedCollection:
         replica committed (or died: then it is down until healed)."""
         missing = [s for s in ops if not self._sets[s].live()]
         if missing:
-            from ..errors import ShardUnavailableError
-
             raise ShardUnavailableError(f"shard {missing[0]} has no live replica; nothing was "
                                         "written", missing[0])
         deadline = time.monotonic() + self._timeout
@@ -282,11 +280,16 @@ class ShardedCollection:
 
     # ---- replicas -------------------------------------------------------------------
 
-    def heal(self) -> int:
+    def heal(self, probe: bool = True) -> int:
         """Restarts the replicas that are down and catches them up with a live replica of
-        their shard (writes do this first too); returns how many serve again."""
+        their shard (writes do this first too, and a search that finds a shard without a
+        live replica); returns how many serve again. probe: first ask every replica that
+        is thought live whether it still answers (the others go down)."""
         self._check_open()
         with self._rw.write():
+            if probe:
+                for replica_set in self._sets:
+                    replica_set.probe(self._timeout)
             return self._heal_locked()
 
     def _heal_locked(self) -> int:
@@ -319,8 +322,16 @@ class ShardedCollection:
             vectors = self._query_vectors(queries, query_vector)
             timings["encode"] = time.perf_counter() - t
         width = k0 if (mode == "hybrid" or rerank is not None or by == "document") else k
-        with self._rw.read():
-            hits, rows = self._first_stage(queries, vectors, width, mode, filter, fuse, timings)
+        try:
+            with self._rw.read():
+                hits, rows = self._first_stage(queries, vectors, width, mode, filter, fuse,
+                                               timings)
+        except ShardUnavailableError:  # one bounded retry, once the lost replicas are back
+            if not self.heal(probe=False):
+                raise
+            with self._rw.read():
+                hits, rows = self._first_stage(queries, vectors, width, mode, filter, fuse,
+                                               timings)
         if rerank is not None:
             t = time.perf_counter()
             hits = rerank_hits(rerank, queries, hits, rows)

@@ -183,3 +183,30 @@ def test_manifest_and_bad_arguments(tmp_path):
         ShardedCollection.create(tmp_path / "x", n_shards=0)
     with pytest.raises(TypeError, match="unknown collection option 'dims'"):
         ShardedCollection.create(tmp_path / "y", n_shards=1, dims=3)
+
+
+def test_a_replica_behind_catches_up_by_replay_or_by_copy(tmp_path):
+    topics = ["apple", "banana", "cherry", "damson", "elder", "fig", "grape"]
+    texts = [f"document number {i} about {topics[i % 7]}" for i in range(30)]
+    with ShardedCollection.create(tmp_path / "sc", n_shards=1, replicas=2,
+                                  encoder=WordHashEncoder()) as sc:
+        sc.add(texts[:10], ids=list(range(10)))
+        ray.kill(sc.shard_actors()[0][1], no_restart=True)
+        sc.add(texts[10:20], ids=list(range(10, 20)))  # replica 1 misses it
+        assert sc.shard_actors()[0][1] is None  # down from that write on
+        sc.delete([3])  # a write heals first: replica 1 replays the add it missed
+        assert sc._sets[0].catch_ups["replayed"] == 1
+        assert sc.shard_actors()[0][1] is not None and sc.heal() == 0
+        ray.kill(sc.shard_actors()[0][1], no_restart=True)
+        sc.add(texts[20:], ids=list(range(20, 30)))
+    # Reopened, the log is gone: the replica behind copies the newest one's database.
+    with ShardedCollection.open(tmp_path / "sc", encoder=WordHashEncoder()) as sc:
+        assert sc._sets[0].catch_ups["copied"] == 1
+        held = [sorted(ray.get(r.actor.ids.remote())) for r in sc._sets[0].replicas]
+        assert held[0] == held[1] == sorted(set(range(30)) - {3})
+        answers = []
+        for replica in (0, 1):  # each replica answers alike
+            sc._sets[0]._turn = replica
+            answers.append([(m.id, m.score) for m in sc.search("cherry", k=3, mode="sparse")])
+        assert answers[0] == answers[1]
+        assert {i for i, _ in answers[0]} <= {2, 9, 16, 23} and len(answers[0]) == 3

@@ -125,6 +125,7 @@ class ShardedCollection:
                 if not replica_set.live():
                     raise CollectionError(f"{path}: no replica of shard {replica_set.shard} "
                                           "could be opened")
+                replica_set.heal(timeout)  # those behind the newest catch up first
         except BaseException:
             for replica_set in sets:
                 replica_set.close()

@@ -7,7 +7,9 @@ download), chunked by the default chunker; queries: its held questions. Dense ve
 from a word-hash encoder (deterministic, fast) and query vectors are computed once up
 front (query_vector=), so encoding is left out for every system: what is timed is the
 search. Systems: one Collection in this process; ShardedCollection with 2 and 4 shards,
-replicas=1, each replica an actor on a local Ray started here with num_cpus = cores (actors
+replicas=1, with its statistics cache (a query seen since the last write skips the BM25
+statistics round: the timed calls repeat their queries, so they all hit it) and without it
+(statistics_cache=0: every sparse or hybrid search makes two rounds), each replica an actor on a local Ray started here with num_cpus = cores (actors
 reserve num_cpus=0). Before timing, every sharded answer is checked against the single
 Collection's (same documents, chunk offsets and scores). Cells are timed interleaved per
 (mode, batch), so machine drifts hit every system; per-call latency p50 / p95, and QPS =
@@ -89,6 +91,7 @@ def main() -> None:
     from ragcore import Collection
     from ragcore.cli.datasets import stdlib_docs
     from ragcore.distributed import ShardedCollection
+    from ragcore.distributed.statistics_cache import MAX_QUERIES
 
     data = stdlib_docs(max_docs=args.docs)
     texts, ids = [d.text for d in data.documents], [d.doc_id for d in data.documents]
@@ -104,9 +107,11 @@ def main() -> None:
     single.add(texts, ids=ids)
     systems = {"Collection": single}
     for n in args.shards:
-        sc = ShardedCollection.create(Path(tmp.name) / f"s{n}", n_shards=n, encoder=encoder)
-        sc.add(texts, ids=ids)
-        systems[f"{n} shards"] = sc
+        for cache in (MAX_QUERIES, 0):
+            sc = ShardedCollection.create(Path(tmp.name) / f"s{n}-{cache}", n_shards=n,
+                                          encoder=encoder, statistics_cache=cache)
+            sc.add(texts, ids=ids)
+            systems[f"{n} shards" + ("" if cache else ", no cache")] = sc
     n_chunks = len(single.indexes.bm25)
     print(f"{len(texts)} documents, {n_chunks} chunks; systems: {', '.join(systems)}")
 
@@ -142,7 +147,7 @@ def main() -> None:
                     row["sparse_round_ms"] = 1e3 * float(np.mean([s["sparse"]
                                                                   for s in stages[name]]))
                 rows.append(row)
-                print(f"{mode:6s} batch {batch:3d} {name:10s} p50 {row['p50_ms']:8.2f} ms "
+                print(f"{mode:6s} batch {batch:3d} {name:20s} p50 {row['p50_ms']:8.2f} ms "
                       f"({row['p50_vs_collection']:5.2f}x)  QPS {qps:8.1f} "
                       f"({row['qps_vs_collection']:4.2f}x)"
                       + (f"  first round {row['first_phase_ms']:.2f} ms, BM25 round "

@@ -80,7 +80,7 @@ def test_sparse_equals_one_collection(sharded, single, corpus, k):
 def test_sparse_scores_use_global_statistics(sharded, single, corpus):
     """Shard-local statistics would give other scores: the global ones are in use."""
     stats = [ray.get(s.replicas[0].actor.first_phase.remote(corpus[3], 5, "sparse", None,
-                                                             None))[2]
+                                                             None))[1]
              for s in sharded._sets]
     assert sum(st.n_docs for st in stats) == single.indexes.bm25.statistics(corpus[3]).n_docs
     compare(sharded, single, corpus[3], 10, mode="sparse")
@@ -116,6 +116,29 @@ def test_filtered_equals_one_collection(sharded, single, corpus, mode):
     got = compare(sharded, single, corpus[3], 10, tol=1e-5, mode=mode, filter=flt)
     for row in got:
         assert all(m.metadata["size"] <= 1 or m.metadata["module"] == "json" for m in row)
+
+
+def test_remembered_statistics_are_dropped_by_a_write(tmp_path, corpus):
+    """A repeated query is one round trip (its statistics are remembered); a write that
+    changes them makes the next search gather them again, so it still equals one
+    Collection."""
+    texts, ids, metadata, queries = corpus
+    with ShardedCollection.create(tmp_path / "sc", n_shards=3, encoder=WordHashEncoder()) as sc, \
+            Collection.create(tmp_path / "one", encoder=WordHashEncoder()) as one:
+        for c in (sc, one):
+            c.add(texts[:100], ids=ids[:100])
+        for _ in range(2):
+            for mode in ("sparse", "hybrid"):
+                for g, w in zip(sc.search(queries, k=10, mode=mode),
+                                one.search(queries, k=10, mode=mode)):
+                    assert_same_matches(list(g), list(w), 1e-5)
+        assert sc.search(queries, k=10, mode="sparse")[0].timings["sparse"] == 0.0  # one round
+        for c in (sc, one):
+            c.add(queries, ids=[f"q{i}" for i in range(len(queries))])  # every query term
+        got = sc.search(queries, k=10, mode="sparse")
+        assert got[0].timings["sparse"] > 0.0  # gathered again
+        for g, w in zip(got, one.search(queries, k=10, mode="sparse")):
+            assert_same_matches(list(g), list(w))
 
 
 def test_by_document_and_count_equal_one_collection(sharded, single, corpus):

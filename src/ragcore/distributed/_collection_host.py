@@ -61,12 +61,14 @@ class CollectionHost:
         return self._collection.ids(filter)
 
     def first_phase(self, queries, width: int, mode: str, filter, vectors, statistics=None):
-        """Dense candidates with their rows (mode != "sparse"); then, with statistics, the
+        """Dense candidates with their rows (metadata as stored JSON: the driver decodes the
+        rows it keeps) (mode != "sparse"); then, with statistics, the
         BM25 candidates scored under them (the whole search in one call), else this
         shard's BM25 statistics of the queries (mode != "dense"), for a second round."""
         dense = stats = sparse = None
         if mode != "sparse":
-            dense = self._collection.candidates(queries, width, "dense", filter, vectors)
+            dense = self._collection.candidates(queries, width, "dense", filter, vectors,
+                                                decode_metadata=False)
         if mode != "dense":
             if statistics is None:
                 stats = self._collection.bm25_statistics(queries)
@@ -77,7 +79,7 @@ class CollectionHost:
     def sparse(self, queries, width: int, filter, statistics):
         """BM25 candidates scored under the global statistics, with their rows."""
         return self._collection.candidates(queries, width, "sparse", filter,
-                                           statistics=statistics)
+                                           statistics=statistics, decode_metadata=False)
 
     # ---- catching up --------------------------------------------------------
 

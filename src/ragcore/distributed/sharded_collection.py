@@ -3,6 +3,7 @@ replica a Collection held by a Ray actor on its own directory."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -450,7 +451,7 @@ def _matches(hits: Hits, r: int, rows: dict, k: int, by: str) -> list:
             if uid in seen:
                 continue
             seen.add(uid)
-        out.append(Match(uid, cid, position, start, end, text, float(score), meta))
+        out.append(Match(uid, cid, position, start, end, text, float(score), json.loads(meta)))
     return out
 
 

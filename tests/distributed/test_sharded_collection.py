@@ -141,6 +141,21 @@ def test_remembered_statistics_are_dropped_by_a_write(tmp_path, corpus):
             assert_same_matches(list(g), list(w))
 
 
+class OverlapReranker:
+    """Scores a passage by the query words it holds (a stand-in for a cross-encoder)."""
+
+    def score(self, query, passages):
+        words = set(query.lower().split())
+        return [float(len(words & set(p.lower().split()))) + 1.0 / (1 + len(p))
+                for p in passages]
+
+
+def test_rerank_and_given_query_vectors_equal_one_collection(sharded, single, corpus):
+    compare(sharded, single, corpus[3], 5, tol=1e-5, rerank=OverlapReranker())
+    vectors = WordHashEncoder().encode(corpus[3])
+    compare(sharded, single, corpus[3], 10, mode="dense", query_vector=vectors)
+
+
 def test_by_document_and_count_equal_one_collection(sharded, single, corpus):
     compare(sharded, single, corpus[3], 10, tol=1e-5, by="document")
     assert len(sharded) == len(single) == N_DOCS

@@ -80,7 +80,7 @@ def test_sparse_equals_one_collection(sharded, single, corpus, k):
 def test_sparse_scores_use_global_statistics(sharded, single, corpus):
     """Shard-local statistics would give other scores: the global ones are in use."""
     stats = [ray.get(s.replicas[0].actor.first_phase.remote(corpus[3], 5, "sparse", None,
-                                                             None))[2]
+                                                             None))[1]
              for s in sharded._sets]
     assert sum(st.n_docs for st in stats) == single.indexes.bm25.statistics(corpus[3]).n_docs
     compare(sharded, single, corpus[3], 10, mode="sparse")
@@ -116,6 +116,44 @@ def test_filtered_equals_one_collection(sharded, single, corpus, mode):
     got = compare(sharded, single, corpus[3], 10, tol=1e-5, mode=mode, filter=flt)
     for row in got:
         assert all(m.metadata["size"] <= 1 or m.metadata["module"] == "json" for m in row)
+
+
+def test_remembered_statistics_are_dropped_by_a_write(tmp_path, corpus):
+    """A repeated query is one round trip (its statistics are remembered); a write that
+    changes them makes the next search gather them again, so it still equals one
+    Collection."""
+    texts, ids, metadata, queries = corpus
+    with ShardedCollection.create(tmp_path / "sc", n_shards=3, encoder=WordHashEncoder()) as sc, \
+            Collection.create(tmp_path / "one", encoder=WordHashEncoder()) as one:
+        for c in (sc, one):
+            c.add(texts[:100], ids=ids[:100])
+        for _ in range(2):
+            for mode in ("sparse", "hybrid"):
+                for g, w in zip(sc.search(queries, k=10, mode=mode),
+                                one.search(queries, k=10, mode=mode)):
+                    assert_same_matches(list(g), list(w), 1e-5)
+        assert sc.search(queries, k=10, mode="sparse")[0].timings["sparse"] == 0.0  # one round
+        for c in (sc, one):
+            c.add(queries, ids=[f"q{i}" for i in range(len(queries))])  # every query term
+        got = sc.search(queries, k=10, mode="sparse")
+        assert got[0].timings["sparse"] > 0.0  # gathered again
+        for g, w in zip(got, one.search(queries, k=10, mode="sparse")):
+            assert_same_matches(list(g), list(w))
+
+
+class OverlapReranker:
+    """Scores a passage by the query words it holds (a stand-in for a cross-encoder)."""
+
+    def score(self, query, passages):
+        words = set(query.lower().split())
+        return [float(len(words & set(p.lower().split()))) + 1.0 / (1 + len(p))
+                for p in passages]
+
+
+def test_rerank_and_given_query_vectors_equal_one_collection(sharded, single, corpus):
+    compare(sharded, single, corpus[3], 5, tol=1e-5, rerank=OverlapReranker())
+    vectors = WordHashEncoder().encode(corpus[3])
+    compare(sharded, single, corpus[3], 10, mode="dense", query_vector=vectors)
 
 
 def test_by_document_and_count_equal_one_collection(sharded, single, corpus):
@@ -183,3 +221,30 @@ def test_manifest_and_bad_arguments(tmp_path):
         ShardedCollection.create(tmp_path / "x", n_shards=0)
     with pytest.raises(TypeError, match="unknown collection option 'dims'"):
         ShardedCollection.create(tmp_path / "y", n_shards=1, dims=3)
+
+
+def test_a_replica_behind_catches_up_by_replay_or_by_copy(tmp_path):
+    topics = ["apple", "banana", "cherry", "damson", "elder", "fig", "grape"]
+    texts = [f"document number {i} about {topics[i % 7]}" for i in range(30)]
+    with ShardedCollection.create(tmp_path / "sc", n_shards=1, replicas=2,
+                                  encoder=WordHashEncoder()) as sc:
+        sc.add(texts[:10], ids=list(range(10)))
+        ray.kill(sc.shard_actors()[0][1], no_restart=True)
+        sc.add(texts[10:20], ids=list(range(10, 20)))  # replica 1 misses it
+        assert sc.shard_actors()[0][1] is None  # down from that write on
+        sc.delete([3])  # a write heals first: replica 1 replays the add it missed
+        assert sc._sets[0].catch_ups["replayed"] == 1
+        assert sc.shard_actors()[0][1] is not None and sc.heal() == 0
+        ray.kill(sc.shard_actors()[0][1], no_restart=True)
+        sc.add(texts[20:], ids=list(range(20, 30)))
+    # Reopened, the log is gone: the replica behind copies the newest one's database.
+    with ShardedCollection.open(tmp_path / "sc", encoder=WordHashEncoder()) as sc:
+        assert sc._sets[0].catch_ups["copied"] == 1
+        held = [sorted(ray.get(r.actor.ids.remote())) for r in sc._sets[0].replicas]
+        assert held[0] == held[1] == sorted(set(range(30)) - {3})
+        answers = []
+        for replica in (0, 1):  # each replica answers alike
+            sc._sets[0]._turn = replica
+            answers.append([(m.id, m.score) for m in sc.search("cherry", k=3, mode="sparse")])
+        assert answers[0] == answers[1]
+        assert {i for i, _ in answers[0]} <= {2, 9, 16, 23} and len(answers[0]) == 3

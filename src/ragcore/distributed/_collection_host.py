@@ -60,20 +60,26 @@ class CollectionHost:
     def ids(self, filter=None) -> list:
         return self._collection.ids(filter)
 
-    def first_phase(self, queries, width: int, mode: str, filter, vectors):
-        """Dense candidates with their rows (mode != "sparse") and this shard's BM25
-        statistics of the queries (mode != "dense"), in one call."""
-        dense = stats = None
+    def first_phase(self, queries, width: int, mode: str, filter, vectors, statistics=None):
+        """Dense candidates with their rows (metadata as stored JSON: the driver decodes the
+        rows it keeps) (mode != "sparse"); then, with statistics, the
+        BM25 candidates scored under them (the whole search in one call), else this
+        shard's BM25 statistics of the queries (mode != "dense"), for a second round."""
+        dense = stats = sparse = None
         if mode != "sparse":
-            dense = self._collection.candidates(queries, width, "dense", filter, vectors)
+            dense = self._collection.candidates(queries, width, "dense", filter, vectors,
+                                                decode_metadata=False)
         if mode != "dense":
-            stats = self._collection.bm25_statistics(queries)
-        return self._collection.change, dense, stats
+            if statistics is None:
+                stats = self._collection.bm25_statistics(queries)
+            else:
+                sparse = self.sparse(queries, width, filter, statistics)
+        return dense, stats, sparse
 
     def sparse(self, queries, width: int, filter, statistics):
         """BM25 candidates scored under the global statistics, with their rows."""
         return self._collection.candidates(queries, width, "sparse", filter,
-                                           statistics=statistics)
+                                           statistics=statistics, decode_metadata=False)
 
     # ---- catching up --------------------------------------------------------
 

@@ -43,6 +43,8 @@ class ReplicaSet:
         self._log = collections.deque(maxlen=LOG_LIMIT)  # (change, op, args, kwargs)
         self._turn = 0
         self._mutex = threading.Lock()
+        # How replicas came back: "current" (nothing missed), "replayed", "copied".
+        self.catch_ups = collections.Counter()
 
     # ---- state --------------------------------------------------------------
 
@@ -93,6 +95,15 @@ class ReplicaSet:
                 if r.change != newest:
                     self.mark_down(r, r.actor)
 
+    def probe(self, timeout: float) -> None:
+        """Asks every live replica whether it answers; one that does not goes down."""
+        sent = [(r, r.actor, r.actor.ready.remote()) for r in self.live()]
+        for replica, actor, ref in sent:
+            try:
+                self.ray.get(ref, timeout=timeout)
+            except Exception:  # noqa: BLE001 - dead, unreachable or hung
+                self.mark_down(replica, actor)
+
     def heal(self, timeout: float) -> int:
         """Restarts the down replicas and brings them up to date; returns how many serve
         again. One that cannot start within timeout stays down."""
@@ -123,6 +134,7 @@ class ReplicaSet:
         source = max(sources, key=lambda r: r.change)
         target = source.change
         missed = [entry for entry in self._log if entry[0] > change]
+        how = "current" if change == target else "replayed"
         if change < target and missed and missed[0][0] == change + 1 and \
                 missed[-1][0] == target:
             for expected, op, args, kwargs in missed:
@@ -132,11 +144,13 @@ class ReplicaSet:
         if change != target:
             database = ray.get(source.actor.snapshot.remote(), timeout=timeout)
             change = ray.get(actor.restore.remote(database), timeout=timeout)
+            how = "copied"
         if change != target:
             raise ShardError(f"shard {self.shard} replica {replica.index} did not reach change "
                              f"{target} (it has {change})", self.shard)
         with self._mutex:
             replica.change, replica.live = change, True
+        self.catch_ups[how] += 1
 
     # ---- writes ---------------------------------------------------------------
 

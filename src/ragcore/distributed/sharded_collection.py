@@ -3,6 +3,7 @@ replica a Collection held by a Ray actor on its own directory."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -10,20 +11,20 @@ import uuid
 import numpy as np
 
 from .._util.arrays import check_choice, check_positive_int
-from ..errors import CollectionError
+from ..errors import CollectionError, ShardUnavailableError
 from ..hits import PADDING_ID, Hits
 from ..rag.collection import checks
 from ..rag.collection.collection import (MODES, Document, Match, SearchResults,
                                          fusion_function, rerank_hits)
 from ..rag.collection.locking import ReadWriteLock
 from ..rag.defaults import DEFAULT_K0
-from ..sparse.statistics import combine_statistics
 from . import _manifest
 from ._collection_host import CollectionHost
 from ._ray import connect
 from .merge import merge_hits
 from .replicas import ReplicaSet, call_shards
 from .routing import document_shards
+from .statistics_cache import MAX_QUERIES, StatisticsCache
 
 STAGES = ("encode", "first_phase", "sparse", "fuse", "rerank")
 _OPTIONS = ("dense", "bm25", "metadata_schema")
@@ -37,7 +38,7 @@ class ShardedCollection:
     consistency it promises.
     """
 
-    def __init__(self, path, manifest, sets, ray, encoder, timeout):
+    def __init__(self, path, manifest, sets, ray, encoder, timeout, statistics_cache):
         # Use create() or open().
         self.path = path
         self._manifest = manifest
@@ -46,6 +47,7 @@ class ShardedCollection:
         self._encoder = encoder
         self._timeout = timeout
         self._rw = ReadWriteLock()
+        self._statistics = StatisticsCache(statistics_cache)
         self._closed = False
 
     # ---- create / open ------------------------------------------------------------
@@ -53,7 +55,7 @@ class ShardedCollection:
     @classmethod
     def create(cls, path, n_shards: int, replicas: int = 1, address=None, *, encoder=None,
                chunker=None, num_cpus: float = 0, replica_options=None, timeout: float = 60.0,
-               **collection_options) -> ShardedCollection:
+               statistics_cache: int = MAX_QUERIES, **collection_options) -> ShardedCollection:
         """Creates a sharded collection in a new (or empty) directory.
 
         n_shards: how many shards the documents are spread over (by a hash of their id).
@@ -68,6 +70,8 @@ class ShardedCollection:
             shard on different machines.
         timeout: seconds a search or write may wait for the shards before it fails with
             ShardUnavailableError.
+        statistics_cache: how many query texts' global BM25 statistics are remembered until
+            the next write (a query among them skips the statistics round); 0: none.
         collection_options: dense=, bm25=, metadata_schema= (as Collection.create).
         """
         n_shards = check_positive_int(n_shards, "n_shards")
@@ -83,22 +87,26 @@ class ShardedCollection:
                                   "is created in a new or empty directory")
         manifest = _manifest.write(path, n_shards, replicas, collection_options)
         return cls._started(path, manifest, True, address, encoder, chunker, num_cpus,
-                            replica_options, timeout)
+                            replica_options, timeout, statistics_cache)
 
     @classmethod
     def open(cls, path, address=None, *, encoder=None, chunker=None, num_cpus: float = 0,
-             replica_options=None, timeout: float = 60.0) -> ShardedCollection:
+             replica_options=None, timeout: float = 60.0,
+             statistics_cache: int = MAX_QUERIES) -> ShardedCollection:
         """Opens a sharded collection: every replica actor opens its directory (on a
         cluster: a path each replica's machine sees). Replicas that disagree are brought to
         the newest one's change number before they serve."""
         path = os.path.abspath(os.fspath(path))
         manifest = _manifest.read(path)
         return cls._started(path, manifest, False, address, encoder, chunker, num_cpus,
-                            replica_options, timeout)
+                            replica_options, timeout, statistics_cache)
 
     @classmethod
     def _started(cls, path, manifest, create, address, encoder, chunker, num_cpus,
-                 replica_options, timeout) -> ShardedCollection:
+                 replica_options, timeout, statistics_cache) -> ShardedCollection:
+        if isinstance(statistics_cache, bool) or not isinstance(statistics_cache, int) or \
+                statistics_cache < 0:
+            raise ValueError(f"statistics_cache must be an int >= 0, got {statistics_cache!r}")
         n_replicas = manifest["replicas"]
         if replica_options is None:
             replica_options = [{} for _ in range(n_replicas)]
@@ -125,11 +133,12 @@ class ShardedCollection:
                 if not replica_set.live():
                     raise CollectionError(f"{path}: no replica of shard {replica_set.shard} "
                                           "could be opened")
+                replica_set.heal(timeout)  # those behind the newest catch up first
         except BaseException:
             for replica_set in sets:
                 replica_set.close()
             raise
-        return cls(path, manifest, sets, ray, encoder, timeout)
+        return cls(path, manifest, sets, ray, encoder, timeout, statistics_cache)
 
     # ---- properties -----------------------------------------------------------------
 
@@ -251,11 +260,10 @@ class ShardedCollection:
         replica committed (or died: then it is down until healed)."""
         missing = [s for s in ops if not self._sets[s].live()]
         if missing:
-            from ..errors import ShardUnavailableError
-
             raise ShardUnavailableError(f"shard {missing[0]} has no live replica; nothing was "
                                         "written", missing[0])
         deadline = time.monotonic() + self._timeout
+        self._statistics.invalidate()
         sent = {s: self._sets[s].submit_write(*op) for s, op in ops.items()}
         failure = None
         for s, refs in sent.items():
@@ -282,11 +290,16 @@ class ShardedCollection:
 
     # ---- replicas -------------------------------------------------------------------
 
-    def heal(self) -> int:
+    def heal(self, probe: bool = True) -> int:
         """Restarts the replicas that are down and catches them up with a live replica of
-        their shard (writes do this first too); returns how many serve again."""
+        their shard (writes do this first too, and a search that finds a shard without a
+        live replica); returns how many serve again. probe: first ask every replica that
+        is thought live whether it still answers (the others go down)."""
         self._check_open()
         with self._rw.write():
+            if probe:
+                for replica_set in self._sets:
+                    replica_set.probe(self._timeout)
             return self._heal_locked()
 
     def _heal_locked(self) -> int:
@@ -301,7 +314,9 @@ class ShardedCollection:
 
         Every shard runs the filter and its first stage; the driver merges each modality
         over the shards, then fuses and reranks as one Collection does. BM25 scores with
-        the statistics of all shards (gathered in the same round as the dense candidates).
+        the statistics of all shards: gathered in the same round as the dense candidates,
+        or remembered from an earlier search since the last write (then the whole search is
+        one round trip).
         A match's chunk_id is the shard's chunk id * n_shards + the shard.
         """
         self._check_open()
@@ -319,8 +334,16 @@ class ShardedCollection:
             vectors = self._query_vectors(queries, query_vector)
             timings["encode"] = time.perf_counter() - t
         width = k0 if (mode == "hybrid" or rerank is not None or by == "document") else k
-        with self._rw.read():
-            hits, rows = self._first_stage(queries, vectors, width, mode, filter, fuse, timings)
+        try:
+            with self._rw.read():
+                hits, rows = self._first_stage(queries, vectors, width, mode, filter, fuse,
+                                               timings)
+        except ShardUnavailableError:  # one bounded retry, once the lost replicas are back
+            if not self.heal(probe=False):
+                raise
+            with self._rw.read():
+                hits, rows = self._first_stage(queries, vectors, width, mode, filter, fuse,
+                                               timings)
         if rerank is not None:
             t = time.perf_counter()
             hits = rerank_hits(rerank, queries, hits, rows)
@@ -331,23 +354,33 @@ class ShardedCollection:
         return results[0] if single else results
 
     def _first_stage(self, queries, vectors, width, mode, filter, fuse, timings):
+        """One round trip to every shard when the queries' BM25 statistics are known since
+        the last write (or the mode is dense); else a first round gathers them with the
+        dense candidates, and a second scores BM25 under their sum."""
         deadline = time.monotonic() + self._timeout
         n = self.n_shards
+        generation = self._statistics.generation()
+        known = None if mode == "dense" else self._statistics.lookup(queries)
         t = time.perf_counter()
         first = call_shards(self._ray, self._sets, "first_phase",
-                            lambda s: (queries, width, mode, filter, vectors), deadline,
+                            lambda s: (queries, width, mode, filter, vectors, known), deadline,
                             "search")
         timings["first_phase"] = time.perf_counter() - t
         lists, rows = [], {}
         if mode != "sparse":
-            lists.append(_merged([part[1] for part in first], n, width, rows))
+            lists.append(_merged([part[0] for part in first], n, width, rows))
         if mode != "dense":
-            t = time.perf_counter()
-            stats = combine_statistics(part[2] for part in first)
-            second = call_shards(self._ray, self._sets, "sparse",
-                                 lambda s: (queries, width, filter, stats), deadline, "search")
+            if known is not None:
+                second = [part[2] for part in first]
+            else:
+                t = time.perf_counter()
+                stats = self._statistics.store(queries, [part[1] for part in first],
+                                               generation)
+                second = call_shards(self._ray, self._sets, "sparse",
+                                     lambda s: (queries, width, filter, stats), deadline,
+                                     "search")
+                timings["sparse"] = time.perf_counter() - t
             lists.append(_merged(second, n, width, rows))
-            timings["sparse"] = time.perf_counter() - t
         t = time.perf_counter()
         hits = fuse(lists, width) if len(lists) > 1 else lists[0]
         timings["fuse"] = time.perf_counter() - t
@@ -418,7 +451,7 @@ def _matches(hits: Hits, r: int, rows: dict, k: int, by: str) -> list:
             if uid in seen:
                 continue
             seen.add(uid)
-        out.append(Match(uid, cid, position, start, end, text, float(score), meta))
+        out.append(Match(uid, cid, position, start, end, text, float(score), json.loads(meta)))
     return out
 
 

@@ -486,13 +486,16 @@ class Collection:
             return self.indexes.bm25.statistics(queries)
 
     def candidates(self, queries, k: int, modality: str, filter=None, query_vector=None,
-                   statistics: BM25Statistics | None = None) -> tuple[Hits, dict]:
+                   statistics: BM25Statistics | None = None,
+                   decode_metadata: bool = True) -> tuple[Hits, dict]:
         """One retriever's top k chunks of each query (a list of str), before fusion, and
         the rows of those chunks: chunk id -> (document id, position, start, end, text,
         metadata dict), both read from one snapshot.
 
         modality: "dense" (query_vector [nq, dim] given, or the queries encoded) or "sparse"
-        (BM25; with ``statistics``, scored under them: see BM25Index.search)."""
+        (BM25; with ``statistics``, scored under them: see BM25Index.search).
+        decode_metadata: False leaves each row's metadata as its stored JSON text (for a
+        caller that decodes only the rows it keeps)."""
         self._check_open()
         queries = checks.check_queries(queries)
         modality = check_choice(modality, "modality", ("dense", "sparse"))
@@ -514,6 +517,8 @@ class Collection:
             else:
                 hits = self.indexes.search_dense(vectors, k, allow, conn)
             rows = self._fetch_chunks(conn, hits)
+        if not decode_metadata:
+            return hits, rows
         db = os.path.join(self.path, store.DB_NAME)
         return hits, {c: row[:5] + (store.stored(db, json.loads, row[5]),)
                       for c, row in rows.items()}

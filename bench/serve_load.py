@@ -12,7 +12,7 @@ Server: Ray (num_cpus 2) and Ray Serve on 127.0.0.1, one reader replica (the ing
 batching with @serve.batch) and the writer; batching on: --max-batch 64, --batch-wait-ms
 2; off: --max-batch 1 (one request at a time). Workloads: "text" (hybrid search, the
 server encodes the query) and "vector" (dense search of a precomputed query embedding,
-what Chroma's server is given too). Load: bench/serve_loadgen.py in a process of its
+what Chroma's server is given too). Load: bench/serve_loadgen.py (asyncio streams, prepared requests) in a process of its
 own, N clients each with one keep-alive connection in a closed loop, a 1.5 s warm-up,
 then --seconds measured. Before the load: where one request's time goes (sequential
 requests: the proxy and ingress alone (/health), vector search, text search, and the
@@ -258,7 +258,7 @@ def versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for name in ("ray", "fastapi", "uvicorn", "aiohttp", "chromadb"):
+    for name in ("ray", "fastapi", "uvicorn", "uvloop", "chromadb"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:

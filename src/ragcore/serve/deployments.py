@@ -28,6 +28,8 @@ def ray_environment(ingress: str) -> dict:
         raise ValueError(f"ingress: {ingress!r}; expected one of {', '.join(INGRESS_KINDS)}")
     if ingress == "haproxy":
         return {"RAY_SERVE_ENABLE_HA_PROXY": "1",
+                "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+                "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000",
                 "RAY_SERVE_HAPROXY_STATS_PORT": str(_free_port()),
                 "RAY_SERVE_HAPROXY_METRICS_PORT": str(_free_port())}
     return {"RAY_SERVE_ENABLE_HA_PROXY": "0", "RAY_SERVE_ENABLE_DIRECT_INGRESS": "0",

@@ -134,10 +134,10 @@ def start(path, host: str = "127.0.0.1", port: int = 8000, replicas: int = 1,
     from ..rag.collection import Collection
 
     check_options(replicas, max_batch, batch_wait_ms)
-    os.environ.update(ray_environment(ingress))
     Collection.open(path, readonly=True).close()  # a clear error before Ray starts
     if api_key is not None and not api_key:
         raise ValueError("api_key: an empty key")
+    os.environ.update(ray_environment(ingress))
     import ray
     from ray import serve
 

@@ -12,7 +12,7 @@ Server: Ray (num_cpus 2) and Ray Serve on 127.0.0.1, one reader replica (the ing
 batching with @serve.batch) and the writer; batching on: --max-batch 64, --batch-wait-ms
 2; off: --max-batch 1 (one request at a time). Workloads: "text" (hybrid search, the
 server encodes the query) and "vector" (dense search of a precomputed query embedding,
-what Chroma's server is given too). Load: bench/serve_loadgen.py in a process of its
+what Chroma's server is given too). Load: bench/serve_loadgen.py (asyncio streams, prepared requests) in a process of its
 own, N clients each with one keep-alive connection in a closed loop, a 1.5 s warm-up,
 then --seconds measured. Before the load: where one request's time goes (sequential
 requests: the proxy and ingress alone (/health), vector search, text search, and the
@@ -95,12 +95,9 @@ def median_ms(fn, n: int) -> float:
     return float(np.median(times) * 1e3)
 
 
-def breakdown(url, path, questions, qvecs, n: int = 40) -> dict:
-    """Where one request's time goes: sequential requests over HTTP, and the Collection's
-    stage timings for one query and for a batch of 32 in this process."""
+def http_breakdown(url, questions, qvecs, n: int = 40) -> dict:
+    """Where one request's time goes, over HTTP: sequential requests (medians)."""
     import httpx
-
-    from ragcore.rag.collection import Collection
 
     out = {}
     with httpx.Client(base_url=url) as http:
@@ -112,6 +109,15 @@ def breakdown(url, path, questions, qvecs, n: int = 40) -> dict:
             "query": questions[next(i) % len(questions)], "mode": "sparse"}), n)
         out["http_text_hybrid_ms"] = median_ms(lambda: http.post("/search", json={
             "query": questions[next(i) % len(questions)]}), n)
+    return out
+
+
+def stage_breakdown(path, questions, n: int = 40) -> dict:
+    """The Collection's stage timings (medians, ms) for one query and, per query, for a
+    batch of 32, in this process."""
+    from ragcore.rag.collection import Collection
+
+    out = {}
     col = Collection.open(path, readonly=True)
     try:
         col.search(questions[0])
@@ -135,16 +141,34 @@ def breakdown(url, path, questions, qvecs, n: int = 40) -> dict:
     return out
 
 
-def run_ragcore(path, questions, qvecs, clients_list, seconds, tmp, results) -> dict:
+def run_ragcore_process(ingress, path, clients_list, seconds, tmp, workloads) -> tuple:
+    """run_ragcore in a process of its own (Ray Serve reads its ingress settings from the
+    environment when first imported): (http breakdown, rows)."""
+    from ragcore.serve.deployments import ray_environment
+
+    out = os.path.join(tmp, f"rows-{ingress}.json")
+    cmd = [sys.executable, __file__, "--server-part", ingress, "--collection", path,
+           "--tmp", tmp, "--part-out", out, "--seconds", str(seconds), "--clients",
+           *map(str, clients_list), "--workloads", *workloads]
+    env = {**os.environ, **ray_environment(ingress),
+           "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run(cmd, env=env, check=True, timeout=3600)
+    with open(out) as f:
+        part = json.load(f)
+    return part["breakdown"], part["rows"]
+
+
+def run_ragcore(ingress, path, questions, qvecs, clients_list, seconds, tmp,
+                workload_names=("text", "vector")) -> tuple:
     import ray
     from ray import serve
 
-    from ragcore.serve.deployments import APP_NAME, PROXY_CALLBACK, application
+    from ragcore.serve.deployments import APP_NAME, application
 
-    os.environ.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", PROXY_CALLBACK)
+    results = []
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(SRC)}})
     info = {}
     try:
@@ -154,12 +178,13 @@ def run_ragcore(path, questions, qvecs, clients_list, seconds, tmp, results) -> 
             "vector": [{"query": "", "vector": v.tolist(), "mode": "dense", "k": 10}
                        for v in qvecs],
         }
+        workloads = {name: workloads[name] for name in workload_names}
         for batching, max_batch, wait_ms in (("on", 64, 2.0), ("off", 1, 0.0)):
             serve.run(application(path, 1, max_batch, wait_ms), name=APP_NAME,
                       route_prefix="/")
             wait_healthy(url)
             if batching == "off":
-                info["breakdown_batching_off"] = breakdown(url, path, questions, qvecs)
+                info = http_breakdown(url, questions, qvecs)
             for workload, bodies in workloads.items():
                 for clients in clients_list:
                     import httpx
@@ -170,7 +195,8 @@ def run_ragcore(path, questions, qvecs, clients_list, seconds, tmp, results) -> 
                     sizes = {int(s): n - before.get(s, 0) for s, n in after.items()
                              if n - before.get(s, 0) > 0}
                     nb = sum(sizes.values())
-                    row.update(system="ragcore", workload=workload, batching=batching,
+                    row.update(system=f"ragcore ({ingress})", workload=workload,
+                               batching=batching,
                                mean_batch=sum(s * c for s, c in sizes.items()) / nb if nb else None,
                                max_batch_seen=max(sizes) if sizes else None)
                     results.append(row)
@@ -179,7 +205,7 @@ def run_ragcore(path, questions, qvecs, clients_list, seconds, tmp, results) -> 
     finally:
         serve.shutdown()
         ray.shutdown()
-    return info
+    return info, results
 
 
 def run_chroma(texts, vectors, qvecs, clients_list, seconds, tmp, results) -> str | None:
@@ -232,7 +258,7 @@ def versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for name in ("ray", "fastapi", "uvicorn", "aiohttp", "chromadb"):
+    for name in ("ray", "fastapi", "uvicorn", "uvloop", "chromadb"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -246,9 +272,24 @@ def main() -> int:
     p.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32, 128])
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--no-chroma", action="store_true")
+    p.add_argument("--ingress", nargs="+", default=["haproxy", "proxy"])
+    p.add_argument("--workloads", nargs="+", default=["text", "vector"])
     p.add_argument("--out", default=str(HERE / "results" / "serve.json"))
+    p.add_argument("--server-part", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--collection", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--tmp", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--part-out", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     sys.path.insert(0, str(HERE))
+    if args.server_part:
+        with open(os.path.join(args.tmp, "queries.json")) as f:
+            questions = json.load(f)
+        qvecs = np.load(os.path.join(args.tmp, "qvecs.npy"))
+        info, rows = run_ragcore(args.server_part, args.collection, questions, qvecs,
+                                 args.clients, args.seconds, args.tmp, args.workloads)
+        with open(args.part_out, "w") as f:
+            json.dump({"breakdown": info, "rows": rows}, f)
+        return 0
     from collection import corpus
     from ragcore.cli.datasets import stdlib_docs
     from ragcore.encoders import default_encoder
@@ -258,10 +299,18 @@ def main() -> int:
     qvecs = np.ascontiguousarray(default_encoder().encode(questions[:400]), dtype=np.float32)
     tmp = tempfile.mkdtemp(prefix="serve-bench-")
     results: list[dict] = []
+    info = {}
     try:
         path = os.path.join(tmp, "collection")
         build_collection(path, texts, vectors)
-        info = run_ragcore(path, questions, qvecs, args.clients, args.seconds, tmp, results)
+        with open(os.path.join(tmp, "queries.json"), "w") as f:
+            json.dump(questions, f)
+        np.save(os.path.join(tmp, "qvecs.npy"), qvecs)
+        info["stages_in_process"] = stage_breakdown(path, questions)
+        for ingress in args.ingress:
+            info[f"http_sequential_ms_{ingress}"], rows = run_ragcore_process(
+                ingress, path, args.clients, args.seconds, tmp, args.workloads)
+            results += rows
         chroma_note = "left out (--no-chroma)" if args.no_chroma else \
             run_chroma(texts, vectors, qvecs, args.clients, args.seconds, tmp, results)
     finally:
@@ -279,7 +328,7 @@ def main() -> int:
                                     f"{r['p99_ms']:.1f}", r["errors"],
                                     "-" if r["mean_batch"] is None else f"{r['mean_batch']:.1f}"]
                                    for r in results]))
-    print(json.dumps({k: v for k, v in info.items()}, indent=1))
+    print(json.dumps(info, indent=1))
     return 0
 
 

@@ -25,6 +25,11 @@ def add_arguments(sub) -> None:
                         "/health then needs it")
     p.add_argument("--address", default=None, metavar="RAY",
                    help="a running Ray cluster to join (default: start one here)")
+    p.add_argument("--ingress", choices=("proxy", "haproxy"), default="proxy",
+                   help="proxy (default): Ray Serve's HTTP proxy, bound to --host only; "
+                        "haproxy: HAProxy forwards to each replica's own HTTP server (one "
+                        "hop, faster), but also opens HAProxy's statistics page and metrics "
+                        "exporter on every interface")
     p.add_argument("--num-cpus", type=int, default=None,
                    help="CPUs of the Ray started here (default: all)")
 
@@ -43,7 +48,7 @@ def run(args) -> int:
     try:
         start(args.path, host=args.host, port=args.port, replicas=args.replicas,
               max_batch=args.max_batch, batch_wait_ms=args.batch_wait_ms, api_key=api_key,
-              address=args.address, num_cpus=args.num_cpus)
+              address=args.address, num_cpus=args.num_cpus, ingress=args.ingress)
     except (errors.CollectionError, ValueError) as err:
         print(f"ragcore serve: {err}", file=sys.stderr)
         return 2

@@ -23,14 +23,19 @@ def build_app(backend, api_key: str | None = None, key_digest: bytes | None = No
     from starlette.exceptions import HTTPException
     from starlette.responses import JSONResponse
 
-    from .. import __version__
+    from importlib.metadata import PackageNotFoundError, version
+
     from .guards import key_digest as digest_of
 
     if api_key is not None:
         if not api_key:
             raise ValueError("api_key: an empty key; pass None for no key")
         key_digest = digest_of(api_key)
-    app = FastAPI(title="ragcore", version=__version__, docs_url=None, redoc_url=None,
+    try:
+        release = version("ragcore-engine")
+    except PackageNotFoundError:  # run from a checkout without installing
+        release = "unknown"
+    app = FastAPI(title="ragcore", version=release, docs_url=None, redoc_url=None,
                   description="A ragcore Collection: hybrid, dense and BM25 search over JSON.")
     stats = backend.stats
 

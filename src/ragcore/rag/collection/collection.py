@@ -699,22 +699,24 @@ class Collection:
         change = store.change_number(conn)
         if change == self.indexes.change:
             return
-        meta = store.read_meta(conn)
+        meta = store.collection_meta(conn, self.path)
+        settings = database_checks.check_meta(  # as open checks them
+            conn, conn.path, meta, store.stored(conn.path, json.loads, meta["settings"]))
         if "dim" in meta:  # set by the first add; changed by a re-embedding
-            self._settings["dim"] = store.stored(conn.path, int, meta["dim"])
+            self._settings["dim"] = int(meta["dim"])
         self._settings["id_type"] = meta.get("id_type")
         self._fingerprint = store.read_fingerprint(conn)  # another process's first add sets it
         if store.embeddings_change(conn) != self._embeddings_change:
-            self._follow_reembedding(conn, meta)
+            self._follow_reembedding(conn, settings)
         self.indexes.catch_up(conn, self._settings["dim"])
         self.indexes.change = change
 
-    def _follow_reembedding(self, conn, meta: dict) -> None:
+    def _follow_reembedding(self, conn, settings: dict) -> None:
         """Read-only: another process re-embedded the collection: the dense index is
         rebuilt from the new vectors, and an encoder of the old model is dropped, so a
         dense query asks for the new one instead of comparing vectors of two models."""
         self._embeddings_change = store.embeddings_change(conn)
-        self._settings["encoder"] = store.stored(conn.path, json.loads, meta["settings"])["encoder"]
+        self._settings["encoder"] = settings["encoder"]
         self.indexes.drop_dense()
         if self._encoder is not None and self._fingerprint is not None and \
                 fingerprint.differences(self._fingerprint, fingerprint.of(self._encoder)):

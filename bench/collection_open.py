@@ -1,0 +1,110 @@
+"""What Collection.open costs, for two source trees in turns (the checks at open: schema,
+meta values, one document and embedding, and the digest of every chunk id).
+
+    python bench/collection_open.py --n 100000 --trees /path/to/other/src src
+
+Builds one collection (chunker="none", random vectors of 32 dimensions given as embeddings=, flat dense
+index) with this process's ragcore, then opens and closes it --rounds times with each tree
+in turns, each open in a fresh process (the page cache is warm for both); and times reading
+and digesting every chunk id (the part of the checks that grows with the collection).
+Writes bench/results/collection_open.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from _common import environment  # noqa: E402  (before numpy: see _common)
+
+import numpy as np  # noqa: E402
+
+_OPEN = """
+import sys, time
+from ragcore import Collection
+t = time.perf_counter()
+col = Collection.open(sys.argv[1], readonly=True)
+opened = time.perf_counter() - t
+col.close()
+print(opened)
+"""
+
+
+class _Given:
+    """An encoder that only declares what made the vectors given as embeddings=."""
+
+    fingerprint = {"model": "random vectors", "dim": 32}
+
+    def encode(self, texts):
+        raise AssertionError("the vectors are given")
+
+
+def build(path: str, n: int) -> None:
+    from ragcore import Collection
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(2000)]
+    with Collection.create(path, encoder=_Given(), chunker="none") as col:
+        for start in range(0, n, 10_000):
+            m = min(10_000, n - start)
+            texts = [" ".join(rng.choice(words, 12)) for _ in range(m)]
+            vectors = rng.standard_normal((m, 32)).astype(np.float32)
+            col.add(texts, ids=list(range(start, start + m)), embeddings=vectors)
+
+
+def _digest_times(path: str, rounds: int) -> list:
+    """Seconds to read every chunk id and digest them (what open adds per chunk), with this
+    process's ragcore."""
+    from ragcore.rag.collection import manifest, store
+
+    conn = store.connect(os.path.join(path, store.DB_NAME), readonly=True)
+    out = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        manifest.ids_digest(store.live_chunk_ids(conn))
+        out.append(time.perf_counter() - t)
+    conn.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--trees", nargs="+", required=True, help="src directories to compare")
+    parser.add_argument("--out", default=os.path.join(HERE, "results", "collection_open.json"))
+    args = parser.parse_args()
+    report = {**environment(), "threads": "default", "n": args.n, "rows": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "c")
+        t = time.perf_counter()
+        build(path, args.n)
+        report["build_s"] = round(time.perf_counter() - t, 1)
+        times = {tree: [] for tree in args.trees}
+        for _ in range(args.rounds):
+            for tree in args.trees:
+                env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
+                out = subprocess.run([sys.executable, "-c", _OPEN, path], env=env, check=True,
+                                     capture_output=True, text=True)
+                times[tree].append(float(out.stdout))
+        report["chunk_id_digest_s"] = _digest_times(path, args.rounds)
+    for tree, seconds in times.items():
+        report["rows"].append({"tree": tree, "open_s": seconds,
+                               "median_s": float(np.median(seconds))})
+        print(f"{tree}: median open {np.median(seconds) * 1000:.1f} ms ({len(seconds)} opens)")
+    print(f"reading and digesting {args.n} chunk ids: median "
+          f"{np.median(report['chunk_id_digest_s']) * 1000:.1f} ms")
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -172,6 +172,8 @@ def section(doc: dict, home_cpu: str | None, page: Path, plots: Path) -> str:
         meta.append(f"run {doc['date'][:16].replace('T', ' ')} UTC")
     if doc.get("commit"):
         meta.append(f"commit {doc['commit']}")
+    if doc.get("elapsed_s"):
+        meta.append(f"took {doc['elapsed_s']:.0f} s")
     if versions_line(doc):
         meta.append(versions_line(doc))
     out += ["<sub>" + "; ".join(meta) + "</sub>", ""]

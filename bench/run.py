@@ -34,6 +34,7 @@ _blas_kernel()
 
 import argparse  # noqa: E402
 import importlib  # noqa: E402
+import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import tomllib  # noqa: E402
@@ -78,7 +79,11 @@ def main(argv=None) -> int:
         try:
             module = importlib.import_module(f"tasks.{task}")
             path = module.run(grid(task, args.mode), args.results, command, limits)
-            print(f"{task}: {path} ({time.perf_counter() - start:.0f} s)", flush=True)
+            elapsed = time.perf_counter() - start
+            doc = json.loads(Path(path).read_text())
+            doc["elapsed_s"] = round(elapsed, 1)
+            Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+            print(f"{task}: {path} ({elapsed:.0f} s)", flush=True)
         except Exception:  # one task's failure must not hide the others' results
             traceback.print_exc()
             failed.append(task)

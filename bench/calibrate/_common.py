@@ -202,7 +202,7 @@ class LoadMeter:
 
 
 # Other processes + steal above this many cores during a measurement: it is
-# flagged (dense.py, crossover.py) or repeated (hw.py).
+# flagged (crossover.py).
 BUSY_CORES = 0.2
 
 

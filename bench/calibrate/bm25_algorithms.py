@@ -9,7 +9,7 @@ Corpora (seeded, built in this process):
     words "w<rank>", ranks p ~ 1/rank, 60-200 tokens), no stopwords. Queries of exactly
     m distinct words for each m of --terms, ranks drawn as _zipf.py draws its queries
     (p ~ 1/rank^0.8).
-  - stdlib: bench/bm25.py's corpus (the paragraphs of this Python's standard-library
+  - stdlib: _stdlib_text.py's corpus (the paragraphs of this Python's standard-library
     sources), stopwords "en". Queries of exactly m distinct non-stopword tokens of a random
     paragraph (paragraphs with fewer are skipped).
 Scoring: "lucene", k1 = 1.5, b = 0.75.
@@ -66,7 +66,7 @@ def zipf_queries(vocab: int, n_terms: int, n_queries: int, seed: int) -> list[li
 
 def stdlib_queries(texts: list[str], n_terms: int, n_queries: int, seed: int) -> list[list[str]]:
     """n_queries queries of n_terms distinct non-stopword tokens of a random paragraph."""
-    from bm25 import paragraph_tokens
+    from _stdlib_text import paragraph_tokens
 
     rng = np.random.default_rng(seed)
     queries = []
@@ -87,9 +87,9 @@ def build_corpus(name: str, args):
         queries = {m: zipf_queries(args.vocab, m, args.queries, seed=m) for m in args.terms}
         stopwords = None
     else:
-        from bm25 import stdlib_corpus
+        from _stdlib_text import stdlib_paragraphs
 
-        texts, _ = stdlib_corpus(0)
+        texts = stdlib_paragraphs()
         queries = {m: stdlib_queries(texts, m, args.queries, seed=m) for m in args.terms}
         stopwords = "en"
     index = ragcore.BM25Index(k1=K1, b=B, variant="lucene", stopwords=stopwords)

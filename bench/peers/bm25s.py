@@ -1,6 +1,8 @@
-"""bm25s: its BM25 (method "lucene", numba backend when numba is installed) (bm25)."""
+"""bm25s: its BM25 (method "lucene"; the numba backend where numba is installed) (bm25)."""
 
 from __future__ import annotations
+
+import importlib.util
 
 import numpy as np
 
@@ -8,7 +10,8 @@ LIBRARY, DISTRIBUTION = "bm25s", "bm25s"
 
 
 class Bm25:
-    name = "bm25s"
+    backend = "numba" if importlib.util.find_spec("numba") else "numpy"
+    name = f"bm25s {backend}"
 
     def __init__(self, threads, workdir):
         self.threads = threads
@@ -17,7 +20,7 @@ class Bm25:
         import bm25s
 
         self.bm25s = bm25s
-        self.retriever = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+        self.retriever = bm25s.BM25(method="lucene", k1=1.2, b=0.75, backend=self.backend)
         self.retriever.index(bm25s.tokenize(texts, stopwords=None, show_progress=False),
                              show_progress=False)
 

@@ -2,7 +2,9 @@
 sweeping its search knob (ef or nprobe) on one build, on clustered unit vectors (a mixture of
 elongated Gaussians, ragcore.cli.bench.data.clustered), inner product, one batch of queries
 per call. The graph indexes build with the same M and ef_construction; the IVF ones with the
-same nlist. Exact ids come from float64 numpy."""
+same nlist. Every index is built first; then each round times every index at every setting in
+turn (a shared machine's slow phases hit all alike) and the best round is kept. Exact ids come
+from float64 numpy."""
 
 from __future__ import annotations
 
@@ -28,17 +30,20 @@ def run(grid, out_dir, command, limits):
     exact = truth(x, q, k)
     classes, missing = adapters("ann")
     params = {"M": grid["M"], "ef_construction": grid["ef_construction"], "nlist": grid["nlist"]}
-    rows = []
+    systems = []
     for cls in classes:
         system = cls(threads, params)
         build_s, _ = timed(lambda: system.build(x))
-        for value in grid[system.knob]:
-            secs = seconds_per_call({0: lambda: system.search(q, k, value)}, grid["rounds"],
-                                    grid["min_seconds"])[0]
-            rows.append({"peer": system.name, "knob": f"{system.knob}={value}",
-                         "recall": recall(system.search(q, k, value), exact),
-                         "qps": len(q) / secs, "build_s": build_s})
-        del system
+        systems.append((system, build_s))
+    fns = {(i, v): (lambda s=s, v=v: s.search(q, k, v))
+           for i, (s, _) in enumerate(systems) for v in grid[s.knob]}
+    secs = seconds_per_call(fns, grid["rounds"], grid["min_seconds"])  # all interleaved
+    rows = []
+    for (i, value), seconds in secs.items():
+        system, build_s = systems[i]
+        rows.append({"peer": system.name, "knob": f"{system.knob}={value}",
+                     "recall": recall(system.search(q, k, value), exact),
+                     "qps": len(q) / seconds, "build_s": build_s})
     summary = []
     reached = {}
     for r in rows:

@@ -19,10 +19,12 @@ def run(grid, out_dir, command, limits):
     n, threads = grid["n"], grid["threads"]
     texts, queries = zipf_corpus(n, grid["vocab"], grid["queries"], seed=0)
     classes, missing = adapters("bm25")
-    rows, systems = [], {}
+    rows, systems, left_out = [], {}, []
     with tempfile.TemporaryDirectory() as workdir:
         for cls in classes:
             if n > getattr(cls, "max_docs", n):
+                left_out.append(f"{cls.name} (scores every document in Python; run up to "
+                                f"{cls.max_docs:,} documents)")
                 continue
             s = cls(threads, workdir)
             build_s, _ = timed(lambda: s.build(texts))
@@ -51,6 +53,7 @@ def run(grid, out_dir, command, limits):
                {"key": "overlap", "label": "overlap@k", "format": ".3f"},
                {"key": "build_s", "label": "build s", "format": ".1f"}]
     notes = [f"Not installed here: {', '.join(missing)}."] if missing else []
+    notes += [f"Left out at this size: {', '.join(left_out)}."] if left_out else []
     notes.append("Share of limit: not given; a pruned posting-list walk is bound by branches "
                  "and memory latency rather than by bandwidth or arithmetic rate.")
     return write_section(

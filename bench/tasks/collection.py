@@ -3,7 +3,7 @@ Chroma (HNSW, M 16, ef_construction 200, search ef 64), LanceDB (flat scan, filt
 Qdrant's local mode, all given the same vectors (no encoding): add throughput, reopening and a
 first query, query latency p50 / p99 (one query per call, k = 10) without a filter and with
 bucket < 10 (10% of the rows allowed) and < 1 (1%), recall@10 against exact filtered search
-(float64 numpy), bytes on disk. Vectors: clustered unit vectors (ragcore.cli.bench.data);
+(float64 numpy), bytes on disk; the queries go to the stores in turn. Vectors: clustered unit vectors (ragcore.cli.bench.data);
 metadata: an integer bucket uniform in 0..99."""
 
 from __future__ import annotations
@@ -44,27 +44,30 @@ def run(grid, out_dir, command, limits):
     ids = np.arange(n)
     truth = {b: exact(x, buckets, q, b, k) for b in FILTERS}
     classes, missing = adapters("collection")
-    rows = []
+    rows, stores = [], []
     with tempfile.TemporaryDirectory() as root:
         for cls in classes:
             path = os.path.join(root, cls.name.replace(" ", "_"))
             s = cls(path)
             add_s, _ = timed(lambda: s.add(ids, texts, x, buckets))
             open_s, _ = timed(lambda: (s.reopen(), s.search(q[0], k, None)))
-            row = {"peer": s.name, "add_s": n / add_s, "open_s": open_s,
-                   "disk_mb": disk_bytes(path) / 1e6}
-            for below in FILTERS:
-                lat, got = [], []
-                for v in q:
+            stores.append(s)
+            rows.append({"peer": s.name, "add_s": n / add_s, "open_s": open_s,
+                         "disk_mb": disk_bytes(path) / 1e6})
+        for below in FILTERS:  # query by query, the stores in turn
+            lat = [[] for _ in stores]
+            got = [[] for _ in stores]
+            for v in q:
+                for i, s in enumerate(stores):
                     t0 = time.perf_counter()
-                    got.append(s.search(v, k, below))
-                    lat.append(time.perf_counter() - t0)
-                tag = "all" if below is None else f"{below}pct"
-                row[f"p50_{tag}"] = 1e3 * float(np.percentile(lat, 50))
-                row[f"p99_{tag}"] = 1e3 * float(np.percentile(lat, 99))
-                row[f"recall_{tag}"] = recall(got, truth[below])
-            rows.append(row)
-            del s
+                    got[i].append(s.search(v, k, below))
+                    lat[i].append(time.perf_counter() - t0)
+            tag = "all" if below is None else f"{below}pct"
+            for i, row in enumerate(rows):
+                row[f"p50_{tag}"] = 1e3 * float(np.percentile(lat[i], 50))
+                row[f"p99_{tag}"] = 1e3 * float(np.percentile(lat[i], 99))
+                row[f"recall_{tag}"] = recall(got[i], truth[below])
+        del stores
     summary = []
     mine = [r for r in rows if r["peer"].startswith("ragcore")]
     peers = [r for r in rows if not r["peer"].startswith("ragcore")]

@@ -10,13 +10,13 @@ LIBRARY, DISTRIBUTION = "ragcore", "ragcore-engine"
 class Exact:
     name = "ragcore"
 
-    def __init__(self, threads, dtype="float32"):
-        self.threads, self.dtype = threads, dtype
+    def __init__(self, threads, dtype="float32", compute="float32"):
+        self.threads, self.dtype, self.compute = threads, dtype, compute
 
     def build(self, x):
         import ragcore
 
-        self.index = ragcore.FlatIndex(x.shape[1], "ip", self.dtype)
+        self.index = ragcore.FlatIndex(x.shape[1], "ip", self.dtype, compute=self.compute)
         self.index.add(x)
 
     def search(self, q, k):
@@ -28,6 +28,20 @@ class ExactBf16(Exact):
 
     def __init__(self, threads):
         super().__init__(threads, "bfloat16")
+
+
+class ExactBf16Compute(Exact):
+    """bfloat16 storage and products (AMX or AVX512_BF16; the scalar level elsewhere)."""
+    name = "ragcore bf16 compute"
+
+    def __init__(self, threads):
+        super().__init__(threads, "bfloat16", "bfloat16")
+
+    def build(self, x):
+        super().build(x)
+        level = self.index.compute_level
+        self.name = f"ragcore bf16 compute ({level})"
+        self.unavailable = level == "scalar"  # correct but slow: not a system to time
 
 
 class Hnsw:
@@ -149,5 +163,5 @@ class CollectionHnsw(Collection):
     name, dense = "ragcore hnsw", "hnsw"
 
 
-TASKS = {"exact": [Exact, ExactBf16], "ann": [Hnsw, Ivf, IvfRabitq, IvfPq4], "bm25": [Bm25],
+TASKS = {"exact": [Exact, ExactBf16, ExactBf16Compute], "ann": [Hnsw, Ivf, IvfRabitq, IvfPq4], "bm25": [Bm25],
          "encode": [Encode, EncodeFp32], "collection": [Collection, CollectionHnsw]}

@@ -191,6 +191,14 @@ def test_collection_api(tmp_path, corpus):
         with pytest.raises(CollectionError, match="already in the collection"):
             sc.add(texts[:2], ids=ids[:1] + ["new-id"])
         assert not sc.get(["new-id"])  # nothing written
+        # Bad input on one shard writes nothing on any: every shard checks its part first.
+        many = [f"fresh-{i}" for i in range(12)]
+        bad_meta = [{"size": 1}] * 11 + [{"size": "not an int"}]
+        with pytest.raises(TypeError, match="size.*must be int"):
+            sc.add(["some fresh text"] * 12, ids=many, metadata=bad_meta)
+        with pytest.raises(TypeError, match="size.*must be int"):
+            sc.upsert(["some fresh text"] * 12, ids=many, metadata=bad_meta)
+        assert not sc.get(many)
         with pytest.raises(CollectionError, match="not in the collection"):
             sc.delete([ids[6], ids[0]])
         assert sc.get(ids[0])  # nothing deleted
@@ -223,19 +231,26 @@ def test_manifest_and_bad_arguments(tmp_path):
         ShardedCollection.create(tmp_path / "y", n_shards=1, dims=3)
 
 
+def killed(actor) -> None:
+    """Kills an actor and returns once it is gone (ray.kill does not wait)."""
+    ray.kill(actor, no_restart=True)
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actor.ready.remote(), timeout=60)
+
+
 def test_a_replica_behind_catches_up_by_replay_or_by_copy(tmp_path):
     topics = ["apple", "banana", "cherry", "damson", "elder", "fig", "grape"]
     texts = [f"document number {i} about {topics[i % 7]}" for i in range(30)]
     with ShardedCollection.create(tmp_path / "sc", n_shards=1, replicas=2,
                                   encoder=WordHashEncoder()) as sc:
         sc.add(texts[:10], ids=list(range(10)))
-        ray.kill(sc.shard_actors()[0][1], no_restart=True)
+        killed(sc.shard_actors()[0][1])
         sc.add(texts[10:20], ids=list(range(10, 20)))  # replica 1 misses it
         assert sc.shard_actors()[0][1] is None  # down from that write on
         sc.delete([3])  # a write heals first: replica 1 replays the add it missed
         assert sc._sets[0].catch_ups["replayed"] == 1
         assert sc.shard_actors()[0][1] is not None and sc.heal() == 0
-        ray.kill(sc.shard_actors()[0][1], no_restart=True)
+        killed(sc.shard_actors()[0][1])
         sc.add(texts[20:], ids=list(range(20, 30)))
     # Reopened, the log is gone: the replica behind copies the newest one's database.
     with ShardedCollection.open(tmp_path / "sc", encoder=WordHashEncoder()) as sc:

@@ -45,6 +45,9 @@ class CollectionHost:
         getattr(self._collection, op)(*args, **kwargs)
         return self._collection.change
 
+    def check_write(self, texts, ids, metadata, embeddings) -> list:
+        return self._collection.check_write(texts, ids, metadata, embeddings)
+
     def existing(self, ids: list) -> list:
         found = {d.id for d in self._collection.get(ids)}
         return [i for i in ids if i in found]

@@ -204,7 +204,8 @@ class ReplicaSet:
 
 
 def call_shards(ray, sets: list, method: str, args_of, deadline: float, what: str) -> list:
-    """method(*args_of(shard)) on one live replica of every shard, all at once; a replica
+    """method(*args_of(i)) on one live replica of every shard of sets (i: its place in
+    sets), all at once; a replica
     that dies is replaced by the next live one (each tried once). An error the call raises
     itself (bad filter, ...) is raised as it is. ShardUnavailableError when a shard has no
     replica left, or the deadline passes."""
@@ -214,10 +215,11 @@ def call_shards(ray, sets: list, method: str, args_of, deadline: float, what: st
     def submit(s: int) -> None:
         replica = sets[s].pick(exclude=tried[s])
         if replica is None:
+            shard = sets[s].shard
             raise ShardUnavailableError(
-                f"shard {s}: no live replica could answer the {what} (tried "
+                f"shard {shard}: no live replica could answer the {what} (tried "
                 f"{len(tried[s])}); the lost replicas come back with heal() or the next write",
-                s)
+                shard)
         tried[s].add(replica.index)
         actor = replica.actor
         pending[s] = (replica, actor, getattr(actor, method).remote(*args_of(s)))
@@ -233,8 +235,8 @@ def call_shards(ray, sets: list, method: str, args_of, deadline: float, what: st
         except ray.exceptions.RayTaskError as err:
             raise _cause(err) from None
         except ray.exceptions.GetTimeoutError:
-            raise ShardUnavailableError(f"shard {s}: no answer to the {what} within the "
-                                        "timeout", s) from None
+            raise ShardUnavailableError(f"shard {sets[s].shard}: no answer to the {what} "
+                                        "within the timeout", sets[s].shard) from None
         except ray.exceptions.RayError:
             sets[s].mark_down(replica, actor)
             submit(s)

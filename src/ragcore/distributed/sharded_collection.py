@@ -234,24 +234,27 @@ class ShardedCollection:
         self._check_open()
         with self._rw.write():
             self._heal_locked()
-            if op == "add":
-                existing = self._existing(ids)
-                if existing:
-                    raise CollectionError(
-                        f"ids: {len(existing)} already in the collection: "
-                        f"{checks.listing(existing)}; use upsert to replace them (nothing was "
-                        "written)")
-            rows = {}
-            for i, s in enumerate(document_shards(ids, self.n_shards).tolist()):
-                rows.setdefault(s, []).append(i)
             ops = {}
-            for s, at in rows.items():
+            for s, at in _positions(ids, self.n_shards).items():
                 kwargs = {"ids": [ids[i] for i in at]}
                 if metadata is not None:
                     kwargs["metadata"] = [metadata[i] for i in at]
                 if embeddings is not None:
                     kwargs["embeddings"] = embeddings[at]
                 ops[s] = (op, ([texts[i] for i in at],), kwargs)
+            # Every shard checks its part first, so that bad input writes nothing anywhere.
+            shards = sorted(ops)
+            existing = call_shards(
+                self._ray, [self._sets[s] for s in shards], "check_write",
+                lambda i: (ops[shards[i]][1][0], ops[shards[i]][2]["ids"],
+                           ops[shards[i]][2].get("metadata"), ops[shards[i]][2].get("embeddings")),
+                time.monotonic() + self._timeout, "write check")
+            existing = [uid for part in existing for uid in part]
+            if op == "add" and existing:
+                raise CollectionError(
+                    f"ids: {len(existing)} already in the collection: "
+                    f"{checks.listing(existing)}; use upsert to replace them (nothing was "
+                    "written)")
             self._commit(ops)
         return ids
 
@@ -439,6 +442,14 @@ def _merged(parts: list, n_shards: int, width: int, rows: dict) -> Hits:
         lists.append(Hits(hits.scores, ids))
         rows.update((c * n_shards + s, row) for c, row in shard_rows.items())
     return merge_hits(lists, width)
+
+
+def _positions(ids: list, n_shards: int) -> dict:
+    """shard -> the positions in ids of the documents routed to it."""
+    out = {}
+    for i, s in enumerate(document_shards(ids, n_shards).tolist()):
+        out.setdefault(s, []).append(i)
+    return out
 
 
 def _matches(hits: Hits, r: int, rows: dict, k: int, by: str) -> list:

@@ -277,6 +277,23 @@ class Collection:
             raise CollectionError("upsert needs ids (the documents to replace or add)")
         return self._write(texts, ids, metadata, embeddings, replace=True)
 
+    def check_write(self, texts, ids, metadata=None, embeddings=None) -> list:
+        """Runs the checks of add/upsert (texts, ids, metadata, embeddings, chunking) without
+        writing; raises what they would raise and returns the ids that already exist (add
+        refuses them). Failures of the encoder itself cannot be foreseen."""
+        self._check_writable()
+        texts = checks.check_texts(texts)
+        self._check_metadata(metadata, len(texts))
+        self._check_embeddings(embeddings, len(texts))
+        ids = self._check_ids(ids, "ids")
+        if len(ids) != len(texts):
+            raise CollectionError(f"ids has {len(ids)} entries for {len(texts)} texts")
+        checks.refuse("texts", [(False, f"texts[{i}] gave no chunks (is it only punctuation?)")
+                                for i, text in enumerate(texts) if not self._chunk(text)],
+                      len(texts))
+        with self._write_mutex:
+            return store.existing_ids(self._conn, ids)
+
     def delete(self, ids, missing_ok: bool = False) -> int:
         """Deletes documents by id; returns how many were deleted. Unknown ids are a
         CollectionError naming them (nothing deleted) unless missing_ok, which skips them."""

@@ -19,7 +19,7 @@ of its `sparse` round, over the sparse-mode calls.
 
 Run:  .venv/bin/python bench/sharded_collection.py                       (the full run)
       .venv/bin/python bench/sharded_collection.py --docs 300 --seconds 0.3   (smoke run)
-Writes bench/results/sharded_collection.json.
+Writes bench/results/sharded_collection.json (rendered in BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -32,11 +32,28 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import environment, write_json  # noqa: E402  (before numpy)
+from results_file import table, write_section  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results" / "sharded_collection.json"
+COLUMNS = [{"key": "mode", "label": "mode"}, {"key": "batch", "label": "batch"},
+           {"key": "system", "label": "system"},
+           {"key": "p50_ms", "label": "p50 ms", "format": ".2f"},
+           {"key": "p95_ms", "label": "p95 ms", "format": ".2f"},
+           {"key": "qps", "label": "QPS", "format": ",.0f"},
+           {"key": "p50_vs_collection", "label": "p50 / Collection", "format": ".1f"},
+           {"key": "qps_vs_collection", "label": "QPS / Collection", "format": ".2f"},
+           {"key": "first_phase_ms", "label": "first round ms", "format": ".2f"},
+           {"key": "sparse_round_ms", "label": "BM25 round ms", "format": ".2f"}]
+
+
+def write(rows: list, command: str, setup: str, notes=()) -> Path:
+    """bench/results/sharded_collection.json, a ragcore-bench/1 section."""
+    return write_section(
+        "sharded_collection", "Sharded collections on Ray: what 2 and 4 shards cost on one machine",
+        command, threads=__import__("os").cpu_count() or 1, order=80,
+        intro=" ".join(__doc__.split("\n\nRun:")[0].split()) + " " + setup,
+        tables=[table("", COLUMNS, rows, list(notes))], peers=("ray",))
 
 
 class WordHashEncoder:
@@ -162,14 +179,11 @@ def main() -> None:
                          f"{row['sparse_round_ms']:.2f} ms" if name != "Collection" else ""))
     for c in systems.values():
         c.close()
-    payload = {"environment": environment(), "threads": cores, "ray": ray.__version__,
-               "docs": len(texts), "chunks": n_chunks, "k": args.k,
-               "encoder": "WordHashEncoder(dim=64); query vectors given (encoding not timed)",
-               "rows": rows}
     ray.shutdown()
     tmp.cleanup()
-    write_json(RESULTS, payload)
-    print(f"wrote {RESULTS}")
+    path = write(rows, " ".join(["python", "bench/sharded_collection.py", *sys.argv[1:]]),
+                 f"{len(texts):,} documents, {n_chunks:,} chunks, k = {args.k}.")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

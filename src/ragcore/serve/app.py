@@ -50,11 +50,14 @@ def build_app(backend, api_key: str | None = None, key_digest: bytes | None = No
         finally:
             stats.request(route, time.perf_counter() - t, status)
 
+    async def run_search(req: SearchRequest) -> dict:
+        return await timed("search", backend.search(req))
+
     @app.post("/search")
     async def search(req: SearchRequest):
         """Searches one query (``query``: ``results`` is a list of matches) or several
         (``queries``: a list of such lists)."""
-        return JSONResponse(await timed("search", backend.search(req)))
+        return JSONResponse(await run_search(req))
 
     @app.post("/documents")
     async def add_documents(req: AddRequest):
@@ -105,7 +108,7 @@ def build_app(backend, api_key: str | None = None, key_digest: bytes | None = No
         return JSONResponse({"error": str(err.detail), "field": field},
                             status_code=err.status_code, headers=err.headers)
 
-    app.add_middleware(Guard, key_digest=key_digest, max_body=max_body)
+    app.add_middleware(Guard, key_digest=key_digest, max_body=max_body, search=run_search)
     return app
 
 

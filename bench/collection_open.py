@@ -7,24 +7,24 @@ Builds one collection (chunker="none", random vectors of 32 dimensions given as 
 index) with this process's ragcore, then opens and closes it --rounds times with each tree
 in turns, each open in a fresh process (the page cache is warm for both); and times reading
 and digesting every chunk id (the part of the checks that grows with the collection).
-Writes bench/results/collection_open.json.
+Writes bench/results/collection_open.json (ragcore-bench/1).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _common import environment  # noqa: E402  (before numpy: see _common)
-
-import numpy as np  # noqa: E402
+from results_file import write_section  # noqa: E402
 
 _OPEN = """
 import sys, time
@@ -79,14 +79,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--trees", nargs="+", required=True, help="src directories to compare")
-    parser.add_argument("--out", default=os.path.join(HERE, "results", "collection_open.json"))
+    parser.add_argument("--results", default=None, help="the folder the result goes to")
     args = parser.parse_args()
-    report = {**environment(), "threads": "default", "n": args.n, "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "c")
-        t = time.perf_counter()
         build(path, args.n)
-        report["build_s"] = round(time.perf_counter() - t, 1)
         times = {tree: [] for tree in args.trees}
         for _ in range(args.rounds):
             for tree in args.trees:
@@ -94,16 +91,22 @@ def main() -> None:
                 out = subprocess.run([sys.executable, "-c", _OPEN, path], env=env, check=True,
                                      capture_output=True, text=True)
                 times[tree].append(float(out.stdout))
-        report["chunk_id_digest_s"] = _digest_times(path, args.rounds)
-    for tree, seconds in times.items():
-        report["rows"].append({"tree": tree, "open_s": seconds,
-                               "median_s": float(np.median(seconds))})
-        print(f"{tree}: median open {np.median(seconds) * 1000:.1f} ms ({len(seconds)} opens)")
-    print(f"reading and digesting {args.n} chunk ids: median "
-          f"{np.median(report['chunk_id_digest_s']) * 1000:.1f} ms")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
+        digest = _digest_times(path, args.rounds)
+    rows = [{"what": f"Collection.open, source tree {tree}", "median_ms": np.median(s) * 1000,
+             "all_ms": ", ".join(f"{x * 1000:.0f}" for x in s)} for tree, s in times.items()]
+    rows.append({"what": "reading and digesting every chunk id", "median_ms":
+                 np.median(digest) * 1000, "all_ms": ", ".join(f"{x * 1000:.0f}" for x in digest)})
+    for row in rows:
+        print(f"{row['what']}: median {row['median_ms']:.1f} ms ({row['all_ms']})")
+    columns = [{"key": "what", "label": "step"}, {"key": "median_ms", "label": "median ms",
+                                                   "format": ".1f"}, {"key": "all_ms", "label": "each ms"}]
+    write_section("collection_open", "Collection.open: what the checks at open cost",
+                  " ".join(["python", "bench/collection_open.py", *sys.argv[1:]]), threads=1,
+                  order=55, intro=" ".join(__doc__.split("\n\n")[1].split()),
+                  tables=[{"title": f"{args.n:,} chunks", "columns": columns, "rows": rows,
+                           "notes": ["Opens alternate between the trees; the machine is shared, "
+                                     "so the figures move with its load."]}],
+                  out_dir=None if args.results is None else Path(args.results))
 
 
 if __name__ == "__main__":

@@ -222,3 +222,11 @@ def test_candidates_refuse_what_search_refuses(tmp_path, statement, words):
     with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
         with pytest.raises(CollectionCorruptError, match=words):
             col.candidates([" ".join(WORDS)], 20, "sparse")
+
+
+def test_an_empty_stored_id_in_a_collection_of_str_ids_is_refused(tmp_path):
+    db = _made(tmp_path / "c", ids=[f"d{i}" for i in range(20)])
+    _sql(db, "UPDATE documents SET user_id = '' WHERE user_id = 'd7'")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        with pytest.raises(CollectionCorruptError, match="a stored document id '' is not"):
+            col.ids()

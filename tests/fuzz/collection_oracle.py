@@ -2,8 +2,8 @@
 as its database says (collection_mutator makes the mutations).
 
 ``run_one`` opens the collection read-only and for writing, reads every document, searches
-(dense, sparse, hybrid; with a filter; by chunk and by document), adds and deletes a
-document, closes, and opens it again. Each answer is checked against the documents the
+(dense, sparse, hybrid; with a filter; by chunk and by document), adds, deletes and upserts
+a document, compacts, closes, opens it again, verifies and rebuilds it. Each answer is checked against the documents the
 collection itself returned: a match's id is a document's, its text is document[start:end],
 its metadata the document's, its score finite, a filtered match passes the filter, a
 document appears once by document; ids are of one type and distinct; a dense search
@@ -140,6 +140,9 @@ def _write(col, docs: dict):
         _require(gone not in col.ids(), "a deleted document is still listed")
         _require(all(m.id != gone for q in QUERIES for m in col.search(q, k=50, mode="sparse")),
                  "a deleted document is still found")
+    col.upsert([text + " Upserted."], ids=[new], metadata=[{"year": 2021}])
+    col.compact()
+    _require([d.text for d in col.get([new])] == [text + " Upserted."], "an upsert was lost")
     return new, gone
 
 
@@ -160,6 +163,8 @@ def check_collection(path: str) -> None:
         _require(gone is None or gone not in ids, "an acknowledged delete was undone")
         _check_results(col, _documents(col), _raw_chunk_count(path))
         col.verify()
+        col.rebuild()
+        _check_results(col, _documents(col), _raw_chunk_count(path))
 
 
 def run_one(path: str, answers_checked: bool = True) -> str:

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from _collection_data import HashEncoder, corpus
+from _collection_data import WORDS, HashEncoder, corpus
 from ragcore import Collection, CollectionCorruptError, CollectionError
 
 
@@ -209,3 +209,24 @@ def test_a_reader_following_a_change_checks_the_meta_values_again(tmp_path, stat
         with pytest.raises(CollectionCorruptError) as err:
             reader.search("alpha", k=2, mode="sparse")
         assert str(err.value).startswith(f"{db}: ")
+
+
+@pytest.mark.parametrize("statement, words", [
+    ("UPDATE documents SET metadata = '[1, 2]' WHERE user_id = 2", "not a JSON object"),
+    ("UPDATE documents SET user_id = 7.5 WHERE user_id = 7", "7.5 is not of the"),
+])
+def test_candidates_refuse_what_search_refuses(tmp_path, statement, words):
+    # candidates is what a sharded collection merges: its rows are checked as search's are.
+    db = _made(tmp_path / "c")
+    _sql(db, statement)
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        with pytest.raises(CollectionCorruptError, match=words):
+            col.candidates([" ".join(WORDS)], 20, "sparse")
+
+
+def test_an_empty_stored_id_in_a_collection_of_str_ids_is_refused(tmp_path):
+    db = _made(tmp_path / "c", ids=[f"d{i}" for i in range(20)])
+    _sql(db, "UPDATE documents SET user_id = '' WHERE user_id = 'd7'")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        with pytest.raises(CollectionCorruptError, match="a stored document id '' is not"):
+            col.ids()

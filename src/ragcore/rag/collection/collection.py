@@ -537,7 +537,7 @@ class Collection:
         if not decode_metadata:
             return hits, rows
         db = os.path.join(self.path, store.DB_NAME)
-        return hits, {c: row[:5] + (store.stored(db, json.loads, row[5]),)
+        return hits, {c: row[:5] + (store.stored_metadata(db, row[5]),)
                       for c, row in rows.items()}
 
     def _query_vectors(self, vectors, nq: int):
@@ -587,14 +587,14 @@ class Collection:
             hits = rerank_hits(rerank, queries, hits, rows)
             timings["rerank"] = time.perf_counter() - t
         db = os.path.join(self.path, store.DB_NAME)
-        id_type = self._settings["id_type"]
-        return [SearchResults(_matches(hits, r, rows, k, by, db, id_type), timings, _row(hits, r))
+        return [SearchResults(_matches(hits, r, rows, k, by, db), timings, _row(hits, r))
                 for r in range(len(queries))]
 
     def _fetch_chunks(self, conn, hits: Hits) -> dict:
-        """The rows of the chunks in hits. The indexes hold exactly the chunks of the
-        snapshot conn reads (the search holds the lock that writes take to change both), so
-        a chunk the database does not return is damage, not a race."""
+        """The rows of the chunks in hits, each with a document id of the collection's id
+        type. The indexes hold exactly the chunks of the snapshot conn reads (the search holds
+        the lock that writes take to change both), so a chunk the database does not return
+        is damage, not a race."""
         wanted = np.unique(hits.ids[hits.ids != PADDING_ID])
         rows = store.chunks_by_ids(conn, wanted)
         if len(rows) < len(wanted):
@@ -604,6 +604,8 @@ class Collection:
                 f"the indexes return chunks that the database lacks (chunk ids "
                 f"{checks.listing(lost)}), so the database or the index files are damaged "
                 "(verify() says which; if only the index files are, rebuild() remakes them)"))
+        for row in rows.values():
+            database_checks.check_user_id(conn.path, row[0], self._settings["id_type"])
         return rows
 
     # ---- internals ---------------------------------------------------------------
@@ -999,13 +1001,12 @@ def rerank_hits(reranker, queries, hits: Hits, rows: dict) -> Hits:
     return Hits(scores, ids)
 
 
-def _matches(hits: Hits, r: int, rows: dict, k: int, by: str, db: str, id_type) -> list[Match]:
+def _matches(hits: Hits, r: int, rows: dict, k: int, by: str, db: str) -> list[Match]:
     out, seen = [], set()
     for cid, score in zip(hits.ids[r], hits.scores[r]):
         if cid == PADDING_ID or len(out) == k:
             break
         uid, position, start, end, text, meta = rows[int(cid)]
-        database_checks.check_user_id(db, uid, id_type)
         if by == "document":
             if uid in seen:
                 continue

@@ -165,8 +165,9 @@ def _check_first_rows(conn, db: str, id_type, dim) -> None:
 
 
 def check_user_id(db: str, value, id_type):
-    """value, a stored user id, of the collection's id type."""
-    if type(value) not in _ID_CLASSES.get(id_type, (int, str)):
+    """value, a stored user id, of the collection's id type (and not the empty string,
+    which add refuses)."""
+    if type(value) not in _ID_CLASSES.get(id_type, (int, str)) or value == "":
         raise store.damaged(db, f"a stored document id {_short(value)} is not of the "
                                 f"collection's id type ({id_type})")
     return value

@@ -194,6 +194,7 @@ class Indexes:
             written["dense_ids"] = ids_digest(self.dense.ids)
         self.bm25.save(os.path.join(directory, bm25_name))
         written["bm25_ids"] = ids_digest(self.bm25.ids)
+        written["chunks"] = manifest.ids_summary(self.bm25.ids)  # BM25 holds every live chunk
         _write_atomic(os.path.join(directory, MANIFEST), json.dumps(written).encode())
         keep = {MANIFEST, dense_name, bm25_name}
         for name in os.listdir(directory):
@@ -231,13 +232,10 @@ class Indexes:
                 repaired |= idx.dense is None
         change = store.change_number(conn)
         # Files stamped with the database's change number reflect it, unless its chunks
-        # were changed without it (then their ids differ from those the files hold; no
+        # were changed without it: then their ids differ from those the files hold (no
         # dense file holds none).
         if not repaired and idx.change == change:
-            live = manifest.ids_digest(store.live_chunk_ids(conn))
-            dense = recorded.get("dense_ids") if idx.dense is not None else \
-                manifest.ids_digest(np.empty(0, np.int64))
-            repaired = any(d is not None and d != live for d in (recorded.get("bm25_ids"), dense))
+            repaired = _chunks_changed(conn, recorded, idx.dense is not None)
         if repaired or idx.change != change:
             idx.catch_up(conn, dim)
             repaired = True
@@ -314,6 +312,17 @@ def _load_dense(path: str, kind: str, recorded_ids, dim):
     except (OSError, IndexFileError, ValueError):
         return None
     return dense if dim is not None and dense.dim == dim else None
+
+
+def _chunks_changed(conn, recorded: dict, has_dense: bool) -> bool:
+    """Whether the database's chunk ids differ from those the manifest recorded: by the
+    summary SQL computes where the manifest has one, else by the digest of every id."""
+    if recorded.get("chunks") is not None:
+        count = recorded["chunks"][0]
+        return store.chunk_ids_summary(conn) != recorded["chunks"] or (count and not has_dense)
+    live = manifest.ids_digest(store.live_chunk_ids(conn))
+    dense = recorded.get("dense_ids") if has_dense else manifest.ids_digest(np.empty(0, np.int64))
+    return any(d is not None and d != live for d in (recorded.get("bm25_ids"), dense))
 
 
 def _check_ids(ids, recorded) -> None:

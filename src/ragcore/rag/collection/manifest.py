@@ -1,6 +1,7 @@
 """indexes.json, the manifest of a Collection's index files: which files hold the indexes,
-the database change number they reflect, the change of the last re-embedding, and a
-digest of each file's chunk ids.
+the database change number they reflect, the change of the last re-embedding, a digest of
+each file's chunk ids, and a summary of those ids that SQL computes from the database in
+one pass (ids_summary, store.chunk_ids_summary) to tell whether its chunks are still them.
 
 ``read`` returns the manifest only when every value is of the type and form ``Indexes.save``
 writes (file names of this directory's index files, counts, digests); anything else is
@@ -20,6 +21,8 @@ NAME = "indexes.json"
 _FILE = {"bm25": re.compile(r"bm25-[0-9]{1,19}\.rci"), "dense": re.compile(r"dense-[0-9]{1,19}\.rci")}
 _DIGEST = re.compile(r"[0-9a-f]{32}")
 _COUNTS = ("change", "ivf_trained_at", "embeddings_change")
+_PRIME = 2_147_483_647  # 2**31 - 1: id mod it, times a multiplier below it, fits in 62 bits
+MULTIPLIERS = (1, 1_103_515_245, 69_069)
 
 
 def ids_digest(ids) -> str:
@@ -28,6 +31,21 @@ def ids_digest(ids) -> str:
     chunks were changed behind the files' back."""
     ordered = np.sort(np.asarray(ids, dtype=np.int64))
     return hashlib.blake2b(ordered.tobytes(), digest_size=16).hexdigest()
+
+
+def ids_summary(ids) -> list[int]:
+    """[count, and for each multiplier m the sum of (id mod p) * m mod p] of a set of chunk
+    ids: store.chunk_ids_summary computes the same of the database's chunks inside SQLite,
+    without reading each id into Python."""
+    reduced = np.asarray(ids, dtype=np.int64) % _PRIME
+    return [int(len(reduced)), *(int((reduced * m % _PRIME).sum()) for m in MULTIPLIERS)]
+
+
+def summary_sql(table: str, column: str) -> str:
+    """The SELECT that computes ids_summary of table.column."""
+    sums = ", ".join(f"COALESCE(SUM({column} % {_PRIME} * {m} % {_PRIME}), 0)"
+                     for m in MULTIPLIERS)
+    return f"SELECT COUNT(*), {sums} FROM {table}"
 
 
 def read(directory: str, format_version: int):
@@ -50,6 +68,10 @@ def _valid(manifest, format_version: int) -> bool:
         return False
     dense = manifest.get("dense")
     if dense is not None and (not isinstance(dense, str) or not _FILE["dense"].fullmatch(dense)):
+        return False
+    summary = manifest.get("chunks")
+    if summary is not None and (not isinstance(summary, list) or len(summary) != 1 + len(
+            MULTIPLIERS) or any(_count(v) is None for v in summary)):
         return False
     return all(manifest.get(key) is None or isinstance(manifest[key], str) and
                _DIGEST.fullmatch(manifest[key]) for key in ("bm25_ids", "dense_ids"))

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..._util.arrays import as_float_matrix
 from ...errors import CollectionCorruptError, CollectionError
+from . import manifest
 from .filters import SCALAR_TYPES, compile_filter, field_path, value_type
 
 FORMAT_VERSION = 1
@@ -340,6 +341,11 @@ def delete_documents(conn, ids: list) -> np.ndarray:
         conn.execute(f"DELETE FROM chunks WHERE doc_rowid IN ({row_marks})", rows)
         conn.execute(f"DELETE FROM documents WHERE rowid IN ({row_marks})", rows)
     return np.array(dead, dtype=np.int64)
+
+
+def chunk_ids_summary(conn) -> list[int]:
+    """manifest.ids_summary of every chunk id, computed by SQLite in one pass."""
+    return list(conn.execute(manifest.summary_sql("chunks", "chunk_id")).fetchone())
 
 
 def live_chunk_ids(conn) -> np.ndarray:

@@ -34,6 +34,27 @@ def share(peer, n, d, batch, seconds, threads, limits):
     return max(t_mem, t_ops) / seconds, name
 
 
+def summarize(rows, n, grid):
+    """The summary rows: ragcore against the best peer at the smallest and largest batch, the
+    first k, each thread count."""
+    summary, k = [], min(grid["ks"])
+    for threads in grid["threads"]:
+        for batch in (min(grid["batches"]), max(grid["batches"])):
+            cell = [r for r in rows if r["threads"] == threads and r["batch"] == batch
+                    and r["k"] == k]
+            mine = next((r for r in cell if r["peer"] == "ragcore"), None)
+            peers = [r for r in cell if not r["peer"].startswith("ragcore")]
+            if mine and peers:
+                best = max(peers, key=lambda r: r["qps"])
+                summary.append({"row": f"exact, N = {n:,}, batch {batch}, k = {k}, "
+                                       f"{threads} thread{'s' if threads > 1 else ''}",
+                                "measure": "QPS", "ragcore": mine["qps"],
+                                "best_peer": best["peer"], "best_peer_value": best["qps"],
+                                "share": mine["share"], "limit": mine["limit"],
+                                "format": ",.0f"})
+    return summary
+
+
 def run(grid, out_dir, command, limits):
     n, d = grid["n"], grid["d"]
     x, q_all = unit(n, d, 0), unit(max(grid["batches"]), d, 1)
@@ -57,19 +78,8 @@ def run(grid, out_dir, command, limits):
                     rows.append({"peer": name, "threads": threads, "batch": batch, "k": k,
                                  "qps": batch / secs[name], "share": part, "limit": limit,
                                  "recall": recall(got, truth[:, :k])})
-    summary = []
     top_threads = max(grid["threads"])
-    for batch in (min(grid["batches"]), max(grid["batches"])):
-        cell = [r for r in rows if r["threads"] == top_threads and r["batch"] == batch
-                and r["k"] == min(grid["ks"])]
-        mine = next((r for r in cell if r["peer"] == "ragcore"), None)
-        peers = [r for r in cell if not r["peer"].startswith("ragcore")]
-        if mine and peers:
-            best = max(peers, key=lambda r: r["qps"])
-            summary.append({"row": f"exact, N = {n:,}, batch {batch}, k = {min(grid['ks'])}",
-                            "measure": "QPS", "ragcore": mine["qps"], "best_peer": best["peer"],
-                            "best_peer_value": best["qps"], "share": mine["share"],
-                            "limit": mine["limit"], "format": ",.0f"})
+    summary = summarize(rows, n, grid)
     columns = [{"key": "peer", "label": "library"}, {"key": "threads", "label": "threads"},
                {"key": "batch", "label": "batch"}, {"key": "k", "label": "k"},
                {"key": "qps", "label": "QPS", "format": ",.0f"},

@@ -95,7 +95,7 @@ def machine_line(doc: dict) -> str:
 
 
 def versions_line(doc: dict) -> str:
-    return ", ".join(f"{k} {v}" for k, v in (doc.get("versions") or {}).items())
+    return ", ".join(f"{k} {v}" for k, v in (doc.get("versions") or {}).items() if v)
 
 
 def plot(doc: dict, plots: Path) -> Path | None:

@@ -43,6 +43,12 @@ PEAKS = {
     "int8": [("vnni512_loop", 128, ("avx512f", "avx512_vnni"))],
 }
 CHAINS = 12  # hw_peak.c's independent chains per loop step
+INTRO = ("The 100% of every 'share of limit' column: a scan's share is the bytes it streams per "
+         "second over the read bandwidth, a blocked product's its multiply-adds per second over "
+         "the peak of the instruction it uses. The bandwidth is numpy's sum, one memory stream "
+         "per thread: a kernel that keeps several streams in flight can pass it (a share above "
+         "100%). The limits are timed by CPU time, the tasks by wall-clock time, so on a loaded "
+         "machine the shares are low.")
 
 
 def _in_threads(fn, args_per_thread) -> float:
@@ -153,9 +159,7 @@ def write(hw: dict, command: str, out_dir: Path | None = None) -> Path:
                {"key": "how", "label": "measured with"}]
     return write_section(
         "hw", "The machine and its limits", command, threads=CORES, order=0,
-        intro=("The 100% of every 'share of limit' column: a scan's share is the bytes it "
-               "streams per second over the read bandwidth, a blocked product's its "
-               "multiply-adds per second over the peak of the instruction it uses."),
+        intro=INTRO,
         tables=[{"title": "", "columns": columns, "rows": rows, "notes": []}],
         limits=hw["limits"], peers=("threadpoolctl",), out_dir=out_dir)
 

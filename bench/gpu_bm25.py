@@ -2,7 +2,7 @@
 
     python bench/gpu_bm25.py --json OUT.json --markdown OUT.md [--n 1000000] [--quick]
 
-Corpus and queries: bench/bm25.py's Zipfian corpus (vocabulary 200,000, lengths
+Corpus and queries: bench/_zipf.py's Zipfian corpus (vocabulary 200,000, lengths
 60-200 tokens; queries of 2-6 distinct mid-frequency words), --n documents, one
 batch of --batch queries (default 1,024), variant "lucene", no stopwords. Per k:
 the CPU index with every core (n_threads=0) and with one thread, and the GPU

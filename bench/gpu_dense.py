@@ -23,6 +23,7 @@ import argparse
 import json
 import platform
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -153,6 +154,36 @@ def run_corpus(name, n, d, dtype, args, cp, bw) -> list[dict]:
     return rows
 
 
+COLUMNS = [{"key": "corpus", "label": "corpus"}, {"key": "batch", "label": "batch"},
+           {"key": "k", "label": "k"}, {"key": "ragcore_ms", "label": "ragcore ms", "format": ".2f"},
+           {"key": "ragcore_other_kernel_ms", "label": "other kernel ms", "format": ".2f"},
+           {"key": "torch_ms", "label": "torch ms", "format": ".2f"},
+           {"key": "cupy_ms", "label": "cupy ms", "format": ".2f"},
+           {"key": "speedup_vs_torch", "label": "torch time / ragcore time", "format": ".2f"},
+           {"key": "speedup_vs_cupy", "label": "cupy time / ragcore time", "format": ".2f"},
+           {"key": "ragcore_batch1_pct_hbm", "label": "batch 1, % of HBM read", "format": ".0f"}]
+
+
+def section_fields(report, command: str) -> dict:
+    """The ragcore-bench/1 fields (bench/README.md), so that the JSON file, copied to
+    bench/results/gpu_dense.json, is rendered as BENCHMARKS.md's GPU section."""
+    from results_file import SCHEMA, commit, machine
+
+    import datetime
+
+    return {"schema": SCHEMA, "task": "gpu_dense", "title": "Exact top-k on a GPU", "order": 90,
+            "intro": ("GpuFlatIndex against torch (topk of q @ X.T) and cupy (matmul, "
+                      "argpartition, sort); median of repeated calls after a warm-up, queries as "
+                      "float32 CUDA tensors, results left on the device. 'other kernel': the "
+                      "kernel the automatic choice did not pick."),
+            "command": command, "commit": commit(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": {**machine(1), "gpu": report["device"]},
+            "versions": {"torch": report["torch"], "cupy": report["cupy"]},
+            "limits": {"hbm_read_gbps": report["hbm"].get("read_GBps")},
+            "tables": [{"title": "", "columns": COLUMNS, "rows": report["rows"], "notes": []}]}
+
+
 def markdown(report) -> str:
     bw = report["hbm"]
     lines = [
@@ -193,8 +224,10 @@ def main() -> None:
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "cupy": getattr(cp, "__version__", None), "python": platform.python_version(),
               "hbm": bw, "rows": []}
+    report.update(section_fields(report, " ".join(["python", "bench/gpu_dense.py", *sys.argv[1:]])))
     for name, n, d, dtype in corpora:
         report["rows"] += run_corpus(name, n, d, dtype, args, cp, bw)
+        report["tables"][0]["rows"] = report["rows"]
         write_json(args.json, report)  # partial results survive a timeout
     write_report(report, args.json, args.markdown, markdown(report))
 

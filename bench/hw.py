@@ -1,146 +1,183 @@
-"""Hardware reference figures for the dense benchmarks: memory read bandwidth and sgemm.
+"""The hardware limits every throughput row is compared with: memory read bandwidth and the
+peak arithmetic rates (fp32 FMA; bf16 dot, vdpbf16ps; int8 dot, VNNI vpdpbusd) of this CPU.
 
-Measures, with OPENBLAS_CORETYPE unset (see _common.py):
-  - memory read bandwidth (GB/s, 1 GB = 1e9 bytes) over a 1 GiB float32 array:
-    numpy sum on 1 thread, numpy sum on 2 Python threads (numpy releases the
-    GIL in reductions) and BLAS sgemv (matrix @ vector, the access pattern of
-    a batch-1 flat search) at 1 and 2 BLAS threads. Best of repeats in 4
-    rounds per method (the bandwidth of a shared host drifts); the figure per
-    thread count is the best method.
-  - sgemm GFLOP/s: numpy float32 matmul, 2048 x 384 queries against a
-    100,000 x 384 corpus in chunks of 8,192 rows (the shape of a batched
-    search), at 1 and 2 BLAS threads.
-  - the BLAS libraries loaded and the kernel each picked (threadpoolctl).
+  - read bandwidth (GB/s, 1 GB = 1e9 bytes): numpy sum over a float32 array much larger than
+    the caches, on 1 thread and on every core (one Python thread per part; numpy drops the GIL
+    while reducing), best of several repeats;
+  - peak rates: bench/hw_peak.c, compiled here with the system C compiler, runs 12 independent
+    chains of one instruction, so the loop runs at that instruction's throughput; ops counted
+    as 2 per multiply-add (a 512-bit FMA is 32 fp32 flops, a vdpbf16ps 64, a vpdpbusd 128);
+    on 1 thread and on every core; a rate the CPU lacks is left out;
+  - both timed by each thread's CPU time (time.thread_time), so that other processes on a
+    shared machine do not lower the limits: they are what the cores do while they run;
+  - sgemm (numpy float32 matmul, the shape of a batched search): what BLAS reaches of the peak.
 
-Run:  .venv/bin/python bench/hw.py [--quick] [--json bench/results/hw.json]
-``measure()`` returns the same dict for bench/dense.py.
+Run:  python bench/hw.py [--quick]     (writes bench/results/hw.json, a ragcore-bench/1 file)
+``limits()`` reads the file for the tasks (measuring first when it is missing).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import threading
-
-import _common  # first: re-executes without OPENBLAS_CORETYPE
-from _common import RESULTS_DIR, blas_threads, fmt_num, text_table, time_best, write_json
+import time
+from pathlib import Path
 
 import numpy as np
 
-THREAD_COUNTS = (1, 2)
-ROW = 384  # sgemv rows have the dimension of the benchmarked vectors
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_file import RESULTS, cpu_flags, write_section  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+CORES = os.cpu_count() or 1
+# name: (C function, ops per instruction, flags it needs, restype)
+PEAKS = {
+    "fp32": [("fma512_loop", 32, ("avx512f",)), ("fma256_loop", 16, ("avx2", "fma"))],
+    "bf16": [("bf16dot512_loop", 64, ("avx512f", "avx512_bf16"))],
+    "int8": [("vnni512_loop", 128, ("avx512f", "avx512_vnni"))],
+}
+CHAINS = 12  # hw_peak.c's independent chains per loop step
+INTRO = ("The 100% of every 'share of limit' column: a scan's share is the bytes it streams per "
+         "second over the read bandwidth, a blocked product's its multiply-adds per second over "
+         "the peak of the instruction it uses. The bandwidth is numpy's sum, one memory stream "
+         "per thread: a kernel that keeps several streams in flight can pass it (a share above "
+         "100%). The limits are timed by CPU time, the tasks by wall-clock time, so on a loaded "
+         "machine the shares are low.")
 
 
-def _sum_threads(parts: list[np.ndarray]) -> None:
-    """Sums each part on its own Python thread (numpy drops the GIL while reducing)."""
-    workers = [threading.Thread(target=np.sum, args=(p,)) for p in parts]
+def _in_threads(fn, args_per_thread) -> float:
+    """The longest CPU time of the threads running fn(*args), one Python thread per args
+    tuple (fn releases the GIL), all started together."""
+    cpu = [0.0] * len(args_per_thread)
+
+    def one(i, args):
+        start = time.thread_time()
+        fn(*args)
+        cpu[i] = time.thread_time() - start
+
+    workers = [threading.Thread(target=one, args=(i, a)) for i, a in enumerate(args_per_thread)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
+    return max(cpu)
 
 
-def blas_read(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """matrix @ vector: BLAS sgemv streams the whole matrix once (a batch-1 flat search)."""
-    return matrix @ vector
+def read_bandwidth(nbytes: int, repeats: int) -> dict:
+    data = np.ones(nbytes // 4, dtype=np.float32)  # ones: every page touched
+    out = {}
+    for threads in sorted({1, CORES}):
+        parts = [(p,) for p in np.array_split(data, threads)]
+        best = min(_in_threads(np.sum, parts) for _ in range(repeats))
+        out[threads] = data.nbytes / best / 1e9
+    return out
 
 
-def read_bandwidth(nbytes: int, repeats: int, rounds: int = 3) -> dict:
-    """GB/s per method and the best per thread count.
-
-    The memory bandwidth of a shared host drifts by tens of percent over
-    seconds, so the methods are measured in several rounds and the best is kept.
-    """
-    rows = nbytes // (4 * ROW)
-    data = np.ones(rows * ROW, dtype=np.float32)  # ones: every page is touched
-    gb = data.nbytes / 1e9
-    matrix = data.reshape(-1, ROW)
-    vector = np.ones(ROW, dtype=np.float32)
-    halves = np.array_split(data, 2)
-    methods = {  # name: (BLAS threads, function)
-        "numpy_sum_1t": (1, data.sum),
-        "sgemv_1t": (1, lambda: blas_read(matrix, vector)),
-        "numpy_sum_2t": (1, lambda: _sum_threads(halves)),
-        "sgemv_2t": (2, lambda: blas_read(matrix, vector)),
-    }
-    best = {name: 0.0 for name in methods}
-    for _ in range(rounds):
-        for name, (threads, fn) in methods.items():
-            with blas_threads(threads):
-                best[name] = max(best[name], gb / time_best(fn, repeats))
-    per_threads = {t: max(v for m, v in best.items() if m.endswith(f"_{t}t"))
-                   for t in THREAD_COUNTS}
-    return {"array_bytes": data.nbytes, "methods_gbps": best,
-            "gbps_by_threads": per_threads, "gbps_best": max(per_threads.values())}
+def _compile() -> ctypes.CDLL | None:
+    out = Path(tempfile.gettempdir()) / f"ragcore_hw_peak_{os.getuid()}.so"
+    cc = os.environ.get("CC", "cc")
+    try:
+        subprocess.run([cc, "-O3", "-shared", "-fPIC", "-o", str(out), str(HERE / "hw_peak.c")],
+                       check=True, capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"hw: no peak rates ({cc} failed: {exc})", file=sys.stderr)
+        return None
+    return ctypes.CDLL(str(out))
 
 
-def sgemm_gflops(n_corpus: int, repeats: int, nq: int = 2048, d: int = 384,
-                 chunk: int = 8192) -> dict:
-    """GFLOP/s of queries @ corpus.T over row chunks, per BLAS thread count."""
-    rng = np.random.default_rng(0)
-    queries = rng.standard_normal((nq, d), dtype=np.float32)
-    corpus = rng.standard_normal((n_corpus, d), dtype=np.float32)
-    out = np.empty((nq, chunk), dtype=np.float32)
-
-    def one_pass() -> None:
-        for start in range(0, n_corpus, chunk):
-            block = corpus[start : start + chunk]
-            np.matmul(queries, block.T, out=out[:, : len(block)])
-
-    flops = 2.0 * nq * d * n_corpus
-    by_threads = {}
-    for t in THREAD_COUNTS:
-        with blas_threads(t):
-            by_threads[t] = flops / time_best(one_pass, repeats) / 1e9
-    return {"shape": f"{nq}x{d} @ {d}x{n_corpus} in chunks of {chunk}",
-            "gflops_by_threads": by_threads}
-
-
-def measure(quick: bool = False, attempts: int = 3) -> dict:
-    """Bandwidth, sgemm and BLAS info of this machine (about 15 s; 2 s with quick).
-
-    Measured again (up to `attempts` times) when other processes took a share
-    of the CPUs meanwhile: the figures are the 100% of dense.py's efficiencies.
-    """
-    env = _common.environment()
-    for attempt in range(1, attempts + 1):
-        _common.wait_until_quiet()
-        meter = _common.LoadMeter()
-        bw = read_bandwidth(nbytes=(256 << 20) if quick else (1 << 30),
-                            repeats=3 if quick else 5, rounds=1 if quick else 4)
-        gemm = sgemm_gflops(n_corpus=20_000 if quick else 100_000, repeats=2 if quick else 5)
-        load = meter.report()
-        if _common.foreign_cores(load) < _common.BUSY_CORES:
+def peak_rates(seconds: float) -> dict:
+    """{kind: {"instruction", threads: Gop/s}} for the kinds this CPU has."""
+    lib, flags, out = _compile(), set(cpu_flags()), {}
+    if lib is None:
+        return out
+    for kind, choices in PEAKS.items():
+        for name, ops, needs in choices:
+            if not set(needs) <= flags:
+                continue
+            fn = getattr(lib, name)
+            fn.argtypes = [ctypes.c_int64]
+            fn.restype = ctypes.c_float if kind != "int8" else ctypes.c_int32
+            iters = 1 << 16
+            while _in_threads(fn, [(iters,)]) < seconds / 4:
+                iters *= 2
+            rates = {"instruction": name}
+            for threads in sorted({1, CORES}):
+                best = min(_in_threads(fn, [(iters,)] * threads) for _ in range(5))
+                rates[threads] = threads * iters * CHAINS * ops / best / 1e9
+            out[kind] = rates
             break
-        print(f"hw: other load while measuring ({load}); attempt {attempt} of {attempts}")
-    return {"environment": env, "quick": quick, "bandwidth": bw,
-            "sgemm": gemm, "load": load, "attempts": attempt}
+    return out
 
 
-def report(hw: dict) -> str:
-    bw, gemm = hw["bandwidth"], hw["sgemm"]
-    rows = [[f"read bandwidth, {t} thread(s)", f"{fmt_num(bw['gbps_by_threads'][t])} GB/s"]
-            for t in THREAD_COUNTS]
-    rows += [[f"  {m}", f"{fmt_num(v)} GB/s"] for m, v in bw["methods_gbps"].items()]
-    rows += [[f"sgemm, {t} thread(s)", f"{fmt_num(gemm['gflops_by_threads'][t])} GFLOP/s"]
-             for t in THREAD_COUNTS]
-    env = hw["environment"]
-    lines = [text_table(["measure", "value"], rows), f"sgemm shape: {gemm['shape']}",
-             f"CPU: {env['cpu']} ({env['cores']} cores; {' '.join(env['cpu_flags'])})",
-             f"other load during the run (cores): {hw['load']}"]
-    lines += [f"{r['user_api']}: {r['internal_api']} {r['version'] or ''} "
-              f"kernel={r['architecture']} threads={r['num_threads']} ({r['file']})"
-              for r in env["blas"]]
-    return "\n".join(lines)
+def sgemm_gflops(threads: int, n: int = 20_000, nq: int = 1024, d: int = 384) -> float:
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((nq, d), dtype=np.float32)
+    x = rng.standard_normal((n, d), dtype=np.float32)
+    with threadpool_limits(threads, user_api="blas"):
+        q @ x[:1000].T
+        best = min(_timed(lambda: q @ x.T) for _ in range(3))
+    return 2.0 * nq * n * d / best / 1e9
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(quick: bool) -> dict:
+    bandwidth = read_bandwidth((256 << 20) if quick else (1 << 30), 3 if quick else 6)
+    peaks = peak_rates(0.2 if quick else 1.0)
+    sgemm = {t: sgemm_gflops(t) for t in sorted({1, CORES})}
+    limits = {"bandwidth_gbps_1t": bandwidth[1], "bandwidth_gbps": bandwidth[CORES],
+              "sgemm_gflops": sgemm[CORES]}
+    for kind, rates in peaks.items():
+        limits[f"{kind}_gops_1t"], limits[f"{kind}_gops"] = rates[1], rates[CORES]
+    return {"bandwidth": bandwidth, "peaks": peaks, "sgemm": sgemm, "limits": limits}
+
+
+def write(hw: dict, command: str, out_dir: Path | None = None) -> Path:
+    names = {"fp32": "fp32 FMA peak (GFLOP/s)", "bf16": "bf16 dot peak, vdpbf16ps (GFLOP/s)",
+             "int8": "int8 dot peak, VNNI vpdpbusd (GOP/s)"}
+    rows = [{"measure": "memory read bandwidth (GB/s)", "one": hw["bandwidth"][1],
+             "all": hw["bandwidth"][CORES], "how": "numpy sum, 1 GB = 1e9 bytes"}]
+    rows += [{"measure": names[kind], "one": r[1], "all": r[CORES],
+              "how": f"bench/hw_peak.c {r['instruction']}"} for kind, r in hw["peaks"].items()]
+    rows.append({"measure": "numpy sgemm (GFLOP/s)", "one": hw["sgemm"][1],
+                 "all": hw["sgemm"][CORES], "how": "float32 1024x384 @ 384x20000"})
+    columns = [{"key": "measure", "label": "limit"},
+               {"key": "one", "label": "1 thread", "format": ",.1f"},
+               {"key": "all", "label": f"{CORES} threads", "format": ",.1f"},
+               {"key": "how", "label": "measured with"}]
+    return write_section(
+        "hw", "The machine and its limits", command, threads=CORES, order=0,
+        intro=INTRO,
+        tables=[{"title": "", "columns": columns, "rows": rows, "notes": []}],
+        limits=hw["limits"], peers=("threadpoolctl",), out_dir=out_dir)
+
+
+def limits(path: Path = RESULTS / "hw.json") -> dict:
+    """The limits of bench/results/hw.json (measured quickly first when missing)."""
+    if not path.exists():
+        write(measure(quick=True), "python bench/hw.py --quick")
+    return json.loads(path.read_text())["limits"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller arrays, fewer repeats")
-    parser.add_argument("--json", default=str(RESULTS_DIR / "hw.json"))
+    parser.add_argument("--quick", action="store_true", help="smaller arrays, shorter loops")
     args = parser.parse_args()
-    hw = measure(quick=args.quick)
-    print(report(hw))
-    write_json(args.json, hw)
+    hw = measure(args.quick)
+    path = write(hw, "python bench/hw.py" + (" --quick" if args.quick else ""))
+    print(json.dumps(hw["limits"], indent=1), "\n->", path)
 
 
 if __name__ == "__main__":

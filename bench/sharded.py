@@ -19,22 +19,17 @@ OPENBLAS_CORETYPE is left as the environment sets it.
 
 Run:  .venv/bin/python bench/sharded.py                (the full run)
       .venv/bin/python bench/sharded.py --n 20000 --seconds 0.5   (smoke run)
-Writes bench/results/sharded.json and bench/results/sharded.md.
+Writes bench/results/sharded.json (a ragcore-bench/1 file: BENCHMARKS.md renders it).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
-
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
-
 
 def unit_vectors(n: int, d: int, seed: int) -> np.ndarray:
     x = np.random.default_rng(seed).standard_normal((n, d), dtype=np.float32)
@@ -66,7 +61,6 @@ def main() -> None:
 
     import ray
 
-    import ragcore
     from ragcore import FlatIndex
     from ragcore.distributed import ShardedIndex
 
@@ -109,26 +103,30 @@ def main() -> None:
         index.close()
     ray.shutdown()
 
-    meta = {"n": args.n, "d": args.d, "k": args.k, "metric": "ip", "cores": cores,
-            "cpu": platform.processor() or platform.machine(), "python": platform.python_version(),
-            "ray": ray.__version__, "numpy": np.__version__, "ragcore": ragcore.__version__,
-            "loadavg_1min_before_after": [load_before[0], load_after[0]],
-            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
-    RESULTS_DIR.mkdir(exist_ok=True)
-    (RESULTS_DIR / "sharded.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    lines = [f"Sharded search on one machine ({cores} cores, local Ray {ray.__version__}): "
-             f"N = {args.n:,}, d = {args.d}, k = {args.k}, inner product. Overhead of "
-             "sharding, not scale-out: all shards share these cores.", "",
-             "| batch | system | p50 ms | p95 ms | QPS | QPS / FlatIndex |",
-             "|---:|:---|---:|---:|---:|---:|"]
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from results_file import table, write_section
+
     base = {r["batch"]: r["qps"] for r in rows if r["system"] == "FlatIndex"}
     for r in rows:
-        lines.append(f"| {r['batch']} | {r['system']} | {r['p50_ms']:.3f} | {r['p95_ms']:.3f} "
-                     f"| {r['qps']:.0f} | {r['qps'] / base[r['batch']]:.2f} |")
-    lines += ["", f"1-minute load average before / after: {load_before[0]:.2f} / "
-              f"{load_after[0]:.2f} (the machine is shared)."]
-    (RESULTS_DIR / "sharded.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {RESULTS_DIR / 'sharded.json'} and {RESULTS_DIR / 'sharded.md'}")
+        r["ratio"] = r["qps"] / base[r["batch"]]
+    columns = [{"key": "batch", "label": "batch"}, {"key": "system", "label": "system"},
+               {"key": "p50_ms", "label": "p50 ms", "format": ".3f"},
+               {"key": "p95_ms", "label": "p95 ms", "format": ".3f"},
+               {"key": "qps", "label": "QPS", "format": ",.0f"},
+               {"key": "ratio", "label": "QPS / FlatIndex", "format": ".2f"}]
+    path = write_section(
+        "sharded", "Sharded search on Ray (one machine)",
+        "python bench/sharded.py " + " ".join(sys.argv[1:]), threads=cores, order=80,
+        intro=(f"N = {args.n:,}, d = {args.d}, k = {args.k}, inner product, local Ray "
+               f"{ray.__version__}. The overhead of sharding, not scale-out: all shards share "
+               "these cores. ShardedIndex with 1 and 2 FlatIndex shards against one FlatIndex, "
+               "the same total threads."),
+        tables=[table("", columns, rows, [f"1-minute load average before / after: "
+                                          f"{load_before[0]:.2f} / {load_after[0]:.2f}."])],
+        peers=("ray",))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

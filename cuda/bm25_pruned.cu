@@ -24,25 +24,67 @@ void to_device(Scratch& dst, const std::vector<T>& src, cudaStream_t stream) {
 
 }  // namespace
 
-std::vector<uint8_t> DeviceBm25::search_pruned(const Bm25SearchArgs& a) const {
-  std::vector<uint8_t> exact(a.nq, 0);
-  const cudaStream_t stream = 0;  // the caller made the device current
-  const auto k = static_cast<int64_t>(a.k);
+// Per query: the number of postings of its essential (not dense) terms, and the bound on
+// what the dense terms can add to a document's score (base included).
+struct DeviceBm25::PrunedBounds {
+  std::vector<int64_t> essential;
+  std::vector<float> bound;
+};
 
-  // Per query: the postings of its essential terms and the dense terms' bound.
-  std::vector<int64_t> essential(a.nq, 0);
-  std::vector<float> bound(a.nq);
+DeviceBm25::PrunedBounds DeviceBm25::pruned_bounds(const Bm25SearchArgs& a) const {
+  PrunedBounds out{std::vector<int64_t>(a.nq, 0), std::vector<float>(a.nq)};
   for (size_t q = 0; q < a.nq; ++q) {
     double dense = 0.0;
     for (int64_t i = a.offsets[q]; i < a.offsets[q + 1]; ++i) {
       const int64_t t = a.terms[i];
       if (t < 0) continue;
-      if (!is_dense(t)) essential[q] += offsets_[t + 1] - offsets_[t];
+      if (!is_dense(t)) out.essential[q] += offsets_[t + 1] - offsets_[t];
       else if (a.weights[i] > 0) dense += a.weights[i] * static_cast<double>(list_max_[t]);
     }
     // As reference.bm25_dense_bound: a margin for the order of the additions.
-    bound[q] = static_cast<float>(a.base[q] + dense * (1.0 + 1e-9));
+    out.bound[q] = static_cast<float>(a.base[q] + dense * (1.0 + 1e-9));
   }
+  return out;
+}
+
+// The host arrays of a group of queries (rows): row r's essential postings are numbered
+// from cand_begin[r], term by term (the segments' `first`, and r's room for candidates);
+// every live term of row r with its weight in [q_begin[r], q_begin[r + 1]).
+struct DeviceBm25::GroupQueries {
+  std::vector<int64_t> cand_begin{0}, q_begin{0}, q_terms;
+  std::vector<double> q_weights, base;
+  std::vector<Bm25Segment> segs;
+};
+
+DeviceBm25::GroupQueries DeviceBm25::group_queries(const Bm25SearchArgs& a,
+                                                   const std::vector<size_t>& rows) const {
+  GroupQueries g;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const size_t q = rows[r];
+    int64_t first = g.cand_begin.back();
+    for (int64_t i = a.offsets[q]; i < a.offsets[q + 1]; ++i) {
+      const int64_t t = a.terms[i];
+      if (t < 0) continue;
+      g.q_terms.push_back(t);
+      g.q_weights.push_back(a.weights[i]);
+      if (is_dense(t)) continue;
+      g.segs.push_back({offsets_[t], first, a.weights[i], static_cast<int64_t>(r)});
+      first += offsets_[t + 1] - offsets_[t];
+    }
+    g.q_begin.push_back(static_cast<int64_t>(g.q_terms.size()));
+    g.base.push_back(a.base[q]);
+    g.cand_begin.push_back(first);
+  }
+  return g;
+}
+
+std::vector<uint8_t> DeviceBm25::search_pruned(const Bm25SearchArgs& a) const {
+  std::vector<uint8_t> exact(a.nq, 0);
+  const cudaStream_t stream = 0;  // the caller made the device current
+  const auto k = static_cast<int64_t>(a.k);
+  const PrunedBounds pb = pruned_bounds(a);
+  const std::vector<int64_t>& essential = pb.essential;
+  const std::vector<float>& bound = pb.bound;
 
   const DeviceLimits lim = device_limits(device_);
   const int64_t budget = static_cast<int64_t>(std::min<size_t>(lim.free_bytes / 4, size_t{4} << 30));
@@ -64,28 +106,13 @@ std::vector<uint8_t> DeviceBm25::search_pruned(const Bm25SearchArgs& a) const {
     }
     if (rows.empty()) continue;
     const int n_rows = static_cast<int>(rows.size());
-
-    // Row r's essential postings are numbered from cand_begin[r], term by term:
-    // the segments' `first`, and r's room for candidates.
-    std::vector<int64_t> cand_begin{0}, q_begin{0}, q_terms;
-    std::vector<double> q_weights, base;
-    std::vector<Bm25Segment> segs;
-    for (int r = 0; r < n_rows; ++r) {
-      const size_t q = rows[r];
-      int64_t first = cand_begin.back();
-      for (int64_t i = a.offsets[q]; i < a.offsets[q + 1]; ++i) {
-        const int64_t t = a.terms[i];
-        if (t < 0) continue;
-        q_terms.push_back(t);
-        q_weights.push_back(a.weights[i]);
-        if (is_dense(t)) continue;
-        segs.push_back({offsets_[t], first, a.weights[i], r});
-        first += offsets_[t + 1] - offsets_[t];
-      }
-      q_begin.push_back(static_cast<int64_t>(q_terms.size()));
-      base.push_back(a.base[q]);
-      cand_begin.push_back(first);
-    }
+    const GroupQueries g = group_queries(a, rows);
+    const std::vector<int64_t>& cand_begin = g.cand_begin;
+    const std::vector<int64_t>& q_begin = g.q_begin;
+    const std::vector<int64_t>& q_terms = g.q_terms;
+    const std::vector<double>& q_weights = g.q_weights;
+    const std::vector<double>& base = g.base;
+    const std::vector<Bm25Segment>& segs = g.segs;
     const int64_t total = cand_begin.back();
 
     Scratch d_segs(segs.size() * sizeof(Bm25Segment), stream), d_cand_begin(cand_begin.size() * 8, stream),

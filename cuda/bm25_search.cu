@@ -180,26 +180,70 @@ void DeviceBm25::search(const Bm25SearchArgs& a) const {
   }
 }
 
+namespace {
+
+// The exhaustive plan's shape: the first chunk and the largest chunk of documents scored
+// between merges (as the dense search cuts its corpus), the flag bytes per query, and the
+// queries scored together (their accumulators and selection buffers get a quarter of the
+// free memory, at most 4 GiB).
+struct ExhaustiveShape {
+  int64_t first, capacity, flags, group;
+};
+
+ExhaustiveShape exhaustive_shape(const Bm25SearchArgs& a, int64_t slots, const DeviceLimits& lim) {
+  const int64_t k = static_cast<int64_t>(a.k);
+  ExhaustiveShape sh;
+  sh.first = std::min<int64_t>(slots, a.first_chunk_rows ? a.first_chunk_rows
+                                                         : std::max<int64_t>(4 * k, 16384));
+  sh.first = std::max<int64_t>(sh.first, 1);
+  sh.capacity = a.max_chunk_rows ? a.max_chunk_rows : 131072;
+  sh.capacity = std::max<int64_t>(std::min(sh.capacity, slots), sh.first);
+  // Accumulators (8 bytes per query and document, plus the flags) and selection
+  // buffers (16 bytes per slot).
+  sh.flags = (slots + kDocsPerFlag - 1) / kDocsPerFlag;
+  const int64_t budget = static_cast<int64_t>(std::min<size_t>(lim.free_bytes / 4, size_t{4} << 30));
+  const int64_t per_query = 8 * slots + sh.flags + 16 * (k + sh.capacity) + 64;
+  sh.group = std::min<int64_t>({static_cast<int64_t>(a.nq), budget / per_query, 65535});
+  if (a.max_group) sh.group = std::min<int64_t>(sh.group, static_cast<int64_t>(a.max_group));
+  sh.group = std::max<int64_t>(sh.group, 1);
+  return sh;
+}
+
+// The top-k selection of a group of queries and the device memory it works in: the
+// candidates, their sorted copy, the per-query bounds, thresholds and counts, and the
+// segmented sort's scratch.
+struct SelectionBuffers {
+  SelectionBuffers(int64_t k, int64_t capacity, int64_t group, cudaStream_t stream)
+      : candidates(group * (k + capacity) * sizeof(uint64_t), stream),
+        sorted(group * (k + capacity) * sizeof(uint64_t), stream),
+        per_query(group * (2 * sizeof(uint32_t) + sizeof(float) + 2 * sizeof(int64_t)), stream),
+        sort_temp(selection_sort_temp_bytes(static_cast<int>(group), k + capacity), stream) {
+    sel.k = k;
+    sel.stride = k + capacity;
+    sel.n_queries = static_cast<int>(group);
+    sel.candidates = candidates.as<uint64_t>();
+    sel.sorted = sorted.as<uint64_t>();
+    sel.begin = per_query.as<int64_t>();
+    sel.end = sel.begin + group;
+    sel.thresholds = reinterpret_cast<float*>(sel.end + group);
+    sel.counts = reinterpret_cast<uint32_t*>(sel.thresholds + group);
+    sel.kept = sel.counts + group;
+    sel.sort_temp_bytes = selection_sort_temp_bytes(sel.n_queries, sel.stride);
+    sel.sort_temp = sort_temp.as<void>();
+  }
+  Scratch candidates, sorted, per_query, sort_temp;
+  Selection sel;
+};
+
+}  // namespace
+
 void DeviceBm25::search_exhaustive(const Bm25SearchArgs& a) const {
   const cudaStream_t stream = 0;  // the caller made the device current
   const int64_t k = static_cast<int64_t>(a.k);
   const int64_t slots = static_cast<int64_t>(n_slots_);
   const DeviceLimits lim = device_limits(device_);
-
-  // Chunks of documents between merges, as the dense search cuts its corpus.
-  int64_t first = std::min<int64_t>(slots, a.first_chunk_rows ? a.first_chunk_rows
-                                                              : std::max<int64_t>(4 * k, 16384));
-  first = std::max<int64_t>(first, 1);
-  int64_t capacity = a.max_chunk_rows ? a.max_chunk_rows : 131072;
-  capacity = std::max<int64_t>(std::min(capacity, slots), first);
-  // Accumulators (8 bytes per query and document, plus the flags) and selection
-  // buffers (16 bytes per slot) get a quarter of the free memory, at most 4 GiB.
-  const int64_t flags = (slots + kDocsPerFlag - 1) / kDocsPerFlag;
-  const int64_t budget = static_cast<int64_t>(std::min<size_t>(lim.free_bytes / 4, size_t{4} << 30));
-  const int64_t per_query = 8 * slots + flags + 16 * (k + capacity) + 64;
-  int64_t group = std::min<int64_t>({static_cast<int64_t>(a.nq), budget / per_query, 65535});
-  if (a.max_group) group = std::min<int64_t>(group, static_cast<int64_t>(a.max_group));
-  group = std::max<int64_t>(group, 1);
+  const ExhaustiveShape sh = exhaustive_shape(a, slots, lim);
+  const int64_t first = sh.first, capacity = sh.capacity, flags = sh.flags, group = sh.group;
 
   const ScatterPlan plan = plan_scatter(a, offsets_, static_cast<size_t>(group));
   Scratch segs(plan.segs.size() * sizeof(Bm25Segment), stream);
@@ -219,23 +263,8 @@ void DeviceBm25::search_exhaustive(const Bm25SearchArgs& a) const {
     RAGCORE_CUDA_CHECK(cudaMemsetAsync(touched.as<void>(), 0, flag_bytes, stream));
   }
 
-  Selection sel;
-  sel.k = k;
-  sel.stride = k + capacity;
-  sel.n_queries = static_cast<int>(group);
-  const int64_t keys = group * sel.stride;
-  Scratch candidates(keys * sizeof(uint64_t), stream), sorted(keys * sizeof(uint64_t), stream);
-  Scratch per_query_buf(group * (2 * sizeof(uint32_t) + sizeof(float) + 2 * sizeof(int64_t)), stream);
-  sel.candidates = candidates.as<uint64_t>();
-  sel.sorted = sorted.as<uint64_t>();
-  sel.begin = per_query_buf.as<int64_t>();
-  sel.end = sel.begin + group;
-  sel.thresholds = reinterpret_cast<float*>(sel.end + group);
-  sel.counts = reinterpret_cast<uint32_t*>(sel.thresholds + group);
-  sel.kept = sel.counts + group;
-  sel.sort_temp_bytes = selection_sort_temp_bytes(sel.n_queries, sel.stride);
-  Scratch sort_temp(sel.sort_temp_bytes, stream);
-  sel.sort_temp = sort_temp.as<void>();
+  SelectionBuffers selection(k, capacity, group, stream);
+  Selection& sel = selection.sel;
   Scratch out_scores(a.nq * a.k * sizeof(float), stream), out_ids(a.nq * a.k * sizeof(int64_t), stream);
 
   const Buffers& buf = *buffers_;

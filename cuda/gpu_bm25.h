@@ -75,6 +75,12 @@ class DeviceBm25 {
   // Scores what it can with the pruned plan; returns per query whether the
   // answer written is exact (0: the query needs the exhaustive plan).
   std::vector<uint8_t> search_pruned(const Bm25SearchArgs& a) const;
+  // search_pruned's steps (bm25_pruned.cu): each query's essential postings and bound,
+  // then the host arrays of one group of queries.
+  struct PrunedBounds;
+  struct GroupQueries;
+  PrunedBounds pruned_bounds(const Bm25SearchArgs& a) const;
+  GroupQueries group_queries(const Bm25SearchArgs& a, const std::vector<size_t>& rows) const;
   bool is_dense(int64_t term) const { return dense_index_[term] >= 0; }
 
   int device_;

@@ -9,7 +9,8 @@ import ragcore
 # emulator, the kill tests, the comparisons with ranx, and the longest property runs.
 SLOW_PATHS = ("tests/encoders/", "tests/distributed/", "tests/gpu/test_gpu_bm25_emulated.py",
               "tests/rag/test_collection_kill.py", "tests/evaluate/test_evaluate_ranx.py",
-              "tests/rag/test_fusion_ranx.py", "tests/serve/test_serve_ray.py")
+              "tests/rag/test_fusion_ranx.py", "tests/bench/test_bench_smoke.py",
+              "tests/serve/test_serve_ray.py")
 SLOW_TESTS = {"test_batched_maxscore_equals_the_top_k_of_all_scores",
               "test_batched_maxscore_with_an_allow_filter",
               "test_memory_stays_flat_over_a_million_distinct_query_words",
@@ -30,15 +31,9 @@ class _QueryRecorder:
         self.real = real
         self.addresses = []
 
-    def flat_search(self, corpus, queries, k, **kw):
+    def flat_search(self, corpus, n, queries, *args, **kw):
         self.addresses.append(queries.__array_interface__["data"][0])
-        return self.real.flat_search(corpus, queries, k, **kw)
-
-    def flat_search_row(self, corpus, n, query, *args):  # the one-query path
-        found = self.real.flat_search_row(corpus, n, query, *args)
-        if found is not None:
-            self.addresses.append(query.__array_interface__["data"][0])
-        return found
+        return self.real.flat_search(corpus, n, queries, *args, **kw)
 
 
 @pytest.fixture

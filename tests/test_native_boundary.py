@@ -1,6 +1,8 @@
 """The boundary between the Python layer and the native modules: options cross as the
 enum types of ragcore._core (shared by ragcore._cuda), never as integer codes; the long
-native calls take their options by keyword only; each user string has its enum member."""
+native calls take their options by keyword only, except the search entries, called once per
+query, which take them positionally too (keyword parsing costs more than a small search);
+each user string has its enum member."""
 
 from __future__ import annotations
 
@@ -29,10 +31,6 @@ def _ivf_arrays():
 
 def test_keyword_only_arguments_refuse_positional_use():
     with pytest.raises(TypeError):
-        _core.flat_search(X, Q, 2, F32, IP)
-    with pytest.raises(TypeError):
-        _core.ivf_search(X, Q, 2, X[:2])
-    with pytest.raises(TypeError):
         _core.kmeans(X, 2, 10)
     with pytest.raises(TypeError):
         _core.assign_nearest(X, X[:2], 1)
@@ -45,10 +43,19 @@ def test_keyword_only_arguments_refuse_positional_use():
 
 
 def test_keyword_calls_work():
-    scores, ids = _core.flat_search(X, Q, 2, storage=F32, metric=IP)
+    scores, ids = _core.flat_search(X, len(X), Q, 2, storage=F32, metric=IP)
     assert ids.shape == (2, 2) and ids[0, 0] == 5
     _, ids, stages = _core.ivf_search(X, Q, 2, storage=F32, metric=IP, **_ivf_arrays())
     assert ids.shape == (2, 2) and set(stages) == {"coarse", "scan", "rescore"}
+
+
+def test_search_entries_take_positional_arguments():
+    assert _core.flat_search(X, len(X), Q, 2, F32, IP)[1].tolist() == [[5, 4], [5, 4]]
+    assert _core.flat_search(X, 3, Q[0], 2, F32, IP)[1].tolist() == [[2, 1]]  # rows [0, n)
+    a = _ivf_arrays()
+    _, ids, _ = _core.ivf_search(X, Q, 2, a["centroids"], a["centroid_sq_norms"],
+                                 a["list_offsets"], F32, a["ids"], None, IP, 2)
+    assert ids.tolist() == [[5, 4], [5, 4]]
     native = _core.Bm25Index(k1=1.5, b=0.75, delta=0.5, variant=_core.Variant.Lucene,
                              lucene_norms=False)
     assert native.num_docs == 0
@@ -56,9 +63,9 @@ def test_keyword_calls_work():
 
 def test_integer_codes_are_refused():
     with pytest.raises(TypeError):
-        _core.flat_search(X, Q, 2, storage=0, metric=0)
+        _core.flat_search(X, len(X), Q, 2, storage=0, metric=0)
     with pytest.raises(TypeError):
-        _core.flat_search(X, Q, 2, storage=F32, metric=IP, path=1)
+        _core.flat_search(X, len(X), Q, 2, storage=F32, metric=IP, path=1)
     with pytest.raises(TypeError):
         _core.kmeans(X, 2, init=1)
     with pytest.raises(TypeError):
@@ -67,11 +74,11 @@ def test_integer_codes_are_refused():
 
 def test_enum_values_built_from_out_of_range_integers_are_refused():
     with pytest.raises(ValueError, match="storage"):
-        _core.flat_search(X, Q, 2, storage=_core.Storage(7), metric=IP)
+        _core.flat_search(X, len(X), Q, 2, storage=_core.Storage(7), metric=IP)
     with pytest.raises(ValueError, match="storage"):
-        _core.flat_search(X, Q, 2, storage=_core.Storage.SQ8, metric=IP)
+        _core.flat_search(X, len(X), Q, 2, storage=_core.Storage.SQ8, metric=IP)
     with pytest.raises(ValueError, match="metric"):
-        _core.flat_search(X, Q, 2, storage=F32, metric=_core.Metric(5))
+        _core.flat_search(X, len(X), Q, 2, storage=F32, metric=_core.Metric(5))
     with pytest.raises(ValueError, match="variant"):
         _core.Bm25Index(k1=1.5, b=0.75, delta=0.5, variant=_core.Variant(42), lucene_norms=False)
 
@@ -111,7 +118,7 @@ def test_the_cuda_module_uses_the_same_enum_types():
 def test_simd_levels_outside_the_enum_are_refused():
     for bad in (_core.SimdLevel(-5), _core.SimdLevel(99)):
         with pytest.raises(ValueError, match="simd_level"):
-            _core.flat_search(X, Q, 2, storage=F32, metric=IP, simd_level=bad)
+            _core.flat_search(X, len(X), Q, 2, storage=F32, metric=IP, simd_level=bad)
         with pytest.raises(ValueError, match="simd_level"):
             _core.blocked_path_min_batch(bad, F32)
         with pytest.raises(ValueError, match="simd_level"):

@@ -6,6 +6,8 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -44,19 +46,87 @@ inline const T* vector_data(const std::optional<py::array>& a, size_t n, const s
   return static_cast<const T*>(a->data());
 }
 
-// The one-query paths' check, in nanoseconds: the query's d float32 values when it is one
-// C-contiguous float32 row (1-D, or 1 x d) of finite values whose squared norm is at most
-// max_sq_norm; nullptr otherwise (the Python checks then say what is wrong).
-inline const float* one_clean_row(const py::handle& query, size_t d, double max_sq_norm) {
-  if (!py::isinstance<py::array_t<float>>(query)) return nullptr;
-  const auto q = py::reinterpret_borrow<py::array>(query);
-  const bool one_row = (q.ndim() == 1 && static_cast<size_t>(q.shape(0)) == d) ||
-                       (q.ndim() == 2 && q.shape(0) == 1 && static_cast<size_t>(q.shape(1)) == d);
-  if (!one_row || !(q.flags() & py::array::c_style)) return nullptr;
-  const float* v = static_cast<const float*>(q.data());
-  double sq = 0.0;
-  for (size_t p = 0; p < d; ++p) sq += static_cast<double>(v[p]) * v[p];
-  return sq <= max_sq_norm ? v : nullptr;  // false for NaN, infinity or too large
+// The first n elements of a 1-D contiguous array of T that may hold more (a grown buffer).
+template <class T>
+inline const T* prefix_data(const std::optional<py::array>& a, size_t n, const std::string& name) {
+  if (!a) return nullptr;
+  if (!py::isinstance<py::array_t<T>>(*a) || a->ndim() != 1 || static_cast<size_t>(a->shape(0)) < n)
+    fail(name, "expected a 1-D array of at least " + std::to_string(n) +
+                   " elements of the right dtype");
+  if (!(a->flags() & py::array::c_style)) fail(name, "must be contiguous");
+  return static_cast<const T*>(a->data());
+}
+
+// The bound on a query's Euclidean norm (ragcore._util.arrays.MAX_NORM): with larger norms a
+// float32 dot product or squared distance could overflow to infinity.
+constexpr double kMaxQueryNorm = 1e18;
+
+// Every search entry's check of its query values, done here once: each row finite and of
+// norm at most kMaxQueryNorm. The first row holding NaN or infinity is named, else the first
+// row of too large a norm (the messages of the Python checks of stored vectors).
+inline void check_query_values(const float* q, size_t nq, size_t d, size_t stride,
+                               const std::string& name) {
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t non_finite = kNone, too_large = kNone;
+  double too_large_norm = 0.0;
+  for (size_t i = 0; i < nq && non_finite == kNone; ++i) {
+    const float* row = q + i * stride;
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // independent sums: no serial add chain
+    size_t p = 0;
+    for (; p + 8 <= d; p += 8)
+      for (size_t j = 0; j < 8; ++j) acc[j] += static_cast<double>(row[p + j]) * row[p + j];
+    for (; p < d; ++p) acc[0] += static_cast<double>(row[p]) * row[p];
+    double sq = 0.0;
+    for (double v : acc) sq += v;  // finite unless a value is NaN or infinite
+    if (!std::isfinite(sq)) {
+      non_finite = i;
+    } else if (too_large == kNone && std::sqrt(sq) > kMaxQueryNorm) {
+      too_large = i;
+      too_large_norm = std::sqrt(sq);
+    }
+  }
+  if (non_finite != kNone)
+    throw std::invalid_argument(name + " contains NaN or infinity (first in row " +
+                                std::to_string(non_finite) + ")");
+  if (too_large != kNone) {
+    char norm[32];
+    std::snprintf(norm, sizeof norm, "%.3g", too_large_norm);
+    throw std::invalid_argument(name + " row " + std::to_string(too_large) + " has norm " + norm +
+                                "; norms above 1e+18 could overflow the float32 scores");
+  }
+}
+
+// Query rows as every dense search entry takes them: one row (1-D) or one per row (2-D),
+// float32 of d values, elements of a row contiguous; values checked by check_query_values.
+struct QueryRows {
+  const float* data;
+  size_t nq, stride;
+};
+
+inline QueryRows query_rows(const py::array& queries, size_t d) {
+  if (!py::isinstance<py::array_t<float>>(queries)) fail("queries", "expected float32");
+  QueryRows r{static_cast<const float*>(queries.data()), 1, d};
+  if (queries.ndim() == 1) {
+    if (static_cast<size_t>(queries.shape(0)) != d)
+      fail("queries", "expected " + std::to_string(d) + " values");
+    if (d > 1 && queries.strides(0) != static_cast<py::ssize_t>(sizeof(float)))
+      fail("queries", "must be contiguous");
+  } else {
+    r.stride = row_stride_elements(queries, "queries");
+    if (static_cast<size_t>(queries.shape(1)) != d)
+      fail("queries", "expected " + std::to_string(d) + " columns");
+    r.nq = static_cast<size_t>(queries.shape(0));
+  }
+  check_query_values(r.data, r.nq, d, r.stride, "queries");
+  return r;
+}
+
+// query_rows for the kernels that read the rows back to back: sets nq, returns the data.
+inline const float* contiguous_query_rows(const py::array& queries, size_t d, size_t& nq) {
+  const QueryRows q = query_rows(queries, d);
+  if (q.nq > 1 && q.stride != d) fail("queries", "rows must be contiguous (use numpy.ascontiguousarray)");
+  nq = q.nq;
+  return q.data;
 }
 
 // The allow mask (uint8 or bool, one byte per key) or an inactive filter.

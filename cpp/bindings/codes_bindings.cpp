@@ -118,34 +118,12 @@ py::tuple search_py(const py::array& packed, size_t m, const py::array& centroid
                     size_t rescore, int n_threads, const std::optional<SimdLevel>& simd_level,
                     const std::optional<py::array>& allow, bool allow_by_row) {
   Pq4SearchArgs a = pq_index_args(packed, m, centroids, exact, sq_norms, ids, metric);
-  if (queries.ndim() != 2) fail("queries", "expected a 2-D array");
-  if (static_cast<size_t>(queries.shape(1)) != a.d) fail("queries", "wrong dimension");
-  a.nq = static_cast<size_t>(queries.shape(0));
-  a.queries = c_array<float>(queries, a.nq * a.d, "queries");
+  a.queries = contiguous_query_rows(queries, a.d, a.nq);
   a.k = k;
   a.rescore = rescore;
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
   a.allow = allow_filter(allow, allow_by_row);
-  return run_search(a, k, pq4_search);
-}
-
-// PQIndex.search's one-query path: positional arguments and the query checked here in
-// nanoseconds (one_clean_row); None when it is not one clean float32 row of d values:
-// the Python checks then say what is wrong.
-py::object search_row_py(const py::array& packed, size_t m, const py::array& centroids,
-                         const py::array& exact, const std::optional<py::array>& sq_norms,
-                         const py::array& ids, Metric metric, const py::handle& query, size_t k,
-                         size_t rescore, double max_sq_norm, int n_threads) {
-  const size_t d = exact.ndim() == 2 ? static_cast<size_t>(exact.shape(1)) : 0;
-  const float* v = one_clean_row(query, d, max_sq_norm);
-  if (!v) return py::none();
-  Pq4SearchArgs a = pq_index_args(packed, m, centroids, exact, sq_norms, ids, metric);
-  a.nq = 1;
-  a.queries = v;
-  a.k = k;
-  a.rescore = rescore;
-  a.n_threads = n_threads;
   return run_search(a, k, pq4_search);
 }
 
@@ -250,39 +228,13 @@ py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq
                         bool allow_by_row, int n_threads, const std::optional<SimdLevel>& simd_level) {
   IvfPq4SearchArgs a = ivf_index_args(centroids, centroid_sq_norms, list_offsets, block_offsets,
                                       packed, m, codebooks, exact, sq_norms, ids, metric);
-  if (queries.ndim() != 2 || static_cast<size_t>(queries.shape(1)) != a.d)
-    fail("queries", "expected a 2-D array of " + std::to_string(a.d) + " columns");
   a.allow = allow_filter(allow, allow_by_row);
-  a.nq = static_cast<size_t>(queries.shape(0));
-  a.queries = c_array<float>(queries, a.nq * a.d, "queries");
+  a.queries = contiguous_query_rows(queries, a.d, a.nq);
   a.k = k;
   a.nprobe = nprobe;
   a.rescore = rescore;
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
-  return run_search(a, k, ivf_pq4_search);
-}
-
-// IVFIndex dtype="pq4" search's one-query path (see search_row_py): None when the query
-// is not one clean float32 row of d values.
-py::object ivf_search_row_py(const py::array& centroids, const py::array& centroid_sq_norms,
-                             const py::array& list_offsets, const py::array& block_offsets,
-                             const py::array& packed, size_t m, const py::array& codebooks,
-                             const py::array& exact, const std::optional<py::array>& sq_norms,
-                             const py::array& ids, Metric metric, const py::handle& query,
-                             size_t k, size_t nprobe, size_t rescore, double max_sq_norm,
-                             int n_threads) {
-  const size_t d = centroids.ndim() == 2 ? static_cast<size_t>(centroids.shape(1)) : 0;
-  const float* v = one_clean_row(query, d, max_sq_norm);
-  if (!v) return py::none();
-  IvfPq4SearchArgs a = ivf_index_args(centroids, centroid_sq_norms, list_offsets, block_offsets,
-                                      packed, m, codebooks, exact, sq_norms, ids, metric);
-  a.nq = 1;
-  a.queries = v;
-  a.k = k;
-  a.nprobe = nprobe;
-  a.rescore = rescore;
-  a.n_threads = n_threads;
   return run_search(a, k, ivf_pq4_search);
 }
 
@@ -305,15 +257,11 @@ void register_codes(py::module_& m) {
         "Byte tables (losses scaled to 0..255) of float tables m x 16; returns (luts, scale).");
   m.def("pq4_search", &search_py, py::arg("packed"), py::arg("m"), py::arg("centroids"),
         py::arg("exact"), py::arg("sq_norms"), py::arg("ids"), py::arg("metric"),
-        py::arg("queries"), py::arg("k"), py::kw_only(), py::arg("rescore") = 4,
+        py::arg("queries"), py::arg("k"), py::arg("rescore") = 4,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
-        "Fast-scan candidates re-scored exactly; returns (scores, ids).");
-  m.def("pq4_search_row", &search_row_py, py::arg("packed"), py::arg("m"), py::arg("centroids"),
-        py::arg("exact"), py::arg("sq_norms"), py::arg("ids"), py::arg("metric"),
-        py::arg("query"), py::arg("k"), py::arg("rescore"), py::arg("max_sq_norm"),
-        py::arg("n_threads"),
-        "pq4_search of one clean float32 row, checked natively; None for any other query.");
+        "Fast-scan candidates re-scored exactly, for queries (one row or a batch); returns "
+        "(scores, ids). Positional arguments: the per-call path.");
   m.def("pq4_select", &select_py, py::arg("packed"), py::arg("n"), py::arg("m"), py::arg("luts"),
         py::arg("want"), py::arg("simd_level"), py::kw_only(), py::arg("allow") = py::none(),
         py::arg("ids") = py::none(), py::arg("allow_by_row") = false,
@@ -327,14 +275,9 @@ void register_codes(py::module_& m) {
   m.def("ivf_pq4_search", &ivf_search_py, py::arg("centroids"), py::arg("centroid_sq_norms"),
         py::arg("list_offsets"), py::arg("block_offsets"), py::arg("packed"), py::arg("m"),
         py::arg("codebooks"), py::arg("exact"), py::arg("sq_norms"), py::arg("ids"),
-        py::arg("metric"), py::arg("queries"), py::arg("k"), py::kw_only(), py::arg("nprobe"),
+        py::arg("metric"), py::arg("queries"), py::arg("k"), py::arg("nprobe"),
         py::arg("rescore") = 4, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
-        "IVF over 4-bit PQ lists: candidates re-scored exactly; returns (scores, ids).");
-  m.def("ivf_pq4_search_row", &ivf_search_row_py, py::arg("centroids"),
-        py::arg("centroid_sq_norms"), py::arg("list_offsets"), py::arg("block_offsets"),
-        py::arg("packed"), py::arg("m"), py::arg("codebooks"), py::arg("exact"),
-        py::arg("sq_norms"), py::arg("ids"), py::arg("metric"), py::arg("query"), py::arg("k"),
-        py::arg("nprobe"), py::arg("rescore"), py::arg("max_sq_norm"), py::arg("n_threads"),
-        "ivf_pq4_search of one clean float32 row, checked natively; None for any other query.");
+        "IVF over 4-bit PQ lists: candidates re-scored exactly, for queries (one row or a "
+        "batch); returns (scores, ids). Positional arguments: the per-call path.");
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "array_checks.h"
+#include "search_results.h"
 #include "ragcore/dense/hnsw.h"
 
 namespace py = pybind11;
@@ -74,13 +75,13 @@ py::tuple search_py(const HnswIndex& g, const py::array& queries, size_t k, size
                     const std::optional<py::array>& allow,
                     const std::optional<py::array>& allow_ids, size_t exact_below,
                     int n_threads) {
-  if (!py::isinstance<py::array_t<float>>(queries)) fail("queries", "expected float32");
+  if (k == 0) fail("k", "must be >= 1");
+  if (ef == 0) fail("ef", "must be >= 1");
   HnswSearchArgs a;
-  a.query_stride = row_stride_elements(queries, "queries");
-  if (static_cast<size_t>(queries.shape(1)) != g.params().d)
-    fail("queries", "expected " + std::to_string(g.params().d) + " columns");
-  a.queries = static_cast<const float*>(queries.data());
-  a.nq = static_cast<size_t>(queries.shape(0));
+  const QueryRows q = query_rows(queries, g.params().d);
+  a.queries = q.data;
+  a.query_stride = q.stride;
+  a.nq = q.nq;
   a.k = k;
   a.ef = ef;
   a.allow = allow_filter(allow, false);
@@ -96,9 +97,8 @@ py::tuple search_py(const HnswIndex& g, const py::array& queries, size_t k, size
   }
   a.exact_below = exact_below;
   a.n_threads = n_threads;
-  if (k == 0) fail("k", "must be >= 1");
-  py::array_t<float> scores({a.nq, k});
-  py::array_t<int64_t> out_ids({a.nq, k});
+  py::array_t<float> scores = result_array<float>(a.nq, k);
+  py::array_t<int64_t> out_ids = result_array<int64_t>(a.nq, k);
   a.out_scores = scores.mutable_data();
   a.out_ids = out_ids.mutable_data();
   HnswSearchStats stats;
@@ -107,34 +107,6 @@ py::tuple search_py(const HnswIndex& g, const py::array& queries, size_t k, size
     stats = g.search(a);
   }
   return py::make_tuple(scores, out_ids, stats.exact, stats.allowed);
-}
-
-// HNSWIndex.search's one-query path (no filter): positional arguments and the query
-// checked here in nanoseconds. None when the query is not one contiguous float32 row
-// of d finite values with a norm in range: the Python checks then say what is wrong.
-py::object search_row_py(const HnswIndex& g, const py::handle& query, size_t k, size_t ef,
-                         double max_sq_norm, int n_threads) {
-  const size_t d = g.params().d;
-  const float* v = one_clean_row(query, d, max_sq_norm);
-  if (!v) return py::none();
-  if (k == 0) fail("k", "must be >= 1");
-  if (ef == 0) fail("ef", "must be >= 1");
-  HnswSearchArgs a;
-  a.queries = v;
-  a.nq = 1;
-  a.query_stride = d;
-  a.k = k;
-  a.ef = ef;
-  a.n_threads = n_threads;
-  py::array_t<float> scores({size_t{1}, k});
-  py::array_t<int64_t> out_ids({size_t{1}, k});
-  a.out_scores = scores.mutable_data();
-  a.out_ids = out_ids.mutable_data();
-  {
-    py::gil_scoped_release release;
-    g.search(a);
-  }
-  return py::make_tuple(scores, out_ids);
 }
 
 py::dict snapshot_py(const HnswIndex& g) {
@@ -239,12 +211,11 @@ void register_hnsw(py::module_& m) {
       .def("add", &add_py, py::arg("rows"), py::arg("ids"), py::kw_only(),
            py::arg("sq_norms") = py::none(), py::arg("n_threads") = 0)
       .def("remove", &remove_py, py::arg("ids"), py::kw_only(), py::arg("n_threads") = 0)
-      .def("search", &search_py, py::arg("queries"), py::arg("k"), py::kw_only(), py::arg("ef"),
+      .def("search", &search_py, py::arg("queries"), py::arg("k"), py::arg("ef"),
            py::arg("allow") = py::none(), py::arg("allow_ids") = py::none(),
            py::arg("exact_below") = 0, py::arg("n_threads") = 0,
-           "Returns (scores, ids, whether the allowed set was scored exactly, allowed count).")
-      .def("search_row", &search_row_py,
-           "(scores, ids) of one clean query row, or None: search()'s one-query path.")
+           "Top-k of queries (one row or a batch); returns (scores, ids, whether the allowed "
+           "set was scored exactly, allowed count). Positional arguments: the per-call path.")
       .def("size", &HnswIndex::size)
       .def("slots", &HnswIndex::slots)
       .def("memory_bytes", &HnswIndex::memory_bytes)

@@ -131,11 +131,10 @@ py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t 
                  metric, code_min, code_scale, exact_rows);
   IvfSearchArgs& a = index.a;
   a.rescore = rescore;
-  a.query_stride = row_stride_elements(queries, "queries");
-  if (!py::isinstance<py::array_t<float>>(queries) || static_cast<size_t>(queries.shape(1)) != a.d)
-    fail("queries", "expected float32 with " + std::to_string(a.d) + " columns");
-  a.queries = static_cast<const float*>(queries.data());
-  a.nq = static_cast<size_t>(queries.shape(0));
+  const QueryRows q = query_rows(queries, a.d);
+  a.queries = q.data;
+  a.query_stride = q.stride;
+  a.nq = q.nq;
   a.k = k;
   a.nprobe = nprobe;
   a.allow = allow_filter(allow, allow_by_row);
@@ -149,35 +148,6 @@ py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t 
   stages["scan"] = times.scan;
   stages["rescore"] = times.rescore;
   return py::make_tuple(found[0], found[1], stages);
-}
-
-// IVFIndex.search's one-query path (float32, float16, bfloat16, sq8 lists): positional
-// arguments, no stage times, and the query checked here in nanoseconds. None when the
-// query is not one contiguous float32 row of d finite values with a norm in range: the
-// Python checks then say what is wrong.
-py::object ivf_search_row_py(const py::array& rows, const py::handle& query, size_t k,
-                             const py::array& centroids, const py::array& centroid_sq_norms,
-                             const py::array& list_offsets, Storage storage, const py::array& ids,
-                             const std::optional<py::array>& sq_norms, Metric metric,
-                             size_t nprobe, const std::optional<py::array>& code_min,
-                             const std::optional<py::array>& code_scale,
-                             const std::optional<py::array>& exact_rows, size_t rescore,
-                             double max_sq_norm, int n_threads) {
-  const size_t d = centroids.ndim() == 2 ? static_cast<size_t>(centroids.shape(1)) : 0;
-  const float* v = one_clean_row(query, d, max_sq_norm);
-  if (!v) return py::none();
-  IvfIndexArgs index;
-  set_index_args(index, rows, centroids, centroid_sq_norms, list_offsets, storage, ids, sq_norms,
-                 metric, code_min, code_scale, exact_rows);
-  IvfSearchArgs& a = index.a;
-  a.queries = v;
-  a.query_stride = d;
-  a.nq = 1;
-  a.k = k;
-  a.nprobe = nprobe;
-  a.rescore = rescore;
-  a.n_threads = n_threads;
-  return run_search(a, k, ivf_search);
 }
 
 }  // namespace
@@ -196,15 +166,12 @@ void register_ivf(py::module_& m) {
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         "Nearest centroid of each row; returns (labels int64, squared distances float32).");
   m.def("ivf_search", &ivf_search_py, py::arg("rows"), py::arg("queries"), py::arg("k"),
-        py::kw_only(), py::arg("centroids"), py::arg("centroid_sq_norms"),
+        py::arg("centroids"), py::arg("centroid_sq_norms"),
         py::arg("list_offsets"), py::arg("storage"), py::arg("ids"), py::arg("sq_norms"),
         py::arg("metric"), py::arg("nprobe"), py::arg("code_min") = py::none(),
         py::arg("code_scale") = py::none(), py::arg("exact_rows") = py::none(),
         py::arg("rescore") = 4, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
-        "Approximate top-k over inverted lists; returns (scores, ids, seconds per stage).");
-  m.def("ivf_search_row", &ivf_search_row_py,
-        "ivf_search of one clean float32 row (positional: the one-query path), without stage "
-        "times; None when the query is not one contiguous, finite float32 row of norm^2 <= "
-        "max_sq_norm.");
+        "Approximate top-k over inverted lists of queries (one row or a batch); returns "
+        "(scores, ids, seconds per stage). Positional arguments are the per-call path.");
 }

@@ -56,37 +56,39 @@ void register_enums(py::module_& m) {
       .value("Avx512", SimdLevel::Avx512);
 }
 
-py::tuple flat_search_py(const py::array& corpus, const py::array& queries, size_t k,
+// The one search entry of FlatIndex, for one query and for a batch: the first n rows of
+// corpus (a grown buffer, not sliced in Python), queries one row (1-D) or one per row.
+// Positional arguments: keyword parsing costs more than a small search.
+py::tuple flat_search_py(const py::array& corpus, size_t n, const py::array& queries, size_t k,
                          Storage storage, Metric metric, const std::optional<py::array>& ids,
-                         const std::optional<py::array>& sq_norms, int n_threads, DensePath path,
+                         const std::optional<py::array>& sq_norms, int n_threads,
+                         const std::optional<py::array>& allow, bool allow_by_row,
+                         bool bf16_compute, DensePath path,
                          const std::optional<SimdLevel>& simd_level, size_t tile_rows,
-                         size_t tile_depth, const std::optional<py::array>& allow,
-                         bool allow_by_row, bool bf16_compute,
-                         const std::optional<Bf16Level>& bf16_level) {
+                         size_t tile_depth, const std::optional<Bf16Level>& bf16_level) {
   const Storage st = float_storage(storage);
   // fp16 / bf16 rows travel as 2-byte elements (numpy float16 or uint16 bits).
   const bool corpus_ok = st == Storage::F32 ? py::isinstance<py::array_t<float>>(corpus)
                                             : corpus.itemsize() == 2;
   if (!corpus_ok) fail("corpus", "dtype does not match the storage");
-  if (!py::isinstance<py::array_t<float>>(queries)) fail("queries", "expected float32");
   if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
   if (path < DensePath::Auto || path > DensePath::Blocked) fail("path", "unknown value");
-  if (k == 0) fail("k", "must be >= 1");
+  if (bf16_compute && st != Storage::BF16) fail("bf16_compute", "needs BF16 storage");
 
   FlatSearchArgs a;
   a.corpus = corpus.data();
   a.storage = st;
   a.corpus_stride = row_stride_elements(corpus, "corpus");
-  a.n = static_cast<size_t>(corpus.shape(0));
+  if (n > static_cast<size_t>(corpus.shape(0))) fail("n", "exceeds the corpus rows");
+  a.n = n;
   a.d = static_cast<size_t>(corpus.shape(1));
-  a.ids = vector_data<int64_t>(ids, a.n, "ids");
-  a.sq_norms = vector_data<float>(sq_norms, a.n, "sq_norms");
+  a.ids = prefix_data<int64_t>(ids, n, "ids");
+  a.sq_norms = prefix_data<float>(sq_norms, n, "sq_norms");
   a.metric = metric;
-  a.query_stride = row_stride_elements(queries, "queries");
-  if (static_cast<size_t>(queries.shape(1)) != a.d)
-    fail("queries", "expected " + std::to_string(a.d) + " columns");
-  a.queries = static_cast<const float*>(queries.data());
-  a.nq = static_cast<size_t>(queries.shape(0));
+  const QueryRows q = query_rows(queries, a.d);
+  a.queries = q.data;
+  a.query_stride = q.stride;
+  a.nq = q.nq;
   a.k = k;
   a.n_threads = n_threads;
   a.path = path;
@@ -96,46 +98,6 @@ py::tuple flat_search_py(const py::array& corpus, const py::array& queries, size
   a.allow = allow_filter(allow, allow_by_row);
   a.bf16_compute = bf16_compute;
   a.bf16_level = bf16_level ? static_cast<int>(*bf16_level) : -1;
-  if (bf16_compute && st != Storage::BF16) fail("bf16_compute", "needs BF16 storage");
-  return run_search(a, a.k, flat_search);
-}
-
-// FlatIndex.search's one-query path: positional arguments, the first n rows of the
-// corpus (no Python slicing), and the query checked here in nanoseconds. None when the
-// query is not one contiguous float32 row of d finite values with a norm in range: the
-// Python checks then say what is wrong.
-py::object flat_search_row(const py::array& corpus, size_t n, const py::handle& query, size_t k,
-                           Storage storage, Metric metric, const py::array& ids,
-                           const std::optional<py::array>& sq_norms, double max_sq_norm,
-                           int n_threads) {
-  const size_t d = corpus.ndim() == 2 ? static_cast<size_t>(corpus.shape(1)) : 0;
-  const float* v = one_clean_row(query, d, max_sq_norm);
-  if (!v) return py::none();
-  if (corpus.ndim() != 2 || n > static_cast<size_t>(corpus.shape(0)) ||
-      n > static_cast<size_t>(ids.shape(0)) || (sq_norms && n > static_cast<size_t>(sq_norms->shape(0))))
-    fail("n", "exceeds the stored rows");
-  const Storage st = float_storage(storage);
-  const bool corpus_ok = st == Storage::F32 ? py::isinstance<py::array_t<float>>(corpus)
-                                            : corpus.itemsize() == 2;
-  if (!corpus_ok || !(corpus.flags() & py::array::c_style)) fail("corpus", "dtype or layout");
-  if (metric != Metric::InnerProduct && metric != Metric::L2) fail("metric", "unknown value");
-  if (k == 0) fail("k", "must be >= 1");
-  FlatSearchArgs a;
-  a.corpus = corpus.data();
-  a.storage = st;
-  a.corpus_stride = d;
-  a.n = n;
-  a.d = d;
-  a.ids = vector_data<int64_t>(std::optional<py::array>(ids), static_cast<size_t>(ids.shape(0)), "ids");
-  a.sq_norms = sq_norms ? vector_data<float>(sq_norms, static_cast<size_t>(sq_norms->shape(0)),
-                                             "sq_norms")
-                        : nullptr;
-  a.metric = metric;
-  a.query_stride = d;
-  a.queries = v;
-  a.nq = 1;
-  a.k = k;
-  a.n_threads = n_threads;
   return run_search(a, a.k, flat_search);
 }
 
@@ -148,17 +110,14 @@ PYBIND11_MODULE(_core, m) {
   register_bm25(m);
   register_query_encoder(m);
 
-  m.def("flat_search", &flat_search_py, py::arg("corpus"), py::arg("queries"), py::arg("k"),
-        py::kw_only(), py::arg("storage"), py::arg("metric"), py::arg("ids") = py::none(),
+  m.def("flat_search", &flat_search_py, py::arg("corpus"), py::arg("n"), py::arg("queries"),
+        py::arg("k"), py::arg("storage"), py::arg("metric"), py::arg("ids") = py::none(),
         py::arg("sq_norms") = py::none(), py::arg("n_threads") = 0,
-        py::arg("path") = DensePath::Auto, py::arg("simd_level") = py::none(),
-        py::arg("tile_rows") = 0, py::arg("tile_depth") = 0, py::arg("allow") = py::none(),
-        py::arg("allow_by_row") = false, py::arg("bf16_compute") = false,
+        py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
+        py::arg("bf16_compute") = false, py::arg("path") = DensePath::Auto,
+        py::arg("simd_level") = py::none(), py::arg("tile_rows") = 0, py::arg("tile_depth") = 0,
         py::arg("bf16_level") = py::none(),
-        "Exact top-k of queries against a flat corpus; returns (scores, ids).");
-  m.def("flat_search_row", &flat_search_row,
-        "flat_search of one query row over corpus[:n] (positional: the one-query path); "
-        "None when the query is not one contiguous, finite float32 row of norm^2 <= max_sq_norm.");
+        "Exact top-k of queries (one row or a batch) against corpus[:n]; returns (scores, ids).");
 
   register_ivf(m);
   register_hnsw(m);

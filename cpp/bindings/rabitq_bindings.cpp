@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "array_checks.h"
+#include "search_results.h"
 #include "ragcore/dense/rabitq.h"
 #include "ragcore/dense/rabitq_rotation.h"
 #include "ragcore/util/result_bound.h"
@@ -125,11 +126,10 @@ RabitqSearchArgs index_args(const py::array& rows, const py::array& centroids,
 }
 
 void set_queries(RabitqSearchArgs& a, const py::array& queries) {
-  a.query_stride = row_stride_elements(queries, "queries");
-  if (!py::isinstance<py::array_t<float>>(queries) || static_cast<size_t>(queries.shape(1)) != a.d)
-    fail("queries", "expected float32 with " + std::to_string(a.d) + " columns");
-  a.queries = static_cast<const float*>(queries.data());
-  a.nq = rows_of(queries);
+  const QueryRows q = query_rows(queries, a.d);
+  a.queries = q.data;
+  a.query_stride = q.stride;
+  a.nq = q.nq;
 }
 
 // Result arrays, then the search without the GIL; returns (scores, ids, counts).
@@ -143,8 +143,8 @@ py::tuple run_search(RabitqSearchArgs& a, size_t k, size_t nprobe, RabitqRescore
   a.epsilon = epsilon;
   a.n_threads = n_threads;
   check_result_size(a.nq, k, a.n);
-  py::array_t<float> scores({a.nq, k});
-  py::array_t<int64_t> out_ids({a.nq, k});
+  py::array_t<float> scores = result_array<float>(a.nq, k);
+  py::array_t<int64_t> out_ids = result_array<int64_t>(a.nq, k);
   a.out_scores = scores.mutable_data();
   a.out_ids = out_ids.mutable_data();
   RabitqSearchStats stats;
@@ -174,29 +174,6 @@ py::tuple search_py(const py::array& rows, const py::array& queries, size_t k,
   set_queries(a, queries);
   a.allow = allow_filter(allow, allow_by_row);
   a.simd_level = simd_level_code(simd_level);
-  return run_search(a, k, nprobe, rescore, rescore_count, epsilon, n_threads);
-}
-
-// IVFIndex(dtype="rabitq").search's one-query path: positional arguments and the query checked
-// here in nanoseconds (one_clean_row); None when it is not one clean float32 row of d
-// values: the Python checks then say what is wrong.
-py::object search_row_py(const py::array& rows, const py::handle& query, size_t k,
-                         const py::array& centroids, const py::array& centroid_sq_norms,
-                         const py::array& rotation, size_t bits, const py::array& list_offsets,
-                         const py::array& ids, const py::array& exact_rows,
-                         const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
-                         RabitqRescore rescore, size_t rescore_count, float epsilon,
-                         const std::optional<py::array>& fast_blocks, double max_sq_norm,
-                         int n_threads) {
-  const size_t d = centroids.ndim() == 2 ? static_cast<size_t>(centroids.shape(1)) : 0;
-  const float* v = one_clean_row(query, d, max_sq_norm);
-  if (!v) return py::none();
-  std::vector<int64_t> offsets;
-  RabitqSearchArgs a = index_args(rows, centroids, centroid_sq_norms, rotation, bits, list_offsets,
-                                  offsets, ids, exact_rows, sq_norms, metric, fast_blocks);
-  a.queries = v;
-  a.query_stride = a.d;
-  a.nq = 1;
   return run_search(a, k, nprobe, rescore, rescore_count, epsilon, n_threads);
 }
 
@@ -244,21 +221,16 @@ void register_rabitq(py::module_& m) {
         "FHT-Kac rotation of float32 rows [n, d] into [n, rabitq padded d] (signs: uint8 "
         "[rounds, padded d / 8] sign bits).");
   m.def("rabitq_ivf_search", &search_py, py::arg("rows"), py::arg("queries"), py::arg("k"),
-        py::kw_only(), py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"),
+        py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"),
         py::arg("bits"), py::arg("list_offsets"), py::arg("ids"), py::arg("exact_rows"),
         py::arg("sq_norms"), py::arg("metric"), py::arg("nprobe"),
         py::arg("rescore") = RabitqRescore::Bound, py::arg("rescore_count") = 4,
         py::arg("epsilon") = 1.9f, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
         py::arg("fast_blocks") = py::none(),
-        "IVF top-k over RaBitQ codes, re-scored exactly; returns (scores, ids, counts). "
+        "IVF top-k over RaBitQ codes, re-scored exactly, for queries (one row or a batch); "
+        "returns (scores, ids, counts). Positional arguments: the per-call path. "
         "fast_blocks: rabitq_fast_pack of 1-bit rows, scanned by the fast-scan kernel.");
-  m.def("rabitq_ivf_search_row", &search_row_py, py::arg("rows"), py::arg("query"), py::arg("k"),
-        py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"), py::arg("bits"),
-        py::arg("list_offsets"), py::arg("ids"), py::arg("exact_rows"), py::arg("sq_norms"),
-        py::arg("metric"), py::arg("nprobe"), py::arg("rescore"), py::arg("rescore_count"),
-        py::arg("epsilon"), py::arg("fast_blocks"), py::arg("max_sq_norm"), py::arg("n_threads"),
-        "rabitq_ivf_search of one clean float32 row, checked natively; None for any other query.");
   m.def("rabitq_estimates", &estimates_py, py::arg("rows"), py::arg("query"), py::arg("list"),
         py::kw_only(), py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"),
         py::arg("bits"), py::arg("list_offsets"), py::arg("ids"), py::arg("exact_rows"),

@@ -180,27 +180,6 @@ py::array_t<bool> bm25_has_ids(const Bm25Index& self, const py::array& ids) {
   return out;
 }
 
-py::tuple bm25_search(const Bm25Index& self, const py::array& terms, const py::array& weights,
-                      const py::array& offsets, size_t k, QueryAlgorithm algorithm,
-                      int n_threads, const std::optional<py::array>& allow, bool allow_by_row) {
-  if (k == 0) throw std::invalid_argument("k must be >= 1");
-  const AllowFilter filter = ragcore_bindings::allow_filter(allow, allow_by_row);
-  if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxPruning)
-    throw std::invalid_argument("algorithm: unknown value");
-  const CheckedQueries queries = checked_queries(terms, weights, offsets);
-  const QueryBatch q = queries.batch();
-  check_result_size(q.nq, k, self.num_docs());
-  py::array_t<float> scores({q.nq, k});
-  py::array_t<int64_t> ids({q.nq, k});
-  py::array_t<uint8_t> used(static_cast<py::ssize_t>(q.nq));
-  {
-    py::gil_scoped_release release;
-    self.search(q, k, algorithm, n_threads, scores.mutable_data(), ids.mutable_data(),
-                used.mutable_data(), filter);
-  }
-  return py::make_tuple(scores, ids, used);
-}
-
 py::array_t<float> bm25_get_scores(const Bm25Index& self, const py::array& terms,
                                    const py::array& weights) {
   const auto* t = data_of<int64_t>(terms, "terms");
@@ -211,6 +190,56 @@ py::array_t<float> bm25_get_scores(const Bm25Index& self, const py::array& terms
   {
     py::gil_scoped_release release;
     self.get_scores(t, w, static_cast<size_t>(terms.shape(0)), out.mutable_data());
+  }
+  return out;
+}
+
+// The query terms' document frequencies, copied (parallel to the checked terms).
+std::vector<int64_t> checked_doc_freqs(const py::array& doc_freqs, size_t n_terms) {
+  const auto* f = data_of<int64_t>(doc_freqs, "doc_freqs");
+  if (static_cast<size_t>(doc_freqs.shape(0)) != n_terms)
+    throw std::invalid_argument("doc_freqs: one per query term expected");
+  return std::vector<int64_t>(f, f + n_terms);
+}
+
+py::tuple bm25_search_with_statistics(const Bm25Index& self, const py::array& terms,
+                                      const py::array& weights, const py::array& offsets,
+                                      const py::array& doc_freqs, uint64_t n_docs,
+                                      uint64_t total_length, size_t k, int n_threads,
+                                      const std::optional<py::array>& allow, bool allow_by_row) {
+  if (k == 0) throw std::invalid_argument("k must be >= 1");
+  const AllowFilter filter = ragcore_bindings::allow_filter(allow, allow_by_row);
+  const CheckedQueries queries = checked_queries(terms, weights, offsets);
+  const std::vector<int64_t> dfs = checked_doc_freqs(doc_freqs, queries.terms.size());
+  const QueryBatch q = queries.batch();
+  check_result_size(q.nq, k, self.num_docs());
+  py::array_t<float> scores({q.nq, k});
+  py::array_t<int64_t> ids({q.nq, k});
+  {
+    py::gil_scoped_release release;
+    self.search_with_statistics(q, {n_docs, total_length, dfs.data()}, k, n_threads,
+                                scores.mutable_data(), ids.mutable_data(), filter);
+  }
+  return py::make_tuple(scores, ids);
+}
+
+py::array_t<float> bm25_get_scores_with_statistics(const Bm25Index& self, const py::array& terms,
+                                                   const py::array& weights,
+                                                   const py::array& doc_freqs, uint64_t n_docs,
+                                                   uint64_t total_length) {
+  const auto* t = data_of<int64_t>(terms, "terms");
+  const auto* w = data_of<double>(weights, "weights");
+  if (weights.shape(0) != terms.shape(0))
+    throw std::invalid_argument("terms and weights differ in length");
+  const size_t n = static_cast<size_t>(terms.shape(0));
+  const std::vector<int64_t> dfs = checked_doc_freqs(doc_freqs, n);
+  const std::vector<int64_t> term_copy(t, t + n);
+  const std::vector<double> weight_copy(w, w + n);
+  py::array_t<float> out(static_cast<py::ssize_t>(self.num_docs()));
+  {
+    py::gil_scoped_release release;
+    self.get_scores_with_statistics(term_copy.data(), weight_copy.data(), n,
+                                    {n_docs, total_length, dfs.data()}, out.mutable_data());
   }
   return out;
 }
@@ -279,7 +308,7 @@ void register_bm25(py::module_& m) {
       .value("Atire", Variant::Atire)
       .value("Bm25L", Variant::Bm25L)
       .value("Bm25Plus", Variant::Bm25Plus);
-  py::enum_<QueryAlgorithm>(m, "QueryAlgorithm", "How Bm25Index.search finds the top k.")
+  py::enum_<QueryAlgorithm>(m, "QueryAlgorithm", "How a BM25 search (QueryEncoder.search) finds the top k.")
       .value("Auto", QueryAlgorithm::Auto)
       .value("Exhaustive", QueryAlgorithm::Exhaustive)
       .value("MaxScore", QueryAlgorithm::MaxScore)
@@ -307,13 +336,15 @@ void register_bm25(py::module_& m) {
            py::arg("ids"), py::kw_only(), py::arg("n_threads") = 0)
       .def("remove", &bm25_remove, py::arg("ids"), py::arg("n_threads") = 0)
       .def("has_ids", &bm25_has_ids, py::arg("ids"))
-      .def("search", &bm25_search, py::arg("terms"), py::arg("weights"), py::arg("offsets"),
-           py::arg("k"), py::kw_only(), py::arg("algorithm") = QueryAlgorithm::Auto,
-           py::arg("n_threads") = 0, py::arg("allow") = py::none(),
-           py::arg("allow_by_row") = false,
-           "Top-k per query (of the allowed documents: a uint8 mask by id, or by slot when "
-           "allow_by_row); returns (scores, ids, QueryAlgorithm value that ran per query).")
       .def("get_scores", &bm25_get_scores, py::arg("terms"), py::arg("weights"))
+      .def("search_with_statistics", &bm25_search_with_statistics, py::arg("terms"),
+           py::arg("weights"), py::arg("offsets"), py::arg("doc_freqs"), py::arg("n_docs"),
+           py::arg("total_length"), py::arg("k"), py::kw_only(), py::arg("n_threads") = 0,
+           py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
+           "Exhaustive top-k under given statistics (a term id of -1: a term this index "
+           "lacks); returns (scores, ids).")
+      .def("get_scores_with_statistics", &bm25_get_scores_with_statistics, py::arg("terms"),
+           py::arg("weights"), py::arg("doc_freqs"), py::arg("n_docs"), py::arg("total_length"))
       .def("impacts", &bm25_impacts, py::arg("n_threads") = 0)
       .def("weigh_queries", &bm25_weigh_queries, py::arg("terms"), py::arg("weights"),
            py::arg("offsets"))

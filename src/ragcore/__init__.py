@@ -4,7 +4,7 @@ from .sparse.bm25 import BM25Index
 from .encoders import BiEncoder, CrossEncoder, Embeddings, LateInteractionReranker
 from .errors import (CollectionCorruptError, CollectionError, CollectionLockedError, CopyWarning,
                      FilterError, IndexFileError, RagcoreError, ServiceError, ShardError,
-                     TruncationWarning)
+                     ShardUnavailableError, TruncationWarning)
 from .dense.flat import FlatIndex
 from ._util.cuda import cuda_device_count
 from .sparse.gpu import GpuBM25Index
@@ -25,6 +25,6 @@ __all__ = [
     "CollectionLockedError", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
     "FilterError", "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "HNSWIndex", "Hits", "IVFIndex",
     "IndexFileError", "LateInteractionReranker", "PQIndex", "RagcoreError", "ServiceError",
-    "ShardError",
+    "ShardError", "ShardUnavailableError",
     "TruncationWarning", "__version__", "cuda_device_count", "evaluate", "rag", "tokenize",
 ]

@@ -75,37 +75,32 @@ class QueryAlgorithm(_NativeEnum):
 
 def flat_search(
     corpus: npt.NDArray[np.float32] | npt.NDArray[np.float16] | npt.NDArray[np.uint16],
+    n: int,
     queries: npt.NDArray[np.float32],
     k: int,
-    *,
     storage: Storage,
     metric: Metric,
     ids: npt.NDArray[np.int64] | None = None,
     sq_norms: npt.NDArray[np.float32] | None = None,
     n_threads: int = 0,
+    allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
+    allow_by_row: bool = False,
+    bf16_compute: bool = False,
     path: DensePath = DensePath.Auto,
     simd_level: SimdLevel | None = None,
     tile_rows: int = 0,
     tile_depth: int = 0,
-    allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
-    allow_by_row: bool = False,
-    bf16_compute: bool = False,
     bf16_level: Bf16Level | None = None,
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-    """Exact top-k of queries against a flat corpus; returns (scores, ids).
+    """Exact top-k of queries against corpus[:n] (ids, sq_norms: at least n elements);
+    returns (scores, ids).
 
     storage: F32, F16 or BF16. metric L2 needs sq_norms. simd_level None: the
     best here. allow: one byte per key (non-zero: may be returned), keyed by id,
-    or by row when allow_by_row.
+    or by row when allow_by_row. Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
+    (checked here; ValueError naming the first bad row). Positional arguments are the
+    per-call path (keyword parsing costs more than a small search).
     """
-
-def flat_search_row(
-    corpus: npt.NDArray, n: int, query: object, k: int, storage: Storage, metric: Metric,
-    ids: npt.NDArray[np.int64], sq_norms: npt.NDArray[np.float32] | None, max_sq_norm: float,
-    n_threads: int, /,
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
-    """flat_search of one query row over corpus[:n]; None unless the query is one contiguous
-    float32 row of d finite values with squared norm <= max_sq_norm."""
 
 def simd_level_available(level: SimdLevel) -> bool: ...
 def bf16_level_available(level: Bf16Level) -> bool: ...
@@ -152,16 +147,15 @@ class QueryEncoder:
         self, queries: list, *, pretokenized: bool = False
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64]]: ...
     def search(
-        self, index: Bm25Index, queries: list, pretokenized: bool, k: int,
+        self, index: Bm25Index, queries: str | list, pretokenized: bool, k: int,
         algorithm: QueryAlgorithm, n_threads: int,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
-        """encode + index.search in one call: (scores, ids, algorithm codes)."""
-    def str_searcher(self, index: Bm25Index, hits_type: type) -> Callable[..., Any]:
-        """The one-str entry of BM25Index.search bound to this encoder and index:
-        f(query, k, n_threads, algorithm, allow) -> an instance of hits_type (ragcore.Hits)
-        holding (scores, ids) [1, k], built without its constructor's checks; None where
-        the arguments are not the plain case (exact str, plain ints k >= 1 and
-        n_threads >= 0, algorithm "auto", allow None)."""
+        allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None,
+        allow_by_row: bool,
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], bytes]:
+        """BM25Index.search's one entry: encodes queries (one str, or a list of str / bytes,
+        or of token lists when pretokenized) and searches index in one call, allow a byte
+        mask by id (by slot when allow_by_row); returns (scores, ids, the QueryAlgorithm
+        code that ran for each query, as bytes)."""
     @property
     def cached_words(self) -> int: ...
     @property
@@ -184,22 +178,32 @@ class Bm25Index:
     ) -> None: ...
     def remove(self, ids: npt.NDArray[np.int64], n_threads: int = 0) -> None: ...
     def has_ids(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]: ...
-    def search(
+    def get_scores(
+        self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float32]: ...
+    def search_with_statistics(
         self,
         terms: npt.NDArray[np.int64],
         weights: npt.NDArray[np.float64],
         offsets: npt.NDArray[np.int64],
+        doc_freqs: npt.NDArray[np.int64],
+        n_docs: int,
+        total_length: int,
         k: int,
         *,
-        algorithm: QueryAlgorithm = QueryAlgorithm.Auto,
         n_threads: int = 0,
         allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
         allow_by_row: bool = False,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
-        """Top-k per query (of the allowed documents: a uint8 mask by id, or by slot when
-        allow_by_row); returns (scores, ids, QueryAlgorithm value that ran per query)."""
-    def get_scores(
-        self, terms: npt.NDArray[np.int64], weights: npt.NDArray[np.float64]
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Exhaustive top-k under given statistics (a term id of -1: a term this index
+        lacks); returns (scores, ids)."""
+    def get_scores_with_statistics(
+        self,
+        terms: npt.NDArray[np.int64],
+        weights: npt.NDArray[np.float64],
+        doc_freqs: npt.NDArray[np.int64],
+        n_docs: int,
+        total_length: int,
     ) -> npt.NDArray[np.float32]: ...
     def impacts(self, n_threads: int = 0) -> dict[str, npt.NDArray]:
         """CSR of every posting's score part: offsets (int64, terms + 1), docs (uint32
@@ -244,7 +248,6 @@ def ivf_search(
     rows: npt.NDArray[np.float32] | npt.NDArray[np.float16] | npt.NDArray[np.uint16] | npt.NDArray[np.uint8],
     queries: npt.NDArray[np.float32],
     k: int,
-    *,
     centroids: npt.NDArray[np.float32],
     centroid_sq_norms: npt.NDArray[np.float32],
     list_offsets: npt.NDArray[np.int64],
@@ -264,18 +267,9 @@ def ivf_search(
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, float]]:
     """Approximate top-k over inverted lists; storage SQ8 = uint8 codes (needs
     code_min, code_scale and exact_rows). Returns (scores, ids, seconds per
-    stage: coarse, scan, rescore)."""
-
-def ivf_search_row(
-    rows: npt.NDArray, query: object, k: int, centroids: npt.NDArray[np.float32],
-    centroid_sq_norms: npt.NDArray[np.float32], list_offsets: npt.NDArray[np.int64],
-    storage: Storage, ids: npt.NDArray[np.int64], sq_norms: npt.NDArray[np.float32] | None,
-    metric: Metric, nprobe: int, code_min: npt.NDArray[np.float32] | None,
-    code_scale: npt.NDArray[np.float32] | None, exact_rows: npt.NDArray[np.float32] | None,
-    rescore: int, max_sq_norm: float, n_threads: int, /,
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
-    """ivf_search of one query row, without stage times; None unless the query is one
-    contiguous float32 row of d finite values with squared norm <= max_sq_norm."""
+    stage: coarse, scan, rescore). Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
+    (checked here; ValueError naming the first bad row). Positional arguments are the
+    per-call path (keyword parsing costs more than a small search)."""
 
 def rabitq_encode(rot_residuals: npt.NDArray[np.float32], rot_centroids: npt.NDArray[np.float32],
                   labels: npt.NDArray[np.int64], *, bits: int,
@@ -288,7 +282,7 @@ def rabitq_fht_rotate(x: npt.NDArray[np.float32], signs: npt.NDArray[np.uint8], 
     """FHT-Kac rotation of float32 rows [n, d] into [n, rabitq padded d] (signs: uint8
     [rounds, padded d / 8] sign bits)."""
 def rabitq_ivf_search(
-    rows: npt.NDArray[np.uint8], queries: npt.NDArray[np.float32], k: int, *,
+    rows: npt.NDArray[np.uint8], queries: npt.NDArray[np.float32], k: int,
     centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.NDArray[np.float32],
     rotation: npt.NDArray[np.float32], bits: int, list_offsets: npt.NDArray[np.int64],
     ids: npt.NDArray[np.int64], exact_rows: npt.NDArray[np.float32],
@@ -300,17 +294,9 @@ def rabitq_ivf_search(
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, int]]:
     """IVF top-k over RaBitQ codes, re-scored exactly; returns (scores, ids,
     {"scanned", "rescored"} row counts). fast_blocks: rabitq_fast_pack of 1-bit rows,
-    then scanned by the fast-scan kernel."""
-def rabitq_ivf_search_row(
-    rows: npt.NDArray[np.uint8], query: object, k: int, centroids: npt.NDArray[np.float32],
-    centroid_sq_norms: npt.NDArray[np.float32], rotation: npt.NDArray[np.float32], bits: int,
-    list_offsets: npt.NDArray[np.int64], ids: npt.NDArray[np.int64],
-    exact_rows: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
-    metric: Metric, nprobe: int, rescore: RabitqRescore, rescore_count: int, epsilon: float,
-    fast_blocks: npt.NDArray[np.uint8] | None, max_sq_norm: float, n_threads: int,
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, int]] | None:
-    """rabitq_ivf_search of one query row; None unless the query is one contiguous float32
-    row of d finite values with squared norm <= max_sq_norm."""
+    then scanned by the fast-scan kernel. Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
+    (checked here; ValueError naming the first bad row). Positional arguments are the
+    per-call path (keyword parsing costs more than a small search)."""
 def rabitq_estimates(
     rows: npt.NDArray[np.uint8], query: npt.NDArray[np.float32], list: int, *,
     centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.NDArray[np.float32],
@@ -350,15 +336,14 @@ class HnswIndex:
     def add(self, rows: npt.NDArray[Any], ids: npt.NDArray[np.int64], *,
             sq_norms: npt.NDArray[np.float32] | None = None, n_threads: int = 0) -> None: ...
     def remove(self, ids: npt.NDArray[np.int64], *, n_threads: int = 0) -> int: ...
-    def search(self, queries: npt.NDArray[np.float32], k: int, *, ef: int,
+    def search(self, queries: npt.NDArray[np.float32], k: int, ef: int,
                allow: npt.NDArray[np.uint8] | None = None,
                allow_ids: npt.NDArray[np.int64] | None = None, exact_below: int = 0,
                n_threads: int = 0) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], bool, int]:
-        """Returns (scores, ids, whether the allowed set was scored exactly, allowed count)."""
-    def search_row(self, query: object, k: int, ef: int, max_sq_norm: float, n_threads: int, /,
-                   ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
-        """search of one query row without a filter; None unless the query is one contiguous
-        float32 row of d finite values with squared norm <= max_sq_norm."""
+        """Returns (scores, ids, whether the allowed set was scored exactly, allowed count).
+        Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
+        (checked here; ValueError naming the first bad row). Positional arguments are the
+        per-call path (keyword parsing costs more than a small search)."""
     def size(self) -> int: ...
     def slots(self) -> int: ...
     def memory_bytes(self) -> int: ...
@@ -388,18 +373,13 @@ def pq4_quantize_tables(tables: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np
 def pq4_search(packed: npt.NDArray[np.uint8], m: int, centroids: npt.NDArray[np.float32],
                exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
                ids: npt.NDArray[np.int64], metric: Metric, queries: npt.NDArray[np.float32],
-               k: int, *, rescore: int = 4, n_threads: int = 0,
+               k: int, rescore: int = 4, n_threads: int = 0,
                simd_level: SimdLevel | None = None, allow: npt.NDArray[Any] | None = None,
                allow_by_row: bool = False) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     """Fast-scan candidates re-scored exactly; returns (scores, ids). centroids: the
-    codebooks by dimension, [m, dim / m, 16]."""
-def pq4_search_row(packed: npt.NDArray[np.uint8], m: int, centroids: npt.NDArray[np.float32],
-                   exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
-                   ids: npt.NDArray[np.int64], metric: Metric, query: object, k: int,
-                   rescore: int, max_sq_norm: float, n_threads: int,
-                   ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
-    """pq4_search of one query row; None unless the query is one contiguous float32 row of
-    d finite values with squared norm <= max_sq_norm."""
+    codebooks by dimension, [m, dim / m, 16]. Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
+    (checked here; ValueError naming the first bad row). Positional arguments are the
+    per-call path (keyword parsing costs more than a small search)."""
 def pq4_select(packed: npt.NDArray[np.uint8], n: int, m: int, luts: npt.NDArray[np.uint8],
                want: int, simd_level: SimdLevel, *, allow: npt.NDArray[Any] | None = None,
                ids: npt.NDArray[np.int64] | None = None,
@@ -417,21 +397,13 @@ def ivf_pq4_search(centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.ND
                    packed: npt.NDArray[np.uint8], m: int, codebooks: npt.NDArray[np.float32],
                    exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
                    ids: npt.NDArray[np.int64], metric: Metric, queries: npt.NDArray[np.float32],
-                   k: int, *, nprobe: int, rescore: int = 4, allow: npt.NDArray[Any] | None = None,
+                   k: int, nprobe: int, rescore: int = 4, allow: npt.NDArray[Any] | None = None,
                    allow_by_row: bool = False, n_threads: int = 0,
                    simd_level: SimdLevel | None = None) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     """IVF over 4-bit PQ lists: candidates re-scored exactly; returns (scores, ids).
-    codebooks: by dimension, [m, dim / m, 16]."""
-def ivf_pq4_search_row(centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.NDArray[np.float32],
-                       list_offsets: npt.NDArray[np.int64], block_offsets: npt.NDArray[np.int64],
-                       packed: npt.NDArray[np.uint8], m: int, codebooks: npt.NDArray[np.float32],
-                       exact: npt.NDArray[np.float32], sq_norms: npt.NDArray[np.float32] | None,
-                       ids: npt.NDArray[np.int64], metric: Metric, query: object, k: int,
-                       nprobe: int, rescore: int, max_sq_norm: float, n_threads: int,
-                       ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]] | None:
-    """ivf_pq4_search of one query row; None unless the query is one contiguous float32 row
-    of d finite values with squared norm <= max_sq_norm."""
-
+    codebooks: by dimension, [m, dim / m, 16]. Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
+    (checked here; ValueError naming the first bad row). Positional arguments are the
+    per-call path (keyword parsing costs more than a small search)."""
 # The calling thread's subnormal flush (cpp/include/ragcore/util/fp_state.h).
 def denormal_flush_supported() -> bool:
     """Whether this build can flush subnormals (x86-64: MXCSR FTZ+DAZ; aarch64: FPCR.FZ)."""

@@ -44,6 +44,11 @@ class ShardError(RagcoreError, RuntimeError):
         self.cause = cause
 
 
+class ShardUnavailableError(ShardError):
+    """No replica of a shard answered within the timeout (every one died, or none could be
+    restarted): the search or write was not done. Retry later, or restart the lost nodes."""
+
+
 class CopyWarning(UserWarning):
     """ragcore had to copy or convert an input array (dtype or memory layout).
 

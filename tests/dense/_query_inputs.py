@@ -1,6 +1,6 @@
-"""Query inputs for the one-query paths' tests: every dtype, shape, layout and special
-value that the single-row fast checks must either accept unchanged or hand to the full
-checks."""
+"""Query inputs for the search entries' checks: every dtype, shape, layout and special value
+that a search must either answer as for the converted, checked rows or refuse as the
+reference checks (as_float_matrix, in Python) refuse them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import warnings
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+from ragcore._util.arrays import as_float_matrix
 
 DIM = 8
 SPECIAL = [np.nan, np.inf, -np.inf, 4e17, 1e18, 3.6e17, -3.6e17, 1e-42, 0.0]
@@ -29,26 +31,24 @@ def query_inputs(draw):
     return x
 
 
-def search_outcome(index, x, n_threads, **kwargs):
-    """(ids, scores) of index.search(x, 3, ...), or (error type, message): what the one-query
-    path (n_threads a plain int) and the full path (a numpy integer) must agree on."""
+def search_outcome(index, x, **kwargs):
+    """(ids, scores) of index.search(x, 3, ...), or (error type, message)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            hits = index.search(x, 3, n_threads=n_threads, **kwargs)
+            hits = index.search(x, 3, **kwargs)
         except (TypeError, ValueError) as err:
             return type(err), str(err)
     return hits.ids.tolist(), hits.scores.tolist()
 
 
-class BatchRefused:
-    """A stand-in for ragcore._core with one batch search function refused: a search that
-    still answers went through the one-query function."""
-
-    def __init__(self, real, refused: str):
-        self._real, self._refused = real, refused
-
-    def __getattr__(self, name):
-        if name == self._refused:
-            raise AssertionError(f"{name} called: the one-query path was not taken")
-        return getattr(self._real, name)
+def reference_outcome(index, x, **kwargs):
+    """What search_outcome must give: the error of the Python checks of every value
+    (as_float_matrix), or the hits of the rows they return."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            rows = as_float_matrix(x, "queries", DIM)
+        except (TypeError, ValueError) as err:
+            return type(err), str(err)
+    return search_outcome(index, np.ascontiguousarray(rows), **kwargs)

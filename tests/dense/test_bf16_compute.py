@@ -191,7 +191,7 @@ def test_compute_needs_bfloat16_storage():
     with pytest.raises(ValueError, match="unknown compute"):
         FlatIndex(8, dtype="bfloat16", compute="int8")
     with pytest.raises(ValueError, match="bf16_compute"):
-        _core.flat_search(np.zeros((2, 4), np.float32), np.zeros((1, 4), np.float32), 1,
+        _core.flat_search(np.zeros((2, 4), np.float32), 2, np.zeros((1, 4), np.float32), 1,
                           storage=_core.Storage.F32, metric=_core.Metric.InnerProduct,
                           bf16_compute=True)
 

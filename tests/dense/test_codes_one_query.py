@@ -1,19 +1,17 @@
-"""The one-query native paths of PQIndex and IVFIndex dtype="pq4" / "rabitq": one clean
-float32 row answers exactly as the batch path's row, any other input or argument is
-handed to the full checks (same answer, same error)."""
+"""One query through the search entry of PQIndex and IVFIndex dtype="pq4" / "rabitq": it
+answers as its row of a batch, its values are checked as the reference checks them, and bad
+arguments get a clear error."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from _query_inputs import DIM, BatchRefused, query_inputs, search_outcome
+from _query_inputs import DIM, query_inputs, reference_outcome, search_outcome
 from hypothesis import given, settings, strategies as st
 
 import ragcore
 
 KINDS = ("pq", "ivf_pq4", "rabitq1", "rabitq3")
-BATCH_FUNCTION = {"pq": "pq4_search", "ivf_pq4": "ivf_pq4_search",
-                  "rabitq1": "rabitq_ivf_search", "rabitq3": "rabitq_ivf_search"}
 
 
 def _index(kind: str, metric: str, n: int = 400, seed: int = 0):
@@ -36,10 +34,9 @@ _INDEXES = {(kind, metric): _index(kind, metric) for kind in KINDS for metric in
 @pytest.mark.parametrize("metric", ["ip", "l2"])
 @settings(max_examples=150, deadline=None)
 @given(x=query_inputs())
-def test_native_row_path_equals_the_full_path(kind, metric, x):
+def test_queries_are_checked_as_the_reference_checks_them(kind, metric, x):
     index = _INDEXES[kind, metric]
-    # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
-    assert search_outcome(index, x, 0) == search_outcome(index, x, np.int64(0))
+    assert search_outcome(index, x) == reference_outcome(index, x)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -61,29 +58,15 @@ def test_one_query_equals_its_row_of_a_batch(kind, metric, seed, n, k, nprobe, r
             np.testing.assert_array_equal(got.ids, batch.ids[i : i + 1])
             np.testing.assert_array_equal(got.scores, batch.scores[i : i + 1])
             assert got.ids.dtype == np.int64 and got.scores.dtype == np.float32
-    if batch_counts is not None:  # rabitq: the counts of the last query, from the row path
-        index.search(queries[-1:], k, n_threads=np.int64(1), **kwargs)
-        full = index.last_search_counts
+    if batch_counts is not None:  # rabitq: one query's counts, as a 2-D row or a 1-D one
+        index.search(queries[-1:], k, **kwargs)
+        as_row = index.last_search_counts
         index.search(queries[-1], k, **kwargs)
-        assert index.last_search_counts == full
+        assert index.last_search_counts == as_row
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_clean_row_takes_the_native_row_path(kind, monkeypatch):
-    index = _INDEXES[kind, "l2"]
-    query = np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
-    expected = index.search(query[None, :], 5, n_threads=np.int64(0))
-    module = {"pq": ragcore.dense.pq, "ivf_pq4": ragcore.dense._ivf_pq4}.get(
-        kind, ragcore.dense.ivf_rabitq)
-    monkeypatch.setattr(module, "_core", BatchRefused(module._core, BATCH_FUNCTION[kind]))
-    got = index.search(query, 5)
-    np.testing.assert_array_equal(got.ids, expected.ids)
-    with pytest.raises(AssertionError, match="not taken"):  # a numpy n_threads: the full path
-        index.search(query, 5, n_threads=np.int64(0))
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_bad_arguments_are_still_refused(kind):
+def test_bad_arguments_are_refused(kind):
     index = _INDEXES[kind, "ip"]
     q = np.ones(DIM, dtype=np.float32)
     with pytest.raises(ValueError, match="k"):
@@ -123,10 +106,10 @@ def test_an_untrained_index_still_says_so(kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_an_emptied_index_pads_on_both_paths(kind):
+def test_an_emptied_index_pads_one_query_and_a_batch(kind):
     index = _index(kind, "l2", n=60, seed=9)
     index.remove(index.ids)
     q = np.ones(DIM, dtype=np.float32)
-    row, full = index.search(q, 4), index.search(q[None, :], 4, n_threads=np.int64(0))
+    row, full = index.search(q, 4), index.search(np.stack([q, q]), 4)[:1]
     assert row.ids.tolist() == full.ids.tolist() == [[-1] * 4]
     assert row.scores.tolist() == full.scores.tolist() == [[-np.inf] * 4]

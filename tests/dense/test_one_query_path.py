@@ -1,47 +1,40 @@
-"""The single-query fast check (one_float32_row) against the full one (as_float_matrix), and
-FlatIndex / IVFIndex answers through it equal to the batched path's."""
+"""One query through the search entry of FlatIndex, HNSWIndex and IVFIndex: it answers as
+its row of a batch, and its values are checked (natively, once) as the reference checks
+(as_float_matrix, in Python) check them: the same error, or the same hits."""
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
-from _query_inputs import DIM, BatchRefused, query_inputs, search_outcome
+from _query_inputs import DIM, query_inputs, reference_outcome, search_outcome
 from hypothesis import given, settings, strategies as st
 
 import ragcore
-from ragcore._util.arrays import as_float_matrix, one_float32_row
 
 
-@settings(max_examples=400, deadline=None)
-@given(query_inputs())
-def test_fast_check_accepts_only_what_the_full_check_passes_unchanged(x):
-    fast = one_float32_row(x, DIM)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a CopyWarning means the full path would copy
-        try:
-            full = as_float_matrix(x, "queries", DIM)
-        except (TypeError, ValueError, Warning):
-            full = None
-    if fast is not None:
-        assert full is not None and full.shape == (1, DIM)
-        assert np.shares_memory(fast, x) and np.array_equal(fast, full)
-    elif full is not None and full.shape[0] == 1 and np.all(np.abs(x) <= 10):
-        assert not x.flags.c_contiguous  # an ordinary row is declined only for its layout
-
-
-def test_declined_rows_get_the_full_error():
-    index = ragcore.FlatIndex(DIM)
-    index.add(np.eye(DIM, dtype=np.float32))
-    bad = np.ones(DIM, dtype=np.float32)
-    bad[3] = np.nan
-    with pytest.raises(ValueError, match="NaN or infinity"):
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+def test_bad_queries_get_a_clear_error(kind):
+    x = np.eye(DIM, dtype=np.float32)
+    index = {"flat": lambda: ragcore.FlatIndex(DIM), "hnsw": lambda: ragcore.HNSWIndex(DIM, M=4),
+             "ivf": lambda: ragcore.IVFIndex(DIM, nlist=2)}[kind]()
+    if kind == "ivf":
+        index.train(x)
+    index.add(x)
+    bad = np.ones((3, DIM), dtype=np.float32)
+    bad[2, 3] = np.nan
+    with pytest.raises(ValueError, match=r"queries contains NaN or infinity \(first in row 0\)"):
+        index.search(bad[2], 1)
+    with pytest.raises(ValueError, match=r"queries contains NaN or infinity \(first in row 2\)"):
         index.search(bad, 1)
     with pytest.raises(ValueError, match="expected dim=8"):
         index.search(np.ones(DIM + 1, dtype=np.float32), 1)
-    huge = np.full(DIM, 1e18, dtype=np.float32)
-    with pytest.raises(ValueError, match="could overflow"):
+    huge = np.full((2, DIM), 1e18, dtype=np.float32)
+    huge[0] = 1.0
+    with pytest.raises(ValueError, match="queries row 1 has norm 2.83e\\+18; norms above 1e\\+18"):
+        index.search(huge, 1)
+    huge[0, 0] = np.inf  # a NaN or infinity is named first, wherever it is
+    with pytest.raises(ValueError, match="NaN or infinity \\(first in row 0\\)"):
         index.search(huge, 1)
 
 
@@ -67,21 +60,19 @@ def test_one_query_equals_its_row_of_a_batch(metric):
 @pytest.mark.parametrize("metric", ["ip", "l2"])
 @settings(max_examples=200, deadline=None)
 @given(x=query_inputs())
-def test_flat_native_row_path_equals_the_full_path(metric, x):
+def test_flat_checks_queries_as_the_reference_checks_them(metric, x):
     index = ragcore.FlatIndex(DIM, metric=metric)
     index.add(np.random.default_rng(1).standard_normal((20, DIM)).astype(np.float32))
-    # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
-    assert search_outcome(index, x, 0) == search_outcome(index, x, np.int64(0))
+    assert search_outcome(index, x) == reference_outcome(index, x)
 
 
 @pytest.mark.parametrize("metric", ["ip", "l2"])
 @settings(max_examples=200, deadline=None)
 @given(x=query_inputs())
-def test_hnsw_native_row_path_equals_the_full_path(metric, x):
+def test_hnsw_checks_queries_as_the_reference_checks_them(metric, x):
     index = ragcore.HNSWIndex(DIM, metric=metric, M=4)
     index.add(np.random.default_rng(1).standard_normal((40, DIM)).astype(np.float32))
-    # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
-    assert search_outcome(index, x, 0) == search_outcome(index, x, np.int64(0))
+    assert search_outcome(index, x) == reference_outcome(index, x)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int8"])
@@ -117,11 +108,10 @@ _IVF_INDEXES = {(d, m): _ivf_index(d, m) for d in IVF_DTYPES for m in ("ip", "l2
 @pytest.mark.parametrize("metric", ["ip", "l2"])
 @settings(max_examples=100, deadline=None)
 @given(x=query_inputs())
-def test_ivf_native_row_path_equals_the_full_path(dtype, metric, x):
+def test_ivf_checks_queries_as_the_reference_checks_them(dtype, metric, x):
     index = _IVF_INDEXES[dtype, metric]
-    # n_threads as a numpy integer takes the full Python path; a plain int the native row one.
-    assert search_outcome(index, x, 0) == search_outcome(index, x, np.int64(0))
-    assert search_outcome(index, x, 0, nprobe=3) == search_outcome(index, x, np.int64(0), nprobe=3)
+    assert search_outcome(index, x) == reference_outcome(index, x)
+    assert search_outcome(index, x, nprobe=3) == reference_outcome(index, x, nprobe=3)
 
 
 @settings(max_examples=40, deadline=None)
@@ -141,22 +131,17 @@ def test_ivf_one_query_equals_its_row_of_a_batch(dtype, metric, seed, n, k, npro
 
 
 @pytest.mark.parametrize("dtype", IVF_DTYPES)
-def test_a_clean_row_takes_the_ivf_row_path(dtype, monkeypatch):
+def test_one_query_reports_its_stage_times_as_a_batch_does(dtype):
     index = _IVF_INDEXES[dtype, "l2"]
     query = np.random.default_rng(5).standard_normal(DIM).astype(np.float32)
-    expected = index.search(query[None, :], 5, n_threads=np.int64(0))
-    assert index.last_stage_seconds  # the full path reports its stages ...
-    monkeypatch.setattr(ragcore.dense._ivf_rows, "_core",
-                        BatchRefused(ragcore.dense._ivf_rows._core, "ivf_search"))
-    got = index.search(query, 5)
-    np.testing.assert_array_equal(got.ids, expected.ids)
-    assert index.last_stage_seconds == {}  # ... the row path takes none
-    with pytest.raises(AssertionError, match="not taken"):  # a numpy n_threads: the full path
-        index.search(query, 5, n_threads=np.int64(0))
+    index.search(query, 5)
+    one = index.last_stage_seconds
+    index.search(np.stack([query, query]), 5)
+    assert set(one) == set(index.last_stage_seconds) == {"coarse", "scan", "rescore"}
 
 
 @pytest.mark.parametrize("dtype", IVF_DTYPES)
-def test_ivf_bad_arguments_are_still_refused(dtype):
+def test_ivf_bad_arguments_are_refused(dtype):
     index = _IVF_INDEXES[dtype, "ip"]
     q = np.ones(DIM, dtype=np.float32)
     for k, error in ((0, ValueError), (True, TypeError), (2.0, TypeError)):

@@ -152,7 +152,7 @@ def test_mmap_load_maps_the_exact_rows_and_codes(tmp_path, index, data):
     for rescore in ("bound", "all", 2):
         assert_hits_equal(mapped.search(data[:30], 4, nprobe=3, rescore=rescore),
                           index.search(data[:30], 4, nprobe=3, rescore=rescore))
-    assert_hits_equal(mapped.search(data[:1], 4), index.search(data[:1], 4))  # one-row path
+    assert_hits_equal(mapped.search(data[:1], 4), index.search(data[:1], 4))  # one query
     # Changes build a new snapshot in memory; the mapped file is never written.
     before = path.read_bytes()
     mapped.add(data[:2])

@@ -212,7 +212,7 @@ def test_ivf_shards_with_nprobe_nlist_equal_exact_search():
             assert_hits_equal(index.search(q, k, nprobe=4), single.search(q, k))
 
 
-# ---- BM25: shards keep their own statistics --------------------------------------------
+# ---- BM25: global statistics by default, local ones on request -------------------------
 
 DOCS = [
     "the cat sat on the mat", "a dog chased the cat", "cats and dogs living together",
@@ -223,9 +223,12 @@ DOCS = [
 QUERIES = ["cat mat", "dog", "brown fox sun", "unknown words only"]
 
 
-def test_bm25_shards_are_refused_without_local_statistics():
-    with pytest.raises(ValueError, match="local_statistics=True"):
-        ShardedIndex.build(BM25Index, DOCS, n_shards=2, **CPUS)
+@pytest.mark.parametrize("n_shards", [2, 3])
+def test_bm25_shards_score_with_global_statistics_as_one_index(n_shards):
+    single = BM25Index()
+    single.add(DOCS)
+    with ShardedIndex.build(BM25Index, DOCS, n_shards=n_shards, **CPUS) as index:
+        assert_hits_equal(index.search(QUERIES, 6), single.search(QUERIES, 6))
 
 
 def test_bm25_one_shard_equals_one_index():

@@ -187,7 +187,8 @@ def _mutate_header(header: dict, payload: bytes, rng) -> bytes:
 
 def _array_specs(header: dict) -> list:
     return [s for s in header.get("arrays", []) if s.get("nbytes", 0) > 0
-            and s.get("dtype") in ("float32", "float16", "uint16", "int64", "uint8")]
+            and s.get("dtype") in ("float32", "float16", "uint16", "int64", "uint8", "int32",
+                                   "uint32", "int8")]
 
 
 def _mutate_element(header: dict, payload: bytes, rng) -> bytes:

@@ -182,9 +182,20 @@ def test_a_damaged_database_is_refused_at_open(tmp_path, damage, readonly):
 
 @pytest.mark.parametrize("readonly", [False, True])
 def test_a_damaged_page_is_refused_at_the_first_read_that_touches_it(tmp_path, readonly):
+    # open reads the first document (its id's type); the damaged page is met there.
     db = _closed_collection(tmp_path / "c", n=30)
     _overwrite_page_of(db, "documents")
+    with pytest.raises(CollectionCorruptError, match="database is damaged.*malformed"):
+        Collection.open(tmp_path / "c", readonly=readonly, encoder=HashEncoder())
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_a_page_damaged_while_open_is_refused_at_the_first_read_that_touches_it(tmp_path,
+                                                                                  readonly):
+    db = _closed_collection(tmp_path / "c", n=30)
     with Collection.open(tmp_path / "c", readonly=readonly, encoder=HashEncoder()) as col:
+        col._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        _overwrite_page_of(db, "documents")
         for read in (lambda: col.get([1]), lambda: col.search("alpha"), lambda: col.ids()):
             with pytest.raises(CollectionCorruptError, match="database is damaged.*malformed"):
                 read()
@@ -204,14 +215,25 @@ def test_a_damaged_page_is_refused_at_the_first_read_that_touches_it(tmp_path, r
 ])
 def test_damaged_values_inside_sound_pages_are_refused(tmp_path, statement, read, message):
     _tamper(_closed_collection(tmp_path / "c", n=30), statement)
-    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
-        with pytest.raises(CollectionCorruptError, match=message):
+    with pytest.raises(CollectionCorruptError, match=message):  # at open or at the read
+        with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
             read(col)
 
 
-def test_chunks_the_index_holds_but_the_database_lost_are_damage(tmp_path):
+def test_chunks_deleted_behind_the_files_back_are_dropped_from_the_indexes_at_open(tmp_path):
+    # The change number is the files', but the digest of the chunk ids is not.
     _tamper(_closed_collection(tmp_path / "c", n=30), "DELETE FROM chunks WHERE chunk_id = 1")
     with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        assert col.repaired
+        text = col.get([0])[0].text
+        assert 0 not in [m.id for m in col.search(text, mode="sparse")]
+        col.verify()  # raises if anything is wrong
+
+
+def test_chunks_the_index_holds_but_the_database_lost_are_damage(tmp_path):
+    db = _closed_collection(tmp_path / "c", n=30)
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        _tamper(db, "DELETE FROM chunks WHERE chunk_id = 1")  # while it is open
         text = col.get([0])[0].text
         with pytest.raises(CollectionCorruptError, match=r"chunks that the database lacks "
                            r"\(chunk ids \[1\]\)"):

@@ -41,9 +41,11 @@ index.add(words, np.arange(N + 1, dtype=np.int64), np.arange(4, dtype=np.int64),
           np.arange(N, dtype=np.int64))
 del words, a, b, c, d
 
+encoder = _core.QueryEncoder([])
+encoder.add_terms(["t0", "t1", "t2", "t3"])  # term ids 0..3, as word_to_term maps the words
+
 def query(term, k, algorithm):
-    return index.search(np.array([term], np.int64), np.ones(1), np.array([0, 1], np.int64), k,
-                        algorithm=algorithm, n_threads=1)
+    return encoder.search(index, [[f"t{term}"]], True, k, algorithm, 1, None, False)
 
 for term in (0, 1, 3):  # the caches with ranges, and this thread's scratch for fewer ranges
     query(term, 1, BMP)

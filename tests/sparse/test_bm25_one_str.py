@@ -1,7 +1,7 @@
-"""BM25Index.search(str, k): the one-call native entry (a METH_FASTCALL builtin that checks
-its arguments itself) against the checked batch path, bit for bit, and against the numpy
-reference; its fall-back to the checked path for every argument that is not the plain case;
-and its binding to the index it belongs to across index(), copy(), load(), add and remove."""
+"""BM25Index.search(str, k): one query through the search entry, against a batch holding it,
+bit for bit, and against the numpy reference; equivalent arguments of other types give the
+same hits and bad ones a clear error; the entry follows the index it belongs to across
+index(), copy(), load(), add and remove."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ query_words = st.lists(st.sampled_from(WORDS + ["absent", "W3", "w1"]), max_size
 
 
 def batched(index: BM25Index, query: str, k: int) -> Hits:
-    """The same query through the checked batch path (a list of two copies: its first row)."""
+    """The same query in a batch (a list of two copies: its first row)."""
     both = index.search([query, query], k, n_threads=1)
     return Hits(both.scores[:1], both.ids[:1])
 
@@ -71,11 +71,11 @@ def test_one_str_equals_the_batch_bit_for_bit(docs, words, k, variant, lucene_no
     assert_hits_close(got, ref, ids[keep][held], k, atol=1e-4 * (1 + np.abs(ref).max(initial=0)))
 
 
-def test_each_argument_outside_the_plain_case_takes_the_checked_path():
+def test_equivalent_arguments_give_the_same_hits_and_bad_ones_an_error():
     index = BM25Index(stopwords=None)
     index.add(["a b c", "b c", "c d", "e"])
     want = index.search("b c", 3)
-    # Equivalent arguments of other types: the checked path, the same hits.
+    # Equivalent arguments of other types: the same hits.
     for k in (np.int64(3), np.int32(3)):
         assert_hits_equal(index.search("b c", k), want)
     assert_hits_equal(index.search("b c", 3, n_threads=np.int64(1)), want)
@@ -88,7 +88,7 @@ def test_each_argument_outside_the_plain_case_takes_the_checked_path():
 
     assert_hits_equal(index.search(Text("b c"), 3), want)
     assert_hits_equal(index.search("b c", 3, n_threads=1 << 20), want)  # capped, not refused
-    # Bad arguments keep the checked path's errors.
+    # Bad arguments: errors that name them.
     with pytest.raises(ValueError, match="k must be >= 1"):
         index.search("b c", 0)
     with pytest.raises(ValueError, match="k must be >= 1"):
@@ -111,25 +111,10 @@ def test_each_argument_outside_the_plain_case_takes_the_checked_path():
         index.search("b c", 1 << 60)
 
 
-def test_the_entry_answers_the_plain_case_only():
-    index = BM25Index(stopwords=None)
-    index.add(["a b", "b c"])
-    entry = index._search_str
-    assert type(entry("b", 2, 1, "auto", None)) is Hits
-    for args in [(b"b", 2, 1, "auto", None), ("b", 0, 1, "auto", None),
-                 ("b", True, 1, "auto", None), ("b", np.int64(2), 1, "auto", None),
-                 ("b", 2, -1, "auto", None), ("b", 2, 1 << 17, "auto", None),
-                 ("b", 2, 1, "maxscore", None), ("b", 2, 1, None, None), ("b", 2, 1, "auto", [0]),
-                 ("b", 1 << 70, 1, "auto", None)]:
-        assert entry(*args) is None, args
-    with pytest.raises(TypeError, match="expected \\(query, k, n_threads, algorithm, allow\\)"):
-        entry("b", 2)
-
-
 def test_the_entry_follows_the_index_through_replacement_copy_and_load(tmp_path):
     index = BM25Index(stopwords=None)
     index.add(["aa bb", "bb cc"])
-    index.index(["xx yy", "yy zz", "zz"])  # a new native index: the entry is bound anew
+    index.index(["xx yy", "yy zz", "zz"])  # a new native index: searches read the new pair
     assert index.search("zz", 2).ids.tolist() == [[2, 1]]
     index.add(["zz zz zz"])
     index.remove([2])
@@ -154,7 +139,7 @@ def test_an_index_is_freed_without_the_cycle_collector():
     gc.disable()
     try:
         del index
-        assert gone() is None  # the entry holds the native parts, not the BM25Index
+        assert gone() is None  # nothing the index holds refers back to it
     finally:
         gc.enable()
 
@@ -202,8 +187,8 @@ def _searches_while_replaced(args, searches, swaps):
 
 
 def test_str_searches_on_threads_while_the_index_is_replaced():
-    # Each entry holds its own encoder and native index: a search that runs while index()
-    # swaps them answers from one whole index, the old or the new, never a mix.
+    # A search reads the encoder and the native index as one pair: one that runs while
+    # index() swaps them answers from one whole index, the old or the new, never a mix.
     _searches_while_replaced(("bb", 3, 1), searches=300, swaps=40)
 
 
@@ -211,7 +196,7 @@ def test_str_searches_on_threads_while_the_index_is_replaced():
                                   ("bb", 3, 1, "auto", [0, 1, 2, 3])],
                          ids=["list", "algorithm", "allow"])
 def test_batch_searches_on_threads_while_the_index_is_replaced(args):
-    # The checked path too reads the encoder and the native index as one pair: index()
-    # once set them one after the other, so a search between the two encoded its words
-    # with one vocabulary and scored them in the other index (a silent wrong answer).
+    # Lists, algorithms and filters too: index() once set the pair's parts one after the
+    # other, so a search between the two encoded its words with one vocabulary and scored
+    # them in the other index (a silent wrong answer).
     _searches_while_replaced(args, searches=300, swaps=120)

@@ -11,8 +11,7 @@
 namespace ragcore {
 namespace {
 
-// From this batch the blocked path wins, as bench/crossover.py finds (BENCHMARKS.md,
-// "Scan / blocked crossover"). Narrow storage crosses later because its scan reads
+// From this batch the blocked path wins, as bench/calibrate/crossover.py finds. Narrow storage crosses later because its scan reads
 // half the bytes while its blocked path converts every tile.
 constexpr size_t kBlockedFromBatchAvx512[kNumStorage] = {8, 16, 16};
 constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};
@@ -61,7 +60,7 @@ class FlatSearch {
     if (bf16_) bf16_queries_ = prepare_bf16_queries(bf16_->level, a_.queries, a_.query_stride, a_.nq, a_.d);
 
     double work = static_cast<double>(a_.n) * a_.nq * a_.d;
-    // Work for one thread skips hardware_concurrency (microseconds: the one-query path).
+    // Work for one thread skips hardware_concurrency (a call that costs microseconds).
     int threads = work < 2 * kMinWorkPerThread ? 1 : resolve_threads(a_.n_threads);
     threads = static_cast<int>(std::max(1.0, std::min<double>(threads, work / kMinWorkPerThread)));
 

@@ -23,7 +23,7 @@ constexpr size_t kMaxM = 512;  // bounds the walk's neighbour buffer
 // heuristic then finds the farther, more diverse links that a node inserted into a
 // sparser graph got, which a walk of ef_construction (the nearest nodes only) misses;
 // with 1x the recall of a delete-and-re-add-50% graph stayed 0.01 behind a fresh
-// build at ef 64 (bench/hnsw_churn.py), with 2x it is ahead, for twice the remove time.
+// build at ef 64 (bench/calibrate/hnsw_churn.py), with 2x it is ahead, for twice the remove time.
 constexpr size_t kRepairEfFactor = 2;
 
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("HNSW: " + what); }
@@ -824,42 +824,63 @@ HnswIndex::Snapshot HnswIndex::snapshot() const {
   return out;
 }
 
-void HnswIndex::restore(const HnswArrays& a, bool borrow_vectors) {
+namespace {
+
+// What restore's checks of the slots find: each live id's slot, and the top level (-1: none).
+struct RestoredSlots {
+  std::unordered_map<int64_t, uint32_t> slot_of;
+  int top = -1;
+};
+
+// The arrays a graph of a.slots slots needs are all there.
+void check_present(const HnswParams& p, const HnswArrays& a) {
   const size_t n = a.slots;
   if (n > std::numeric_limits<uint32_t>::max()) fail("too many slots");
   if (n && (!a.vectors || !a.ids || !a.levels || !a.links0 || !a.upper_offsets))
     fail("missing arrays");
-  if (p_.metric == Metric::L2 && n && !a.sq_norms) fail("L2 needs sq_norms");
-  const size_t w0 = 1 + 2 * p_.M, wu = 1 + p_.M;
-  std::unordered_map<int64_t, uint32_t> slot_of;
-  int top = -1;
-  for (size_t s = 0; s < n; ++s) {
+  if (p.metric == Metric::L2 && n && !a.sq_norms) fail("L2 needs sq_norms");
+}
+
+// Levels in [-1, kMaxLevel], -1 exactly on the free slots (id < 0), each live id once,
+// finite squared norms (L2).
+RestoredSlots checked_slots(const HnswParams& p, const HnswArrays& a) {
+  RestoredSlots out;
+  for (size_t s = 0; s < a.slots; ++s) {
     const int32_t lv = a.levels[s];
     if (lv < -1 || lv > kMaxLevel) fail("slot " + std::to_string(s) + " has level " + std::to_string(lv));
     if ((lv < 0) != (a.ids[s] < 0)) fail("slot " + std::to_string(s) + ": id and level disagree");
-    if (lv >= 0 && !slot_of.emplace(a.ids[s], static_cast<uint32_t>(s)).second)
+    if (lv >= 0 && !out.slot_of.emplace(a.ids[s], static_cast<uint32_t>(s)).second)
       fail("id " + std::to_string(a.ids[s]) + " appears twice");
-    top = std::max(top, static_cast<int>(lv));
-    if (lv >= 0 && p_.metric == Metric::L2 && !std::isfinite(a.sq_norms[s]))
+    out.top = std::max(out.top, static_cast<int>(lv));
+    if (lv >= 0 && p.metric == Metric::L2 && !std::isfinite(a.sq_norms[s]))
       fail("sq_norms are not finite");
   }
+  return out;
+}
+
+// One neighbour list of slot s on a level: its count within the level's degree, each
+// neighbour a slot of the index that is present on that level.
+void check_list(const HnswParams& p, const HnswArrays& a, size_t s, const uint32_t* list,
+                int level) {
+  const size_t cap = level == 0 ? 2 * p.M : p.M;
+  if (list[0] > cap) fail("slot " + std::to_string(s) + " has " + std::to_string(list[0]) +
+                          " neighbours on level " + std::to_string(level) + " (at most " +
+                          std::to_string(cap) + ")");
+  for (uint32_t j = 0; j < list[0]; ++j) {
+    const uint32_t nb = list[1 + j];
+    if (nb >= a.slots) fail("slot " + std::to_string(s) + " links to " + std::to_string(nb) +
+                            ", outside the index of " + std::to_string(a.slots) + " slots");
+    if (a.levels[nb] < level) fail("slot " + std::to_string(s) + " links to slot " +
+                                   std::to_string(nb) + ", which is not on level " +
+                                   std::to_string(level));
+  }
+}
+
+// Every slot's lists: upper offsets that match its level and stay inside upper, no
+// neighbours on a free slot, every list checked, so that a walk follows any link unchecked.
+void check_links(const HnswParams& p, const HnswArrays& a) {
+  const size_t n = a.slots, w0 = 1 + 2 * p.M, wu = 1 + p.M;
   if (n && a.upper_offsets[0] != 0) fail("upper offsets must start at 0");
-  // Every list: count within the degree, neighbours inside the index, live, and
-  // present on that level, so a walk can follow any link without a check.
-  auto check_list = [&](size_t s, const uint32_t* list, int level) {
-    const size_t cap = level == 0 ? 2 * p_.M : p_.M;
-    if (list[0] > cap) fail("slot " + std::to_string(s) + " has " + std::to_string(list[0]) +
-                            " neighbours on level " + std::to_string(level) + " (at most " +
-                            std::to_string(cap) + ")");
-    for (uint32_t j = 0; j < list[0]; ++j) {
-      const uint32_t nb = list[1 + j];
-      if (nb >= n) fail("slot " + std::to_string(s) + " links to " + std::to_string(nb) +
-                        ", outside the index of " + std::to_string(n) + " slots");
-      if (a.levels[nb] < level) fail("slot " + std::to_string(s) + " links to slot " +
-                                     std::to_string(nb) + ", which is not on level " +
-                                     std::to_string(level));
-    }
-  };
   for (size_t s = 0; s < n; ++s) {
     const int64_t lo = a.upper_offsets[s], hi = a.upper_offsets[s + 1];
     const int64_t want = static_cast<int64_t>(std::max(a.levels[s], 0)) * static_cast<int64_t>(wu);
@@ -870,14 +891,33 @@ void HnswIndex::restore(const HnswArrays& a, bool borrow_vectors) {
       if (a.links0[s * w0] != 0) fail("free slot " + std::to_string(s) + " has neighbours");
       continue;
     }
-    check_list(s, a.links0 + s * w0, 0);
-    for (int l = 1; l <= a.levels[s]; ++l) check_list(s, a.upper + lo + (l - 1) * wu, l);
+    check_list(p, a, s, a.links0 + s * w0, 0);
+    for (int l = 1; l <= a.levels[s]; ++l) check_list(p, a, s, a.upper + lo + (l - 1) * wu, l);
   }
   if (n && static_cast<uint64_t>(a.upper_offsets[n]) != a.upper_len) fail("upper list length");
-  if (slot_of.empty() ? a.entry != -1
-                      : (a.entry < 0 || static_cast<size_t>(a.entry) >= n || a.levels[a.entry] != top))
-    fail("entry point is not a node of the top level");
+}
 
+// The entry point: -1 when no slot is live, else a live slot on the top level.
+void check_entry(const HnswArrays& a, const RestoredSlots& found) {
+  if (found.slot_of.empty() ? a.entry != -1
+                            : (a.entry < 0 || static_cast<size_t>(a.entry) >= a.slots ||
+                               a.levels[a.entry] != found.top))
+    fail("entry point is not a node of the top level");
+}
+
+}  // namespace
+
+void HnswIndex::restore(const HnswArrays& a, bool borrow_vectors) {
+  check_present(p_, a);
+  RestoredSlots found = checked_slots(p_, a);
+  check_links(p_, a);
+  check_entry(a, found);
+  adopt(a, borrow_vectors, std::move(found.slot_of), found.top);
+}
+
+void HnswIndex::adopt(const HnswArrays& a, bool borrow_vectors,
+                      std::unordered_map<int64_t, uint32_t>&& slot_of, int top) {
+  const size_t n = a.slots, w0 = 1 + 2 * p_.M;
   std::unique_lock<std::shared_mutex> lock(rw_);
   borrowed_ = borrow_vectors;
   if (borrow_vectors) {

@@ -33,7 +33,7 @@ void check_layout(const IvfPq4SearchArgs& a) {
 
 // Up to this many queries the coarse step scores the centroids directly: for a batch
 // of one, FlatIndex's search (thread choice, top-k queues, result padding) costs more
-// than the dot products themselves (bench/pq4.py, batch 1).
+// than the dot products themselves.
 constexpr size_t kFewQueries = 4;
 
 // The `probes` lists nearest to q (squared L2, ties to the lower list), nearest first.

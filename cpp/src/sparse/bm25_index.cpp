@@ -40,8 +40,8 @@ void count_terms(const uint32_t* words, size_t n, const int64_t* word_to_term, s
 }
 
 // Which algorithm `Auto` runs, from the query's postings P (the summed lengths
-// of its lists), k and the index's slots N, as bench/bm25_algorithms.py measured
-// it (BENCHMARKS.md, "BM25 query algorithms: what `auto` runs"):
+// of its lists), k and the index's slots N, as bench/calibrate/bm25_algorithms.py
+// measures it:
 //  - Exhaustive when (P / k) * (N / k) < kExhaustiveBelow: few candidates, or
 //    few documents, per result. Exhaustive costs its postings plus two sweeps
 //    of an N-bit bitmap; pruning saves little when k nears P (the k-th score is
@@ -367,7 +367,7 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
     }
   } else {
     // Enough blocks for about 4k documents (at least 2), the size that measured
-    // fastest on the zipf corpus of bench/bm25.py at k = 10 and 100.
+    // fastest on the Zipfian corpus of bench/_zipf.py at k = 10 and 100.
     queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(2, 4 * k / kBlockSize + 1),
                                      allowed));
     if (algorithm == QueryAlgorithm::MaxScore) {

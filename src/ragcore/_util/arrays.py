@@ -41,11 +41,12 @@ def to_numpy(x, name: str) -> np.ndarray:
     )
 
 
-def as_float_matrix(x, name: str, dim: int | None = None) -> np.ndarray:
+def as_float_matrix(x, name: str, dim: int | None = None, check_values: bool = True) -> np.ndarray:
     """x as a 2-D float32 array with contiguous rows; a 1-D x is one row.
 
     Copies only when the dtype or the layout requires it, with a CopyWarning.
-    Raises on wrong ndim, wrong dimension, non-float dtype, NaN or infinity.
+    Raises on wrong ndim, wrong dimension, non-float dtype, and (check_values) on NaN,
+    infinity or a norm above MAX_NORM.
     """
     arr = to_numpy(x, name)
     if arr.ndim == 1:
@@ -76,52 +77,31 @@ def as_float_matrix(x, name: str, dim: int | None = None) -> np.ndarray:
             stacklevel=3,
         )
         arr = np.ascontiguousarray(arr)
-    _check_finite(arr, name)
-    _check_magnitude(arr, name)
+    if check_values:
+        _check_finite(arr, name)
+        _check_magnitude(arr, name)
     return arr
 
 
 _FLOAT32 = np.dtype(np.float32)
 
 
-def one_float32_row(x, dim: int):
-    """x as a (1, dim) view when it already is one contiguous float32 vector (1-D, or one
-    row) with finite values and a norm in range; None otherwise (then as_float_matrix
-    converts, checks and explains). A few hundred nanoseconds: the single-query path."""
-    if type(x) is not np.ndarray or x.dtype != _FLOAT32 or not x.flags.c_contiguous:
-        return None
-    if x.shape == (dim,):
-        row = x
-    elif x.shape == (1, dim):
-        row = x[0]
-    else:
-        return None
-    if not float(row.dot(row)) <= ONE_ROW_SQ_NORM_LIMIT:  # also False for NaN
-        return None
-    return row[None, :]
-
-
-def plain_row_args(n_threads, *counts) -> bool:
-    """True when n_threads is a plain int in [0, 2**16) and every count (k, nprobe,
-    rescore) a plain int in [1, 2**31): what the one-query native paths take unchecked;
-    anything else (bool, numpy integers, out of range) goes through the full checks."""
-    if type(n_threads) is not int or not 0 <= n_threads < _MAX_THREADS:
-        return False
-    for v in counts:
-        if type(v) is not int or not 0 < v < _PLAIN_COUNT_LIMIT:
-            return False
-    return True
-
-
-_PLAIN_COUNT_LIMIT = 1 << 31
+def as_query_rows(x, dim: int) -> np.ndarray:
+    """queries as every native search entry takes them: float32, dim values per row, one row
+    (1-D) or one per row (2-D), the elements of a row contiguous; other input is converted as
+    as_float_matrix converts it. Their values (finite, norm at most MAX_NORM) are checked by
+    the native entry, once, for one query as for a batch."""
+    # `is`: numpy's float32 descriptor is one object; another equal one takes the long way.
+    if type(x) is np.ndarray and x.dtype is _FLOAT32 and x.flags.c_contiguous:
+        shape = x.shape
+        if shape == (dim,) or (len(shape) == 2 and shape[1] == dim):
+            return x
+    return as_float_matrix(x, "queries", dim, check_values=False)
 
 
 # Scores are float32: with norms up to 1e18 a dot product or squared distance stays
 # below float32's maximum (3.4e38); beyond that it could overflow to inf or NaN.
 MAX_NORM = 1e18
-# A float32 sum of squares below this is under MAX_NORM ** 2 whatever its rounding; one
-# above (or NaN, or inf) goes through as_float_matrix's exact checks and messages.
-ONE_ROW_SQ_NORM_LIMIT = 0.99 * MAX_NORM**2
 
 
 def _check_magnitude(arr: np.ndarray, name: str) -> None:
@@ -189,6 +169,8 @@ def as_id_array(ids, name: str, count: int) -> np.ndarray:
 
 
 def check_positive_int(value, name: str) -> int:
+    if type(value) is int and value >= 1:  # the common case, first: it is checked per call
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     if value < 1:
@@ -211,6 +193,8 @@ def check_limit(value, name: str, limit: int) -> int:
 
 
 def check_threads(value) -> int:
+    if type(value) is int and 0 <= value <= _MAX_THREADS:  # the common case, first
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"n_threads must be an integer, got {type(value).__name__}")
     if value < 0:

@@ -8,10 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .._util.arrays import ONE_ROW_SQ_NORM_LIMIT, plain_row_args
 from .._util.file_checks import FileFields
 from . import _pq4_codes as codes_
-from ._ivf_storage_base import DEFAULT_RESCORE, Coarse, Found, IvfStorage, Snapshot
+from ._ivf_storage_base import Coarse, Found, IvfStorage, Snapshot
 from ._lists import Lists
 
 
@@ -55,21 +54,8 @@ class Pq4Storage(IvfStorage):
         scores, ids = _core.ivf_pq4_search(
             coarse.centroids, coarse.sq_norms, lists.offsets, block_offsets, packed,
             self.m, self.by_dim, lists.exact, lists.sq_norms, lists.ids, coarse.metric,
-            np.ascontiguousarray(q), k, nprobe=nprobe, rescore=rescore, allow=mask,
-            allow_by_row=by_row, n_threads=n_threads)
+            np.ascontiguousarray(q), k, nprobe, rescore, mask, by_row, n_threads)
         return Found(scores, ids, {}, {})
-
-    def search_row(self, snapshot: Snapshot, coarse: Coarse, query, k, nprobe, rescore,
-                   n_threads) -> Found | None:
-        rescore = DEFAULT_RESCORE if rescore is None else rescore
-        if not plain_row_args(n_threads, rescore):
-            return None
-        lists, (packed, block_offsets) = snapshot.lists, snapshot.derived
-        found = _core.ivf_pq4_search_row(
-            coarse.centroids, coarse.sq_norms, lists.offsets, block_offsets, packed,
-            self.m, self.by_dim, lists.exact, lists.sq_norms, lists.ids, coarse.metric, query,
-            k, nprobe, rescore, ONE_ROW_SQ_NORM_LIMIT, n_threads)
-        return None if found is None else Found(*found, {}, {})
 
     def scanned_bytes(self) -> int:
         return (self.m + 1) // 2

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .._util.arrays import ONE_ROW_SQ_NORM_LIMIT, plain_row_args
 from .._util.file_checks import FileFields
-from ._ivf_storage_base import DEFAULT_RESCORE, Coarse, Found, IvfStorage, Snapshot
+from ._ivf_storage_base import Coarse, Found, IvfStorage, Snapshot
 from ._sq8 import checked_ranges, encode_sq8, train_sq8
 from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, to_float32, to_storage
 
@@ -33,25 +32,10 @@ class FloatStorage(IvfStorage):
         lists = snapshot.lists
         code_min, code_scale = self._code_ranges()
         scores, ids, stages = _core.ivf_search(
-            lists.rows, q, k, centroids=coarse.centroids, centroid_sq_norms=coarse.sq_norms,
-            list_offsets=lists.offsets, storage=NATIVE_STORAGE[self.dtype], ids=lists.ids,
-            sq_norms=lists.sq_norms, metric=coarse.metric, nprobe=nprobe, code_min=code_min,
-            code_scale=code_scale, exact_rows=lists.exact, rescore=rescore, allow=mask,
-            allow_by_row=by_row, n_threads=n_threads)
-        return Found(scores, ids, stages, {})
-
-    def search_row(self, snapshot: Snapshot, coarse: Coarse, query, k, nprobe, rescore,
-                   n_threads) -> Found | None:
-        rescore = DEFAULT_RESCORE if rescore is None else rescore
-        if not plain_row_args(n_threads, rescore):
-            return None
-        lists = snapshot.lists
-        code_min, code_scale = self._code_ranges()
-        found = _core.ivf_search_row(
-            lists.rows, query, k, coarse.centroids, coarse.sq_norms, lists.offsets,
+            lists.rows, q, k, coarse.centroids, coarse.sq_norms, lists.offsets,
             NATIVE_STORAGE[self.dtype], lists.ids, lists.sq_norms, coarse.metric, nprobe,
-            code_min, code_scale, lists.exact, rescore, ONE_ROW_SQ_NORM_LIMIT, n_threads)
-        return None if found is None else Found(*found, {}, {})
+            code_min, code_scale, lists.exact, rescore, mask, by_row, n_threads)
+        return Found(scores, ids, stages, {})
 
     def _code_ranges(self) -> tuple:
         """(code_min, code_scale) of the 8-bit codes; None, None for float rows."""

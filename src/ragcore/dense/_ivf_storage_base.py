@@ -107,12 +107,6 @@ class IvfStorage:
                rescore, mask, by_row: bool, n_threads: int) -> Found:
         raise NotImplementedError
 
-    def search_row(self, snapshot: Snapshot, coarse: Coarse, query, k: int, nprobe: int, rescore,
-                   n_threads: int) -> Found | None:
-        """search of one contiguous, finite float32 row, checked natively; None where the
-        row or rescore is not what the native row path takes unchecked."""
-        raise NotImplementedError
-
     # ---- sizes -------------------------------------------------------------
 
     def scanned_bytes(self) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _core
 from .._util.allow import allow_mask
 from .._util.arrays import (
-    MAX_DIM, ONE_ROW_SQ_NORM_LIMIT, as_float_matrix, check_choice, check_limit,
+    MAX_DIM, as_float_matrix, as_query_rows, check_choice, check_limit,
     check_positive_int, check_threads,
 )
 from .._util.devices import to_device
@@ -186,41 +186,24 @@ class FlatIndex:
         id list or array, or a boolean mask indexed by id); applied inside the
         scan, so a row is padded only when fewer than k allowed vectors exist.
         """
-        if (allow is None and type(k) is int and k > 0 and type(n_threads) is int
-                and n_threads >= 0 and self._metric != "cosine" and not self._search_options
-                and self._compute == "float32"):
-            found = self._search_row(queries, k, n_threads)  # one clean row: checked natively
-            if found is not None:
-                return Hits.of_native(*found)
         k = check_positive_int(k, "k")
         n_threads = check_threads(n_threads)
-        q = as_float_matrix(queries, "queries", self._dim)
         if self._metric == "cosine":
-            q = normalized(q, "queries")
-        with self._lock:
-            n = self._n
-            vectors, ids = self._vectors[:n], self._ids[:n]
-            sq_norms = self._sq_norms[:n] if self._metric == "l2" else None
-        filtered = {}
-        if allow is not None:
-            mask, by_row = allow_mask(allow, ids)
-            filtered = {"allow": mask, "allow_by_row": by_row}
-        if self._compute == "bfloat16":
-            filtered["bf16_compute"] = True
-        scores, out_ids = _core.flat_search(
-            vectors, q, k, storage=NATIVE_STORAGE[self._dtype], metric=NATIVE_METRIC[self._metric],
-            ids=ids, sq_norms=sq_norms, n_threads=n_threads, **filtered, **self._search_options,
-        )
-        return Hits(scores, out_ids)
-
-    def _search_row(self, query, k: int, n_threads: int):
-        """(scores, ids) of one contiguous, finite float32 row; None for anything else."""
-        with self._lock:
+            q = normalized(as_float_matrix(queries, "queries", self._dim), "queries")
+        else:
+            q = as_query_rows(queries, self._dim)  # values checked natively, once
+        with self._lock:  # the first n rows of these buffers: the index as of this search
             n, vectors, ids = self._n, self._vectors, self._ids
             sq_norms = self._sq_norms if self._metric == "l2" else None
-        return _core.flat_search_row(vectors, n, query, k, NATIVE_STORAGE[self._dtype],
-                                     NATIVE_METRIC[self._metric], ids, sq_norms,
-                                     ONE_ROW_SQ_NORM_LIMIT, n_threads)
+        mask, by_row = (None, False) if allow is None else allow_mask(allow, ids[:n])
+        args = (vectors, n, q, k, NATIVE_STORAGE[self._dtype], NATIVE_METRIC[self._metric], ids,
+                sq_norms, n_threads, mask, by_row, self._compute == "bfloat16")
+        # Options by keyword only when a test or benchmark set them: a keyword dict, even an
+        # empty one, sends pybind11 through its slower argument matching.
+        options = self._search_options
+        scores, out_ids = (_core.flat_search(*args, **options) if options
+                           else _core.flat_search(*args))
+        return Hits.of_native(scores, out_ids)
 
     # ---- copies and devices --------------------------------------------
 

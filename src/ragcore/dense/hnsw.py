@@ -8,8 +8,8 @@ import numpy as np
 
 from .. import _core
 from .._util.allow import allow_mask
-from .._util.arrays import (MAX_DIM, ONE_ROW_SQ_NORM_LIMIT, as_float_matrix, check_choice,
-                            check_positive_int, check_threads, plain_row_args, raw_ids)
+from .._util.arrays import (MAX_DIM, as_float_matrix, as_query_rows, check_choice,
+                            check_positive_int, check_threads, raw_ids)
 from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
 from .._util.ids import check_known_ids, check_new_ids
@@ -32,8 +32,8 @@ DEFAULT_EF = 64
 # A filtered search scores the allowed vectors exactly when they number at most
 # EXACT_FILTER_FACTOR * sqrt(ef * M * n): a walk that keeps ef allowed results out of a
 # fraction s = allowed / n expands about ef / s nodes of about 2M neighbours each, which
-# costs more than scoring the allowed set once allowed**2 < c * ef * M * n. bench/hnsw_filter.py
-# puts the crossover between 0.9 and 1.3 x sqrt(ef * M * n) at n = 20,000 and 80,000 (same section).
+# costs more than scoring the allowed set once allowed**2 < c * ef * M * n
+# (bench/calibrate/hnsw_filter.py measures the crossover).
 EXACT_FILTER_FACTOR = 1.0
 _NO_ROWS = np.empty(0, dtype=np.int64)
 
@@ -187,29 +187,25 @@ class HNSWIndex:
         """
         if ef is None:
             ef = self._ef
-        if allow is None and self._metric != "cosine" and plain_row_args(n_threads, k, ef):
-            found = self._graph.search_row(queries, k, ef, ONE_ROW_SQ_NORM_LIMIT, n_threads)
-            if found is not None:  # one clean row, checked natively
-                return Hits.of_native(*found)
         k = check_positive_int(k, "k")
         ef = check_ef(ef, "ef")
         n_threads = check_threads(n_threads)
-        q = as_float_matrix(queries, "queries", self._dim)
         if self._metric == "cosine":
-            q = normalized(q, "queries")
-        filtered = {}
+            q = normalized(as_float_matrix(queries, "queries", self._dim), "queries")
+        else:
+            q = as_query_rows(queries, self._dim)  # values checked natively, once
+        mask = allow_ids = None
+        exact_below = 0
         if allow is not None:
             mask, by_row = allow_mask(allow, _NO_ROWS)
             if by_row:  # ids too sparse for a mask by id: the graph maps them to slots itself
-                filtered["allow_ids"] = np.ascontiguousarray(raw_ids(allow, "allow"), dtype=np.int64)
-            else:
-                filtered["allow"] = mask
-            filtered["exact_below"] = exact_filter_limit(len(self), ef, self._M)
-        scores, ids, exact, allowed = self._graph.search(q, k, ef=ef, n_threads=n_threads,
-                                                         **filtered)
+                mask, allow_ids = None, np.ascontiguousarray(raw_ids(allow, "allow"), dtype=np.int64)
+            exact_below = exact_filter_limit(len(self), ef, self._M)
+        scores, ids, exact, allowed = self._graph.search(q, k, ef, mask, allow_ids, exact_below,
+                                                         n_threads)
         if allow is not None:
             self._local.last = {"exact": bool(exact), "allowed": int(allowed)}
-        return Hits(scores, ids)
+        return Hits.of_native(scores, ids)
 
     # ---- persistence ----------------------------------------------------
 

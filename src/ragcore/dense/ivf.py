@@ -10,7 +10,7 @@ from .. import _core
 from .._util.allow import allow_mask
 from .._util.arrays import (
     MAX_DIM, MAX_NLIST, as_float_matrix, check_choice, check_limit, check_positive_int,
-    check_threads, one_float32_row, plain_row_args,
+    as_query_rows, check_threads,
 )
 from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
@@ -130,8 +130,7 @@ class IVFIndex:
     @property
     def last_stage_seconds(self) -> dict:
         """Seconds per stage (coarse, scan, rescore) of this thread's last search; empty
-        after a search of one clean row, whose native path takes no stage times, and for
-        the pq4 and rabitq scans, which take none."""
+        for the pq4 and rabitq scans, which take none."""
         return dict(getattr(self._local, "stages", {}))
 
     @property
@@ -279,9 +278,7 @@ class IVFIndex:
         self._snapshot: Snapshot = self._storage.attach(lists)
 
     def _prepared(self, vectors, name: str) -> np.ndarray:
-        x = one_float32_row(vectors, self._dim)  # the single-query path: no copy, few checks
-        if x is None:
-            x = as_float_matrix(vectors, name, self._dim)
+        x = as_float_matrix(vectors, name, self._dim)
         return normalized(x, name) if self._metric == "cosine" else x
 
     def _set_trained(self, centroids: np.ndarray, fitted) -> None:
@@ -311,11 +308,6 @@ class IVFIndex:
             None: 4); rabitq: "bound", "all" or a count per result (None: the index's).
         n_threads: 0 uses all cores.
         """
-        if allow is None and self._metric != "cosine":
-            found = self._search_row(queries, k, nprobe, rescore, n_threads)
-            if found is not None:  # one clean row with plain arguments, checked natively
-                self._local.stages, self._local.counts = found.stages, found.counts
-                return Hits.of_native(found.scores, found.ids)
         self._require_trained("search")
         k = check_positive_int(k, "k")
         nprobe = min(8, self._nlist) if nprobe is None else check_positive_int(nprobe, "nprobe")
@@ -323,25 +315,17 @@ class IVFIndex:
             raise ValueError(f"nprobe must be between 1 and nlist={self._nlist}, got {nprobe}")
         rescore = self._storage.checked_rescore(rescore)
         n_threads = check_threads(n_threads)
-        q = self._prepared(queries, "queries")
+        if self._metric == "cosine":
+            q = normalized(as_float_matrix(queries, "queries", self._dim), "queries")
+        else:
+            q = as_query_rows(queries, self._dim)  # values checked natively, once
         snapshot = self._snapshot  # one for the whole search
         lists = snapshot.lists
         mask, by_row = (None, False) if allow is None else allow_mask(allow, lists.ids)
         found = self._storage.search(snapshot, self._coarse, q, k, nprobe, rescore, mask, by_row,
                                      n_threads)
         self._local.stages, self._local.counts = found.stages, found.counts
-        return Hits(found.scores, found.ids)
-
-    def _search_row(self, query, k, nprobe, rescore, n_threads):
-        """The storage's Found for one contiguous, finite float32 row with plain int
-        arguments in range; None for anything else."""
-        if nprobe is None:
-            nprobe = min(8, self._nlist)
-        if (self._coarse is None or not plain_row_args(n_threads, k, nprobe)
-                or nprobe > self._nlist):
-            return None
-        return self._storage.search_row(self._snapshot, self._coarse, query, k, nprobe, rescore,
-                                        n_threads)
+        return Hits.of_native(found.scores, found.ids)
 
     # ---- persistence ----------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .._util.arrays import MAX_NORM, ONE_ROW_SQ_NORM_LIMIT
+from .._util.arrays import MAX_NORM
 from .._util.file_checks import FileFields
 from ._ivf_storage_base import Coarse, Found, IvfStorage, Snapshot
 from ._rabitq import (
@@ -123,31 +123,16 @@ class RabitqStorage(IvfStorage):
 
     def checked_rescore(self, rescore):
         """(RabitqRescore, count) of "bound", "all" or an integer; None: the index's."""
-        return native_rescore(self.rescore if rescore is None else rescore)
+        return self._native_rescore if rescore is None else native_rescore(rescore)
 
     def search(self, snapshot: Snapshot, coarse: Coarse, q, k, nprobe, rescore, mask, by_row,
                n_threads) -> Found:
         lists, (mode, count) = snapshot.lists, rescore
         scores, ids, counts = _core.rabitq_ivf_search(
-            lists.rows, q, k, centroids=coarse.centroids, centroid_sq_norms=coarse.sq_norms,
-            rotation=self.rotation, bits=self.bits, list_offsets=lists.offsets, ids=lists.ids,
-            exact_rows=lists.exact, sq_norms=lists.sq_norms, metric=coarse.metric,
-            nprobe=nprobe, rescore=mode, rescore_count=count, epsilon=self.epsilon, allow=mask,
-            allow_by_row=by_row, n_threads=n_threads, fast_blocks=self._fast_blocks(snapshot))
+            lists.rows, q, k, coarse.centroids, coarse.sq_norms, self.rotation, self.bits,
+            lists.offsets, lists.ids, lists.exact, lists.sq_norms, coarse.metric, nprobe, mode,
+            count, self.epsilon, mask, by_row, n_threads, None, self._fast_blocks(snapshot))
         return Found(scores, ids, {}, counts)
-
-    def search_row(self, snapshot: Snapshot, coarse: Coarse, query, k, nprobe, rescore,
-                   n_threads) -> Found | None:
-        """Only with the index's rescore (None), which is checked already."""
-        if rescore is not None:
-            return None
-        lists, (mode, count) = snapshot.lists, self._native_rescore
-        found = _core.rabitq_ivf_search_row(
-            lists.rows, query, k, coarse.centroids, coarse.sq_norms, self.rotation,
-            self.bits, lists.offsets, lists.ids, lists.exact, lists.sq_norms,
-            coarse.metric, nprobe, mode, count, self.epsilon,
-            self._fast_blocks(snapshot), ONE_ROW_SQ_NORM_LIMIT, n_threads)
-        return None if found is None else Found(found[0], found[1], {}, found[2])
 
     def estimates(self, snapshot: Snapshot, coarse: Coarse, q: np.ndarray, list_number: int):
         """(estimated scores, one-standard-deviation error bounds) of one list's rows."""

@@ -9,8 +9,7 @@ import numpy as np
 from .. import _core
 from .._util.allow import allow_mask
 from .._util.arrays import (
-    ONE_ROW_SQ_NORM_LIMIT, as_float_matrix, check_choice, check_positive_int, check_threads,
-    one_float32_row, plain_row_args,
+    as_float_matrix, as_query_rows, check_choice, check_positive_int, check_threads,
 )
 from .._util.file_checks import FileFields
 from .._util.fileformat import read_index, write_index
@@ -89,9 +88,7 @@ class PQIndex:
         return int(sum(p.nbytes for p in parts if p is not None))
 
     def _prepared(self, vectors, name: str) -> np.ndarray:
-        x = one_float32_row(vectors, self._dim)  # the single-query path: no copy, few checks
-        if x is None:
-            x = as_float_matrix(vectors, name, self._dim)
+        x = as_float_matrix(vectors, name, self._dim)
         return np.ascontiguousarray(normalized(x, name) if self._metric == "cosine" else x)
 
     def _require_trained(self, what: str) -> None:
@@ -157,31 +154,21 @@ class PQIndex:
         allow: only these ids may be returned (an id list or array, or a boolean mask
         indexed by id), applied inside the scan: the candidates are the best allowed ones.
         """
-        if (allow is None and plain_row_args(n_threads, k, rescore) and self._metric != "cosine"
-                and self._centroids is not None):
-            found = self._search_row(queries, k, rescore, n_threads)  # one clean row: checked natively
-            if found is not None:
-                return Hits.of_native(*found)
         self._require_trained("search")
         k = check_positive_int(k, "k")
         rescore = check_positive_int(rescore, "rescore")
         n_threads = check_threads(n_threads)
-        q = self._prepared(queries, "queries")
+        if self._metric == "cosine":
+            q = self._prepared(queries, "queries")
+        else:  # values checked natively, once
+            q = np.ascontiguousarray(as_query_rows(queries, self._dim))
         with self._lock:
             packed, exact, ids, sq_norms = self._packed, self._exact, self._ids, self._sq_norms
         mask, by_row = (None, False) if allow is None else allow_mask(allow, ids)
         scores, out_ids = _core.pq4_search(
             packed, self._m, self._by_dim, exact, sq_norms, ids, NATIVE_METRIC[self._metric],
-            q, k, rescore=rescore, n_threads=n_threads, allow=mask, allow_by_row=by_row)
-        return Hits(scores, out_ids)
-
-    def _search_row(self, query, k: int, rescore: int, n_threads: int):
-        """(scores, ids) of one contiguous, finite float32 row; None for anything else."""
-        with self._lock:
-            packed, exact, ids, sq_norms = self._packed, self._exact, self._ids, self._sq_norms
-        return _core.pq4_search_row(packed, self._m, self._by_dim, exact, sq_norms, ids,
-                                    NATIVE_METRIC[self._metric], query, k, rescore,
-                                    ONE_ROW_SQ_NORM_LIMIT, n_threads)
+            q, k, rescore, n_threads, None, mask, by_row)
+        return Hits.of_native(scores, out_ids)
 
     # ---- persistence ----------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Sharded search on Ray: ``ShardedIndex`` holds shards of any ragcore index in Ray actors,
-fans every search out to them and merges the per-shard top-k (``merge_hits``).
+fans every search out to them and merges the per-shard top-k (``merge_hits``);
+``ShardedCollection`` does the same for Collections, with replicas and global BM25 statistics.
 
 Ray is imported only when a ShardedIndex is made (install it with ``pip install 'ray>=2.9'``,
 the ``dist`` extra); ``merge_hits``, ``shard_of`` and ``shard_paths`` are plain numpy.
@@ -9,5 +10,8 @@ from .merge import merge_hits
 from .routing import shard_of, shard_paths
 from ..errors import ShardError
 from .sharded import ShardedIndex
+from .sharded_collection import ShardedCollection
+from .routing import document_shards
 
-__all__ = ["ShardError", "ShardedIndex", "merge_hits", "shard_of", "shard_paths"]
+__all__ = ["ShardError", "ShardedCollection", "ShardedIndex", "document_shards", "merge_hits",
+           "shard_of", "shard_paths"]

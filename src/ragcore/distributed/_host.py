@@ -62,6 +62,10 @@ class ShardHost:
         search = self._index.search
         return search(queries, k, **self._threads(search, kwargs))
 
+    def statistics(self, queries):
+        """This shard's part of the global BM25 statistics of the queries."""
+        return self._index.statistics(queries)
+
     def add(self, data, ids) -> int:
         self._index.add(data, ids=ids, **self._threads(self._index.add, {}))
         return len(self._index)

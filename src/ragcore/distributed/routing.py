@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import numpy as np
@@ -31,3 +32,17 @@ def shard_paths(directory, n_shards: int) -> list[str]:
     directory = os.fspath(directory)
     return [os.path.join(directory, f"shard-{i:05d}-of-{n_shards:05d}.rc")
             for i in range(n_shards)]
+
+
+def document_shards(ids, n_shards: int) -> np.ndarray:
+    """The shard of each document id (int or str) of a ShardedCollection: ints as
+    ``shard_of``; a str by the first 8 bytes of its blake2b digest, so every process and
+    machine routes it alike (Python's own str hash changes between processes)."""
+    keys = np.empty(len(ids), dtype=np.int64)
+    for i, uid in enumerate(ids):
+        if isinstance(uid, str):
+            digest = hashlib.blake2b(uid.encode("utf-8"), digest_size=8).digest()
+            keys[i] = int.from_bytes(digest, "little") >> 1  # non-negative int64
+        else:
+            keys[i] = int(uid)
+    return shard_of(keys, n_shards)

@@ -10,6 +10,7 @@ import numpy as np
 from .._util.arrays import check_positive_int, raw_ids
 from .._util.ids import auto_ids, check_new_ids
 from ..hits import Hits
+from ..sparse.statistics import combine_statistics
 from ._actors import actor_options_per_shard, gather, start_actors
 from ._checks import as_items, check_disjoint, common_params, take
 from ._ray import connect
@@ -46,9 +47,12 @@ class ShardedIndex:
       checking that no shard holds it yet; ids must be unique across shards.
     - remove: the ids are looked up on every shard (files loaded by ``from_files`` need not
       follow the hash), then removed where they are.
-    - BM25 shards score with their own N, avgdl and df (BM25Index cannot take statistics
-      from outside), so sharded BM25 scores differ from one index over all documents.
-      With more than one BM25 shard this is refused unless ``local_statistics=True``.
+    - BM25 shards score with global statistics: a first phase gathers N, the total length
+      and the query terms' document frequencies from every shard (``BM25Index.statistics``),
+      the second scores every shard with their sum, so scores and hits equal one BM25Index
+      over all documents (Elasticsearch's dfs_query_then_fetch). ``local_statistics=True``
+      skips the first phase: each shard then scores with its own N, avgdl and df, and the
+      scores differ from one index's.
 
     add/remove are not atomic across shards: if one shard fails, the others keep their
     change and the ShardError names the shard; a search running during an add may see it
@@ -64,6 +68,7 @@ class ShardedIndex:
         self._lock = threading.Lock()
         self._params = common_params(infos)
         self._type = infos[0]["type"]
+        self._global_statistics = False  # set by _started: BM25 shards, more than one
         ids = self._gather([a.ids.remote() for a in self._actors], "ids")
         check_disjoint(ids)
         self._next_id = max((int(i.max()) + 1 for i in ids if len(i)), default=0)
@@ -86,7 +91,8 @@ class ShardedIndex:
         actor_options: extra ``ray.remote`` options (e.g. ``scheduling_strategy`` for a
             placement group, ``resources``), one dict for all actors or a list of n_shards.
         address: the Ray cluster to join when Ray is not yet initialised in this process.
-        local_statistics: accept BM25 shards scoring with their own statistics.
+        local_statistics: BM25 shards score with their own statistics (one round trip
+            less per search; scores differ from one index's).
         startup_timeout: seconds to wait for the actors to be placed before giving up.
         """
         n_shards = check_positive_int(n_shards, "n_shards")
@@ -139,14 +145,10 @@ class ShardedIndex:
         """The index over actors whose build/load calls are refs; kills them on any error."""
         try:
             infos = gather(ray, refs, what)
-            if len(actors) > 1 and any(info["local_statistics"] for info in infos) \
-                    and not local_statistics:
-                raise ValueError(
-                    f"{infos[0]['type']} shards would score with their own collection "
-                    "statistics (N, avgdl, df), so scores and rankings differ from one index "
-                    "over all documents; pass local_statistics=True to accept that, or use "
-                    "one shard")
-            return cls(actors, infos, _ray=ray)
+            index = cls(actors, infos, _ray=ray)
+            index._global_statistics = (len(actors) > 1 and not local_statistics
+                                        and any(info["local_statistics"] for info in infos))
+            return index
         except BaseException:
             for actor in actors:
                 ray.kill(actor)
@@ -197,6 +199,9 @@ class ShardedIndex:
         # Large batches go to the object store once for all shards; small ones travel
         # inline with each call, which spares a round trip.
         shared = self._ray.put(queries) if _nbytes(queries) > _INLINE_BYTES else queries
+        if self._global_statistics and "statistics" not in search_args:
+            parts = self._gather([a.statistics.remote(shared) for a in actors], "statistics")
+            search_args = {**search_args, "statistics": combine_statistics(parts)}
         refs = [a.search.remote(shared, k, search_args) for a in actors]
         return merge_hits(self._gather(refs, "search"), k)
 

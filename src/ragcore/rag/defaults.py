@@ -2,9 +2,10 @@
 LlamaIndex adapters and the CLI take them from here, so each choice has one value.
 
 They were chosen on held-out questions of three corpora (stdlib_docs, debian_packages,
-man_pages; bench/fusion_settings.py, BENCHMARKS.md "Fusion and analyzer defaults"): convex
-fusion of z-scores with 0.7 on dense was the setting that never lost to the better single
-retriever on any of them, and English stemming raised BM25 on all three.
+man_pages): convex fusion of z-scores with 0.7 on dense was the setting that never lost to the
+better single retriever on any of them, and English stemming raised BM25 on all three.
+bench/tasks/fusion.py (BENCHMARKS.md, "Fusion quality") measures the default against BM25,
+dense and RRF.
 """
 
 from __future__ import annotations

@@ -137,6 +137,32 @@ def bm25_scores(docs, query, k1=1.5, b=0.75, variant="lucene", delta=0.5, lucene
     return scores
 
 
+def bm25_scores_with_statistics(docs, query, n_docs, total_length, doc_freqs, k1=1.5, b=0.75,
+                                variant="lucene", delta=0.5, lucene_norms=False):
+    """float64 scores of one query (a list of terms, repeats counted) for every document of
+    docs (lists of terms) under statistics given from outside: idf from doc_freqs (term ->
+    df) and n_docs, length norms from the average total_length / n_docs (1 if either is 0).
+    A query term of df 0 contributes nothing; one absent from doc_freqs is an error."""
+    if variant not in BM25_VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {', '.join(BM25_VARIANTS)}")
+    idf_fn, tf_fn = BM25_VARIANTS[variant]
+    avgdl = total_length / n_docs if n_docs and total_length else 1.0
+    true_len = np.array([len(d) for d in docs], dtype=np.float64)
+    dl = lucene_norm_length(true_len).astype(np.float64) if lucene_norms else true_len
+    counts = [Counter(d) for d in docs]
+    scores = np.zeros(len(docs), dtype=np.float64)
+    for term in query:
+        df = float(doc_freqs[term])
+        if df == 0:
+            continue
+        tf = np.array([c.get(term, 0) for c in counts], dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            part = tf_fn(tf, dl, avgdl, k1, b, delta)
+        part = np.where(tf > 0, part, bm25_absent_part(variant, k1, delta))
+        scores += idf_fn(df, float(n_docs)) * part
+    return scores
+
+
 def bm25_matches(docs, query) -> np.ndarray:
     """Which documents (lists of tokens) hold at least one token of query: the only BM25
     results, as in Lucene, PISA and tantivy. A document without any query term is not a

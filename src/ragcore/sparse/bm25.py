@@ -17,6 +17,7 @@ from .._util.ids import auto_ids
 from .._util.progress import Progress
 from ..errors import IndexFileError
 from ..hits import Hits
+from .statistics import BM25Statistics, query_terms
 from .tokenizer import WordNormalizer
 from .variants import VARIANTS
 
@@ -89,15 +90,13 @@ class BM25Index:
         self._term_ids: dict[str, int] = {}
         self._terms: list[str] = []
         self._encoder = self._normalizer.query_encoder()  # queries -> term ids, natively
-        self._bind_str_search()
+        self._bind_pair()
         self._next_id = 0
 
-    def _bind_str_search(self) -> None:
-        """The one-str entry of search, bound to the current native index and encoder,
-        and the pair itself for the other searches (called again whenever either is
+    def _bind_pair(self) -> None:
+        """The native encoder and index that searches use (set again whenever either is
         replaced): a search reads ``_pair`` once, so one that runs while index() swaps
         them encodes and scores with the same index, the old or the new."""
-        self._search_str = self._encoder.str_searcher(self._native, Hits)
         self._pair = (self._encoder, self._native)
 
     def _native_params(self) -> dict:
@@ -159,7 +158,7 @@ class BM25Index:
         new_ids = fresh.add(texts, ids, n_threads=n_threads, show_progress=show_progress)
         with self._lock:
             for name in ("_native", "_words", "_word_to_term", "_term_ids", "_terms",
-                         "_encoder", "_search_str", "_pair", "_next_id"):
+                         "_encoder", "_pair", "_next_id"):
                 setattr(self, name, getattr(fresh, name))
         return new_ids
 
@@ -255,7 +254,7 @@ class BM25Index:
     # ---- search ---------------------------------------------------------
 
     def search(self, queries, k: int, n_threads: int = 0, algorithm: str = "auto",
-               allow=None) -> Hits:
+               allow=None, statistics: BM25Statistics | None = None) -> Hits:
         """Top-k documents of each query: ``Hits`` [nq, k], best first, ties by id.
 
         queries: a str (one query), a list of str, or a list of token lists.
@@ -269,56 +268,109 @@ class BM25Index:
         Only documents holding at least one query term are results (as in Lucene, PISA
         and tantivy): rows are padded with id -1 / score -inf past the matching (allowed)
         documents, so a query none of whose words the index holds gets a row of padding.
+
+        statistics: a ``BM25Statistics`` covering every query term (e.g. the sum over the
+        shards of a sharded index, see ragcore.sparse.statistics): idf and length norms
+        come from it instead of this index, so each shard scores as one index over all
+        the shards' documents would. That search is exhaustive (``algorithm`` is checked
+        but every algorithm returns the same hits).
         """
-        # One str, plain arguments: answered in one native call that checks them too
-        # (None where they are anything else: the checked path below explains them).
-        hits = self._search_str(queries, k, n_threads, algorithm, allow)
-        if hits is not None:
-            return hits
-        return self._search(queries, k, n_threads, algorithm, allow)[0]
+        if statistics is not None:
+            return self._search_with_statistics(queries, k, n_threads, algorithm, allow,
+                                                statistics)
+        scores, ids, _ = self._run(queries, k, n_threads, algorithm, allow)
+        return Hits.of_native(scores, ids)
 
     def _search(self, queries, k, n_threads=0, algorithm="auto",
                 allow=None) -> tuple[Hits, list[str]]:
         """search(), plus the algorithm that ran for each query (for benchmarks)."""
         scores, ids, used = self._run(queries, k, n_threads, algorithm, allow)
-        return Hits(scores, ids), [_ALGORITHM_NAME[c] for c in used]
+        return Hits.of_native(scores, ids), [_ALGORITHM_NAME[c] for c in used]
 
-    def _run(self, queries, k, n_threads, algorithm, allow=None):
-        """(scores, ids, algorithm codes): checks, then one native call that encodes the
-        queries and searches."""
-        k = check_positive_int(k, "k")
-        if k >= 1 << 63:  # past every native size (smaller ones get the native bound's error)
-            raise ValueError(f"k: {k} results for each query exceed the bound on padded results")
-        n_threads = check_threads(n_threads)
+    def _run(self, queries, k, n_threads, algorithm, allow):
+        """(scores, ids, algorithm codes): the arguments checked, then one native call that
+        encodes the queries and searches (one str is passed as it is)."""
+        if type(k) is not int or not 0 < k < 1 << 63:  # the plain case costs one test
+            k = check_positive_int(k, "k")
+            if k >= 1 << 63:  # past every native size (smaller ones get the native bound's error)
+                raise ValueError(f"k: {k} results for each query exceed the bound on padded "
+                                 "results")
+        if type(n_threads) is not int or not 0 <= n_threads <= 1 << 16:
+            n_threads = check_threads(n_threads)
         native_algorithm = _NATIVE_ALGORITHM.get(algorithm) if isinstance(algorithm, str) else None
         if native_algorithm is None:
             check_choice(algorithm, "algorithm", ALGORITHMS)  # raises, naming the choices
         encoder, native = self._pair
-        if allow is None:  # one native call encodes the queries and searches
-            if isinstance(queries, str):  # one query: nothing to inspect
-                batch, pretokenized = [queries], False
-            else:
-                batch, pretokenized = _as_documents(queries, "queries")
-            return encoder.search(native, batch, pretokenized, k, native_algorithm, n_threads)
-        # Rows are slots (removed ones hold -1): a mask by slot where ids are too sparse.
-        mask, by_row = allow_mask(allow, native.slot_ids())
-        filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
-        terms, weights, offsets = _encoded(encoder, queries)
-        return native.search(terms, weights, offsets, k, algorithm=native_algorithm,
-                             n_threads=n_threads, **filtered)
+        pretokenized = False
+        if type(queries) is not str:
+            queries, pretokenized = _as_documents(queries, "queries")
+        mask, by_row = (None, False) if allow is None else allow_mask(allow, native.slot_ids())
+        return encoder.search(native, queries, pretokenized, k, native_algorithm, n_threads,
+                              mask, by_row)
 
-    def get_scores(self, query) -> np.ndarray:
+    def get_scores(self, query, statistics: BM25Statistics | None = None) -> np.ndarray:
         """float32 score of one query (a str or a token list) for every document, in the
-        order of ``ids``."""
+        order of ``ids``; under ``statistics`` (see search) when given."""
         if isinstance(query, (str, bytes)):
             batch = [query]
         elif isinstance(query, (list, tuple)) and all(isinstance(t, str) for t in query):
             batch = [list(query)]
         else:
             raise TypeError("query must be a str or a list of str tokens")
+        if statistics is not None:
+            terms, weights, _, dfs = self._statistics_arrays(batch, statistics)
+            return self._pair[1].get_scores_with_statistics(
+                terms, weights, dfs, statistics.n_docs, statistics.total_length)
         encoder, native = self._pair
         terms, weights, _ = _encoded(encoder, batch)
         return native.get_scores(terms, weights)
+
+    def statistics(self, queries) -> BM25Statistics:
+        """This index's N, total length and the document frequency of every term of the
+        queries (0 for a term it lacks): one shard's part of the global statistics."""
+        batch, pretokenized = _as_documents(queries, "queries")
+        native, term_ids = self._pair[1], self._term_ids
+        dfs = native.doc_freqs()
+        wanted = {t for query in query_terms(batch, pretokenized, self._normalizer)
+                  for t, _ in query}
+        freqs = {}
+        for term in wanted:
+            tid = term_ids.get(term, -1)
+            freqs[term] = int(dfs[tid]) if 0 <= tid < len(dfs) else 0
+        return BM25Statistics(int(native.num_docs), int(native.total_length), freqs)
+
+    def _statistics_arrays(self, batch, statistics):
+        """(local term ids or -1, multiplicities, offsets, global dfs) of the queries."""
+        if not isinstance(statistics, BM25Statistics):
+            raise TypeError("statistics must be a ragcore.sparse.BM25Statistics, "
+                            f"got {type(statistics).__name__}")
+        pretokenized = bool(batch) and isinstance(batch[0], list)
+        per_query = query_terms(batch, pretokenized, self._normalizer)
+        term_ids, freqs = self._term_ids, statistics.doc_freqs
+        flat = [pair for query in per_query for pair in query]
+        missing = [t for t, _ in flat if t not in freqs]
+        if missing:
+            raise ValueError(f"statistics: no document frequency for query term {missing[0]!r}; "
+                             "gather them with BM25Index.statistics(queries) on every shard")
+        terms = np.array([term_ids.get(t, -1) for t, _ in flat], dtype=np.int64)
+        weights = np.array([float(c) for _, c in flat], dtype=np.float64)
+        offsets = np.cumsum([0] + [len(q) for q in per_query], dtype=np.int64)
+        dfs = np.array([freqs[t] for t, _ in flat], dtype=np.int64)
+        return terms, weights, offsets, dfs
+
+    def _search_with_statistics(self, queries, k, n_threads, algorithm, allow, statistics):
+        k = check_positive_int(k, "k")
+        n_threads = check_threads(n_threads)
+        check_choice(algorithm, "algorithm", ALGORITHMS)
+        batch, _ = _as_documents(queries, "queries")
+        native = self._pair[1]
+        terms, weights, offsets, dfs = self._statistics_arrays(batch, statistics)
+        mask, by_row = allow_mask(allow, native.slot_ids()) if allow is not None else (None, False)
+        filtered = {} if mask is None else {"allow": mask, "allow_by_row": by_row}
+        scores, ids = native.search_with_statistics(
+            terms, weights, offsets, dfs, statistics.n_docs, statistics.total_length, k,
+            n_threads=n_threads, **filtered)
+        return Hits(scores, ids)
 
     def _encode_queries(self, queries):
         """_encoded by the current encoder (for tests)."""
@@ -352,7 +404,7 @@ class BM25Index:
             clone = self._empty_like()
             clone._native = _core.Bm25Index.from_arrays(dict(self._native.to_arrays()),
                                                         **self._native_params())
-            clone._bind_str_search()
+            clone._bind_pair()
             clone._terms = list(self._terms)
             clone._term_ids = dict(self._term_ids)
             clone._encoder.add_terms(clone._terms)
@@ -417,7 +469,7 @@ class BM25Index:
         if native.num_terms > len(terms):
             f.fail("terms", f"{len(terms)} terms for {native.num_terms} posting lists")
         index._native = native
-        index._bind_str_search()
+        index._bind_pair()
         index._terms = terms
         index._term_ids = {t: i for i, t in enumerate(terms)}
         index._encoder.add_terms(terms)

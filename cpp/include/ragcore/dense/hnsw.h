@@ -155,6 +155,9 @@ class HnswIndex {
   void rescore(const float* q, float qnorm, std::vector<Scored>& found, WalkState& ws) const;
   void search_graph(const HnswSearchArgs& a) const;
   void search_exact(const HnswSearchArgs& a, const std::vector<uint32_t>& slots) const;
+  // restore's second step: the checked arrays become the state, under the write lock.
+  void adopt(const HnswArrays& a, bool borrow_vectors,
+             std::unordered_map<int64_t, uint32_t>&& slot_of, int top);
 
   size_t degree(int level) const { return level == 0 ? 2 * p_.M : p_.M; }
   const uint8_t* row(uint32_t s) const { return vectors_ + static_cast<size_t>(s) * row_bytes_; }

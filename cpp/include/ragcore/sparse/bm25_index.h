@@ -74,6 +74,27 @@ class Bm25Index {
   // Scores of one query for every live document, in internal order (live_ids()).
   void get_scores(const int64_t* terms, const double* weights, size_t n, float* out) const;
 
+  // Statistics given from outside, e.g. summed over the shards of a sharded index:
+  // live documents, their total length, and the document frequency of each query
+  // term (doc_freqs runs parallel to a QueryBatch's terms).
+  struct Statistics {
+    uint64_t n_docs;
+    uint64_t total_length;
+    const int64_t* doc_freqs;
+  };
+
+  // search and get_scores under those statistics: idf from the given df and N,
+  // length norms from the given average length. A query term is this index's term
+  // id, or -1 where this index lacks it (it then only adds to the base); a term of
+  // df 0 is skipped. Exhaustive; the same numbers, added in the same order, as an
+  // index holding every shard's documents computes. Throws std::invalid_argument
+  // when the statistics count less than this index holds.
+  void search_with_statistics(const QueryBatch& queries, const Statistics& stats, size_t k,
+                              int n_threads, float* scores, int64_t* ids,
+                              const AllowFilter& allow = AllowFilter()) const;
+  void get_scores_with_statistics(const int64_t* terms, const double* weights, size_t n,
+                                  const Statistics& stats, float* out) const;
+
   // What the GPU index scores with, so that it adds the same numbers in the same
   // order as search: every posting as (slot, g(tf, norm) - g0) grouped by term
   // (CSR: term t holds [offsets[t], offsets[t+1])), and the external id of every
@@ -128,6 +149,11 @@ class Bm25Index {
   void run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algorithm, AccumulatorLease& acc,
                  float* scores, int64_t* ids, uint8_t* used, const uint8_t* allowed) const;
   void refresh_norms();
+  // Statistics checks and one query's sums under them (bm25_statistics.cpp); returns the base.
+  void check_statistics(const Statistics& stats, const int64_t* terms, size_t n) const;
+  double accumulate_with_statistics(const int64_t* terms, const double* weights,
+                                    const int64_t* doc_freqs, size_t n, const Statistics& stats,
+                                    Accumulator& acc) const;
   // Each posting's score part and the block maxima of a term under the current
   // statistics, computed on the term's first query after a change (one pass over
   // its list) and kept until the next change. Queries then read one float per

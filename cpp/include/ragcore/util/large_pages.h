@@ -5,7 +5,7 @@
 // nanoseconds does not also miss the TLB on nearly every one (4 KiB pages cover only
 // a few MiB of an index of hundreds). Without THP the advice is a no-op; with the
 // environment variable RAGCORE_NO_HUGE_PAGES set it is not given, so the two can be
-// compared in one process (bench/hnsw_interleaved.py). The bindings read the variable
+// compared in one process. The bindings read the variable
 // into huge_page_advice() with the GIL held, before each call that may allocate: getenv
 // here, without the GIL, could race with os.environ's setenv in another thread.
 #pragma once

@@ -4,6 +4,8 @@ embeddings; the source of truth) and the index files it keeps current.
     collection  the Collection class: the public API
     store       every SQL statement
     indexes     the dense and BM25 indexes kept beside the database
+    manifest    indexes.json: which files hold the indexes, read only as it was written
+    database_checks  at open: the schema and meta values are as ragcore wrote them
     filters     the metadata filter language, compiled to SQL and to allow-sets
     locking     one writer across processes, searches against writes inside one
     checks      the checks of create/open arguments and settings

@@ -29,9 +29,11 @@ from ...errors import CollectionCorruptError, CollectionError
 from ...hits import PADDING_ID, Hits
 from . import store
 from . import checks
+from . import database_checks
 from . import fingerprint
 from ..defaults import DEFAULT_FUSION, DEFAULT_K0
 from .allow_cache import AllowCache
+from ...sparse.statistics import BM25Statistics
 from .indexes import Indexes, empty_hits
 from .locking import ReadWriteLock, WriterLock
 
@@ -41,7 +43,7 @@ STAGES = ("filter", "encode", "dense", "sparse", "fuse", "rerank", "fetch")
 _AUTOSAVE_MIN = 1000      # index files are rewritten once this many chunks changed ...
 _AUTOSAVE_FRACTION = 0.1  # ... and at least this fraction of the collection
 
-__all__ = ["Collection", "Document", "Match", "SearchResults"]
+__all__ = ["Collection", "Document", "Match", "SearchResults", "fusion_function", "rerank_hits"]
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,10 @@ class Collection:
                 raise CollectionError(
                     f"{path}: written by a newer ragcore (collection format {version}; this "
                     f"version reads up to {store.FORMAT_VERSION}); upgrade ragcore")
+            if version < 1 or meta["format_version"] != str(version):
+                raise store.damaged(db, f"the format version is {meta['format_version']!r}")
+            database_checks.check_schema(conn, db)
+            settings = database_checks.check_meta(conn, db, meta, settings)
             settings["dim"] = store.stored(db, int, meta["dim"]) if "dim" in meta else None
             settings["id_type"] = meta.get("id_type")
             if encoder is not None:
@@ -237,7 +243,9 @@ class Collection:
         """Every document id (matching filter, if given), in the order they were added."""
         self._check_open()
         with self._snapshot() as conn:
-            return store.document_ids(conn, filter, self._fields_now(conn))
+            ids = store.document_ids(conn, filter, self._fields_now(conn))
+            db, id_type = conn.path, self._settings["id_type"]
+        return [database_checks.check_user_id(db, i, id_type) for i in ids]
 
     def get(self, ids) -> list[Document]:
         """The documents with these ids that exist, in the order asked."""
@@ -245,6 +253,9 @@ class Collection:
         ids = self._check_ids(ids, "ids", allow_new_type=True)
         with self._snapshot() as conn:
             found = store.get_documents(conn, ids)
+            db, id_type = conn.path, self._settings["id_type"]
+        for i in found:
+            database_checks.check_user_id(db, i, id_type)
         return [Document(i, *found[i]) for i in ids if i in found]
 
     # ---- writing ---------------------------------------------------------------
@@ -265,6 +276,23 @@ class Collection:
         if ids is None:
             raise CollectionError("upsert needs ids (the documents to replace or add)")
         return self._write(texts, ids, metadata, embeddings, replace=True)
+
+    def check_write(self, texts, ids, metadata=None, embeddings=None) -> list:
+        """Runs the checks of add/upsert (texts, ids, metadata, embeddings, chunking) without
+        writing; raises what they would raise and returns the ids that already exist (add
+        refuses them). Failures of the encoder itself cannot be foreseen."""
+        self._check_writable()
+        texts = checks.check_texts(texts)
+        self._check_metadata(metadata, len(texts))
+        self._check_embeddings(embeddings, len(texts))
+        ids = self._check_ids(ids, "ids")
+        if len(ids) != len(texts):
+            raise CollectionError(f"ids has {len(ids)} entries for {len(texts)} texts")
+        checks.refuse("texts", [(False, f"texts[{i}] gave no chunks (is it only punctuation?)")
+                                for i, text in enumerate(texts) if not self._chunk(text)],
+                      len(texts))
+        with self._write_mutex:
+            return store.existing_ids(self._conn, ids)
 
     def delete(self, ids, missing_ok: bool = False) -> int:
         """Deletes documents by id; returns how many were deleted. Unknown ids are a
@@ -457,6 +485,61 @@ class Collection:
                                dict.fromkeys(STAGES, 0.0))
         return results[0] if single else results
 
+    # ---- the first stage alone (what a sharded collection merges across shards) -----
+
+    @property
+    def change(self) -> int:
+        """The change number: every committed add, upsert or delete raises it by one."""
+        self._check_open()
+        with self._snapshot() as conn:
+            return store.change_number(conn)
+
+    def bm25_statistics(self, queries) -> BM25Statistics:
+        """This collection's part of the global BM25 statistics of queries (a list of str):
+        its chunks (BM25's documents), their total length, the query terms' frequencies."""
+        self._check_open()
+        queries = checks.check_queries(queries)
+        with self._snapshot() as conn, self._search_lock(conn):
+            return self.indexes.bm25.statistics(queries)
+
+    def candidates(self, queries, k: int, modality: str, filter=None, query_vector=None,
+                   statistics: BM25Statistics | None = None,
+                   decode_metadata: bool = True) -> tuple[Hits, dict]:
+        """One retriever's top k chunks of each query (a list of str), before fusion, and
+        the rows of those chunks: chunk id -> (document id, position, start, end, text,
+        metadata dict), both read from one snapshot.
+
+        modality: "dense" (query_vector [nq, dim] given, or the queries encoded) or "sparse"
+        (BM25; with ``statistics``, scored under them: see BM25Index.search).
+        decode_metadata: False leaves each row's metadata as its stored JSON text (for a
+        caller that decodes only the rows it keeps)."""
+        self._check_open()
+        queries = checks.check_queries(queries)
+        modality = check_choice(modality, "modality", ("dense", "sparse"))
+        k = check_positive_int(k, "k")
+        vectors = None
+        if modality == "dense" and self._settings["dim"] is not None:
+            vectors = (self._query_vectors(query_vector, len(queries)) if query_vector is not None
+                       else self._encode(queries, warn=False, queries=True))
+        with self._snapshot() as conn, self._search_lock(conn):
+            allow = None if filter is None else self._allowed(conn, filter)
+            if modality == "sparse":
+                if statistics is not None and len(self.indexes.bm25) and \
+                        (allow is None or len(allow)):
+                    hits = self.indexes.bm25.search(queries, k, allow=allow, statistics=statistics)
+                else:
+                    hits = self.indexes.search_sparse(queries, k, allow)
+            elif vectors is None:
+                hits = empty_hits(len(queries), k)
+            else:
+                hits = self.indexes.search_dense(vectors, k, allow, conn)
+            rows = self._fetch_chunks(conn, hits)
+        if not decode_metadata:
+            return hits, rows
+        db = os.path.join(self.path, store.DB_NAME)
+        return hits, {c: row[:5] + (store.stored_metadata(db, row[5]),)
+                      for c, row in rows.items()}
+
     def _query_vectors(self, vectors, nq: int):
         """float32 [nq, dim] query vectors, or None while the collection has no vectors."""
         from ..._util.arrays import as_float_matrix
@@ -473,7 +556,7 @@ class Collection:
         k = check_positive_int(k, "k")
         k0 = max(check_positive_int(k0, "k0"), k)
         by = check_choice(by, "by", ("chunk", "document"))
-        fuse = _fusion_function(fusion)
+        fuse = fusion_function(fusion)
         with self._snapshot() as conn, self._search_lock(conn):
             allow = None
             if filter is not None:
@@ -501,16 +584,17 @@ class Collection:
             timings["fetch"] = time.perf_counter() - t
         if rerank is not None:
             t = time.perf_counter()
-            hits = _rerank(rerank, queries, hits, rows)
+            hits = rerank_hits(rerank, queries, hits, rows)
             timings["rerank"] = time.perf_counter() - t
         db = os.path.join(self.path, store.DB_NAME)
         return [SearchResults(_matches(hits, r, rows, k, by, db), timings, _row(hits, r))
                 for r in range(len(queries))]
 
     def _fetch_chunks(self, conn, hits: Hits) -> dict:
-        """The rows of the chunks in hits. The indexes hold exactly the chunks of the
-        snapshot conn reads (the search holds the lock that writes take to change both), so
-        a chunk the database does not return is damage, not a race."""
+        """The rows of the chunks in hits, each with a document id of the collection's id
+        type. The indexes hold exactly the chunks of the snapshot conn reads (the search holds
+        the lock that writes take to change both), so a chunk the database does not return
+        is damage, not a race."""
         wanted = np.unique(hits.ids[hits.ids != PADDING_ID])
         rows = store.chunks_by_ids(conn, wanted)
         if len(rows) < len(wanted):
@@ -520,6 +604,8 @@ class Collection:
                 f"the indexes return chunks that the database lacks (chunk ids "
                 f"{checks.listing(lost)}), so the database or the index files are damaged "
                 "(verify() says which; if only the index files are, rebuild() remakes them)"))
+        for row in rows.values():
+            database_checks.check_user_id(conn.path, row[0], self._settings["id_type"])
         return rows
 
     # ---- internals ---------------------------------------------------------------
@@ -632,22 +718,24 @@ class Collection:
         change = store.change_number(conn)
         if change == self.indexes.change:
             return
-        meta = store.read_meta(conn)
+        meta = store.collection_meta(conn, self.path)
+        settings = database_checks.check_meta(  # as open checks them
+            conn, conn.path, meta, store.stored(conn.path, json.loads, meta["settings"]))
         if "dim" in meta:  # set by the first add; changed by a re-embedding
-            self._settings["dim"] = store.stored(conn.path, int, meta["dim"])
+            self._settings["dim"] = int(meta["dim"])
         self._settings["id_type"] = meta.get("id_type")
         self._fingerprint = store.read_fingerprint(conn)  # another process's first add sets it
         if store.embeddings_change(conn) != self._embeddings_change:
-            self._follow_reembedding(conn, meta)
+            self._follow_reembedding(conn, settings)
         self.indexes.catch_up(conn, self._settings["dim"])
         self.indexes.change = change
 
-    def _follow_reembedding(self, conn, meta: dict) -> None:
+    def _follow_reembedding(self, conn, settings: dict) -> None:
         """Read-only: another process re-embedded the collection: the dense index is
         rebuilt from the new vectors, and an encoder of the old model is dropped, so a
         dense query asks for the new one instead of comparing vectors of two models."""
         self._embeddings_change = store.embeddings_change(conn)
-        self._settings["encoder"] = store.stored(conn.path, json.loads, meta["settings"])["encoder"]
+        self._settings["encoder"] = settings["encoder"]
         self.indexes.drop_dense()
         if self._encoder is not None and self._fingerprint is not None and \
                 fingerprint.differences(self._fingerprint, fingerprint.of(self._encoder)):
@@ -878,7 +966,7 @@ def _encoded(encoder, texts: list, dim) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
-def _fusion_function(fusion):
+def fusion_function(fusion):
     from .. import fusion as fusion_module
 
     if fusion is None:
@@ -897,7 +985,7 @@ def _fusion_function(fusion):
     return lambda lists, k: fusion_module.combine(lists, method=fusion, k=k)
 
 
-def _rerank(reranker, queries, hits: Hits, rows: dict) -> Hits:
+def rerank_hits(reranker, queries, hits: Hits, rows: dict) -> Hits:
     scores = np.full(hits.ids.shape, -np.inf, dtype=np.float32)
     ids = np.full(hits.ids.shape, PADDING_ID, dtype=np.int64)
     for r, query in enumerate(queries):
@@ -924,7 +1012,7 @@ def _matches(hits: Hits, r: int, rows: dict, k: int, by: str, db: str) -> list[M
                 continue
             seen.add(uid)
         out.append(Match(uid, int(cid), position, start, end, text, float(score),
-                         store.stored(db, json.loads, meta)))
+                         store.stored_metadata(db, meta)))
     return out
 
 

@@ -20,7 +20,6 @@ them pile up to be worth one removal pass.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -34,8 +33,9 @@ from ...errors import IndexFileError
 from ...hits import PADDING_ID, Hits
 from ...sparse.bm25 import BM25Index
 from . import store
+from . import manifest
+from .manifest import NAME as MANIFEST, ids_digest
 
-MANIFEST = "indexes.json"
 _MAX_TOMBSTONES = 1024
 # A filter allowing at most this many chunks is answered by gathering their vectors and
 # scoring them alone (at 10,000 of 100,000 the filtered scan of everything was faster).
@@ -184,17 +184,18 @@ class Indexes:
         """Writes both files stamped with change, then the manifest; removes older files.
         embeddings_change: the database's (see store.embeddings_change)."""
         dense_name, bm25_name = f"dense-{change}.rci", f"bm25-{change}.rci"
-        manifest = {"format_version": store.FORMAT_VERSION, "change": change,
-                    "bm25": bm25_name, "dense": None, "ivf_trained_at": self._ivf_trained_at,
-                    "embeddings_change": embeddings_change}
+        written = {"format_version": store.FORMAT_VERSION, "change": change,
+                   "bm25": bm25_name, "dense": None, "ivf_trained_at": self._ivf_trained_at,
+                   "embeddings_change": embeddings_change}
         if self.dense is not None:
             self.drop_tombstones()
             self.dense.save(os.path.join(directory, dense_name))
-            manifest["dense"] = dense_name
-            manifest["dense_ids"] = _ids_digest(self.dense.ids)
+            written["dense"] = dense_name
+            written["dense_ids"] = ids_digest(self.dense.ids)
         self.bm25.save(os.path.join(directory, bm25_name))
-        manifest["bm25_ids"] = _ids_digest(self.bm25.ids)
-        _write_atomic(os.path.join(directory, MANIFEST), json.dumps(manifest).encode())
+        written["bm25_ids"] = ids_digest(self.bm25.ids)
+        written["chunks"] = manifest.ids_summary(self.bm25.ids)  # BM25 holds every live chunk
+        _write_atomic(os.path.join(directory, MANIFEST), json.dumps(written).encode())
         keep = {MANIFEST, dense_name, bm25_name}
         for name in os.listdir(directory):
             if name.endswith(".rci") and name not in keep or name.startswith(".ragcore-"):
@@ -208,41 +209,33 @@ class Indexes:
     @classmethod
     def load(cls, directory: str, settings: dict, conn, dim) -> tuple[Indexes, bool]:
         """The indexes as of the database that conn reads; and whether the files had to
-        be repaired (missing, damaged or older than the database)."""
+        be repaired (missing, damaged, older than the database, or holding other chunks
+        than it)."""
         idx = cls(settings)
-        repaired = False
-        try:
-            with open(os.path.join(directory, MANIFEST), "rb") as f:
-                manifest = json.loads(f.read())
-            if manifest.get("format_version") != store.FORMAT_VERSION:
-                raise ValueError("manifest format")
-            idx.change = int(manifest["change"])
-            idx._ivf_trained_at = int(manifest.get("ivf_trained_at", 0))
-        except (OSError, ValueError, KeyError, TypeError):
-            manifest, repaired = None, True
-        if manifest is not None:
+        recorded = manifest.read(directory, store.FORMAT_VERSION)
+        repaired = recorded is None
+        if recorded is not None:
+            idx.change = recorded["change"]
+            idx._ivf_trained_at = recorded.get("ivf_trained_at", 0)
             try:
-                idx.bm25 = BM25Index.load(os.path.join(directory, manifest["bm25"]))
-                _check_ids(idx.bm25.ids, manifest.get("bm25_ids"))
-            except (OSError, IndexFileError, KeyError, TypeError):
+                idx.bm25 = BM25Index.load(os.path.join(directory, recorded["bm25"]))
+                _check_ids(idx.bm25.ids, recorded.get("bm25_ids"))
+            except (OSError, IndexFileError):
                 idx.bm25, repaired = BM25Index(**settings["bm25"]), True
             # A manifest without the key predates re-embedding: its vectors are the first.
-            stale = manifest.get("embeddings_change", 0) != store.embeddings_change(conn)
+            stale = recorded.get("embeddings_change", 0) != store.embeddings_change(conn)
             if stale:
                 idx._ivf_trained_at, repaired = 0, True
-            elif manifest.get("dense"):
-                path = os.path.join(directory, manifest["dense"])
-                try:
-                    kind = settings["dense"]["kind"]
-                    file_kind = _peek_kind(path)
-                    if file_kind not in _FILE_KINDS[kind]:
-                        raise IndexFileError(f"a {file_kind} file for a {kind} collection")
-                    idx.dense = _LOADERS[file_kind](path)
-                    _check_ids(idx.dense.ids, manifest.get("dense_ids"))
-                except (OSError, IndexFileError, ValueError):
-                    idx.dense, repaired = None, True
+            elif recorded.get("dense"):
+                idx.dense = _load_dense(os.path.join(directory, recorded["dense"]),
+                                        settings["dense"]["kind"], recorded.get("dense_ids"), dim)
+                repaired |= idx.dense is None
         change = store.change_number(conn)
-        # Files stamped with the database's change number reflect it: nothing to compare.
+        # Files stamped with the database's change number reflect it, unless its chunks
+        # were changed without it: then their ids differ from those the files hold (no
+        # dense file holds none).
+        if not repaired and idx.change == change:
+            repaired = _chunks_changed(conn, recorded, idx.dense is not None)
         if repaired or idx.change != change:
             idx.catch_up(conn, dim)
             repaired = True
@@ -306,18 +299,36 @@ class Indexes:
         return changed
 
 
-def _ids_digest(ids) -> str:
-    """A digest of an index's ids (sorted), recorded in the manifest: an index file another
-    flush wrote (copied over this one, or left by a crash) holds other ids, and is rebuilt
-    from the database instead of answering for it."""
-    ordered = np.sort(np.asarray(ids, dtype=np.int64))
-    return hashlib.blake2b(ordered.tobytes(), digest_size=16).hexdigest()
+def _load_dense(path: str, kind: str, recorded_ids, dim):
+    """The dense index in path, or None when it is missing, damaged, of a kind the
+    collection's setting does not take, of another dimension than the stored vectors, or
+    holding other chunks than the manifest recorded."""
+    try:
+        file_kind = _peek_kind(path)
+        if file_kind not in _FILE_KINDS[kind]:
+            raise IndexFileError(f"a {file_kind} file for a {kind} collection")
+        dense = _LOADERS[file_kind](path)
+        _check_ids(dense.ids, recorded_ids)
+    except (OSError, IndexFileError, ValueError):
+        return None
+    return dense if dim is not None and dense.dim == dim else None
+
+
+def _chunks_changed(conn, recorded: dict, has_dense: bool) -> bool:
+    """Whether the database's chunk ids differ from those the manifest recorded: by the
+    summary SQL computes where the manifest has one, else by the digest of every id."""
+    if recorded.get("chunks") is not None:
+        count = recorded["chunks"][0]
+        return store.chunk_ids_summary(conn) != recorded["chunks"] or (count and not has_dense)
+    live = manifest.ids_digest(store.live_chunk_ids(conn))
+    dense = recorded.get("dense_ids") if has_dense else manifest.ids_digest(np.empty(0, np.int64))
+    return any(d is not None and d != live for d in (recorded.get("bm25_ids"), dense))
 
 
 def _check_ids(ids, recorded) -> None:
     """Raises IndexFileError when the loaded index's ids are not those the manifest recorded
     (manifests written before the digest existed record none: nothing to compare)."""
-    if recorded is not None and _ids_digest(ids) != recorded:
+    if recorded is not None and manifest.ids_digest(ids) != recorded:
         raise IndexFileError("the index file holds other chunks than the manifest recorded")
 
 
@@ -333,9 +344,12 @@ def _peek_kind(path: str) -> str:
         if header_len > 1 << 24:
             raise IndexFileError(f"{path}: header too long")
         try:
-            return json.loads(f.read(header_len)).get("kind", "")
+            header = json.loads(f.read(header_len))
         except ValueError:
             raise IndexFileError(f"{path}: damaged header") from None
+        if not isinstance(header, dict):
+            raise IndexFileError(f"{path}: damaged header")
+        return header.get("kind", "")
 
 
 def _write_atomic(path: str, data: bytes) -> None:

@@ -31,12 +31,14 @@ import numpy as np
 
 from ..._util.arrays import as_float_matrix
 from ...errors import CollectionCorruptError, CollectionError
-from .filters import compile_filter, field_path, value_type
+from . import manifest
+from .filters import SCALAR_TYPES, compile_filter, field_path, value_type
 
 FORMAT_VERSION = 1
+_VALUE_TYPES = set(SCALAR_TYPES) | {"list", "dict"}
 DB_NAME = "collection.sqlite"
 
-_SCHEMA = """
+SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents (rowid INTEGER PRIMARY KEY AUTOINCREMENT, user_id UNIQUE NOT NULL,
                         text TEXT NOT NULL, metadata TEXT NOT NULL);
@@ -56,7 +58,10 @@ def content_hash(text: str) -> bytes:
 
 # sqlite's primary result codes (an extended code keeps the primary one in its low byte)
 # of a file that is damaged or not a database at all.
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+_SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_FULL = 11, 26, 13
+# Errors of the store's own statements that only a changed schema causes (a table or
+# column dropped or renamed, a value of another type where the schema has a key).
+_SCHEMA_CHANGED = ("no such table", "no such column", "has no column named", "datatype mismatch")
 
 
 def damage_message(path: str, what: str) -> str:
@@ -84,6 +89,11 @@ def _guarded(conn, call, *args):
         return call(*args)
     except sqlite3.DatabaseError as err:
         code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+        if code == _SQLITE_FULL:  # the disk, or the AUTOINCREMENT ids (a changed sequence)
+            raise CollectionError(f"{conn.path}: cannot write ({err}): free disk space and "
+                                  "retry; if there is space, its ids ran out (a changed "
+                                  "sqlite_sequence table): restore the collection's directory "
+                                  "from a backup") from err
         if code == _SQLITE_NOTADB:
             raise CollectionCorruptError(damage_message(
                 conn.path, "not a ragcore collection, or a damaged one: not a SQLite "
@@ -92,7 +102,7 @@ def _guarded(conn, call, *args):
         # was changed by damage inside a page that sqlite's structure checks accept.
         message = str(err)
         if code == _SQLITE_CORRUPT or message.startswith("Could not decode to UTF-8") or \
-                message == "malformed JSON":
+                message == "malformed JSON" or message.startswith(_SCHEMA_CHANGED):
             raise damaged(conn.path, message[:120]) from err
         raise
 
@@ -144,7 +154,7 @@ def connect(path: str, readonly: bool) -> sqlite3.Connection:
 def create_schema(conn: sqlite3.Connection, settings: dict, schema: dict,
                   fingerprint: dict | None) -> None:
     with transaction(conn):
-        for statement in _SCHEMA.strip().split(";"):
+        for statement in SCHEMA.strip().split(";"):
             if statement.strip():
                 conn.execute(statement)
         conn.executemany("INSERT INTO meta VALUES (?, ?)", [
@@ -170,7 +180,10 @@ class transaction:
         return self.conn
 
     def __exit__(self, kind, value, tb):
-        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+        if kind is None:
+            self.conn.execute("COMMIT")
+        elif self.conn.in_transaction:  # sqlite rolls back itself after some errors (FULL)
+            self.conn.execute("ROLLBACK")
         return False
 
 
@@ -181,10 +194,12 @@ def read_meta(conn: sqlite3.Connection) -> dict:
 def collection_meta(conn, path: str) -> dict:
     """The meta table of a collection's database; a database without one is not a
     collection."""
-    try:
-        meta = read_meta(conn)
-    except sqlite3.OperationalError as err:  # no meta table: some other SQLite database
-        raise CollectionError(f"{path}: not a ragcore collection ({err})") from None
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "meta" not in tables:
+        if {"documents", "chunks", "embeddings"} <= tables:  # a collection's, without meta
+            raise damaged(conn.path, "the table meta is missing")
+        raise CollectionError(f"{path}: not a ragcore collection (no meta table)")
+    meta = read_meta(conn)
     if "format_version" not in meta or "settings" not in meta:
         raise CollectionError(f"{path}: not a ragcore collection (no format version)")
     return meta
@@ -248,8 +263,16 @@ def replace_embeddings(conn, vectors: dict, change: int) -> None:
 
 
 def read_fields(conn: sqlite3.Connection) -> dict:
-    return {name: set(stored(conn.path, json.loads, types)) for name, types in
-            conn.execute("SELECT name, types FROM fields")}
+    """field name -> the set of its recorded value types (see filters.value_type)."""
+    out = {}
+    for name, types in conn.execute("SELECT name, types FROM fields"):
+        types = stored(conn.path, json.loads, types)
+        if not isinstance(name, str) or not isinstance(types, list) or \
+                not all(isinstance(t, str) and t in _VALUE_TYPES for t in types):
+            raise damaged(conn.path, f"the fields table holds {name!r}: {types!r}, not a "
+                                     "field name and a list of value types")
+        out[name] = set(types)
+    return out
 
 
 def record_fields(conn: sqlite3.Connection, fields: dict, metadatas) -> None:
@@ -320,9 +343,21 @@ def delete_documents(conn, ids: list) -> np.ndarray:
     return np.array(dead, dtype=np.int64)
 
 
+def chunk_ids_summary(conn) -> list[int]:
+    """manifest.ids_summary of every chunk id, computed by SQLite in one pass."""
+    return list(conn.execute(manifest.summary_sql("chunks", "chunk_id")).fetchone())
+
+
 def live_chunk_ids(conn) -> np.ndarray:
-    return np.array([r[0] for r in conn.execute("SELECT chunk_id FROM chunks ORDER BY chunk_id")],
-                    dtype=np.int64)
+    rows = conn.execute("SELECT chunk_id FROM chunks ORDER BY chunk_id")
+    return _chunk_ids(conn, np.fromiter((r[0] for r in rows), dtype=np.int64))
+
+
+def _chunk_ids(conn, ids: np.ndarray) -> np.ndarray:
+    """ids, refused when one is negative (AUTOINCREMENT gives none: a changed row)."""
+    if len(ids) and ids.min() < 0:
+        raise damaged(conn.path, f"a stored chunk id is negative ({int(ids.min())})")
+    return ids
 
 
 def chunk_vectors(conn, chunk_ids, dim: int) -> np.ndarray:
@@ -346,12 +381,15 @@ def chunk_vectors(conn, chunk_ids, dim: int) -> np.ndarray:
 
 def all_chunks(conn, dim: int, with_vectors: bool, after: int = -1):
     """(chunk ids, texts, vectors or None) of every chunk with id > after, by id."""
+    # LEFT JOIN: a chunk without its embedding is damage (_vectors), not a chunk left out.
     rows = conn.execute(
         "SELECT c.chunk_id, c.text" + (", e.vector" if with_vectors else "") +
-        " FROM chunks c" + (" JOIN embeddings e ON e.hash = c.hash" if with_vectors else "") +
+        " FROM chunks c" + (" LEFT JOIN embeddings e ON e.hash = c.hash" if with_vectors else "") +
         " WHERE c.chunk_id > ? ORDER BY c.chunk_id", (after,)).fetchall()
-    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    ids = _chunk_ids(conn, np.array([r[0] for r in rows], dtype=np.int64))
     texts = [r[1] for r in rows]
+    if not all(isinstance(t, str) for t in texts):
+        raise damaged(conn.path, "a stored chunk's text is not text")
     vectors = None
     if with_vectors:
         vectors = _vectors(conn, [r[2] for r in rows], dim)
@@ -370,18 +408,39 @@ def _vectors(conn, blobs: list, dim: int) -> np.ndarray:
 
 
 def chunks_by_ids(conn, chunk_ids) -> dict:
-    """chunk id -> (user id, position, start, end, text, metadata JSON)."""
+    """chunk id -> (user id, position, start, end, text, metadata JSON); each chunk's text
+    is its document's text[start:end] (else the database was changed: damage)."""
     ids = [int(i) for i in chunk_ids]
-    out = {}
+    out, unsure = {}, []
     for start in range(0, len(ids), 500):
         part = ids[start:start + 500]
         marks = ",".join("?" * len(part))
+        # SQLite's substr and length count characters as Python does, up to a NUL: a row
+        # they do not confirm is compared again with the document's text in Python.
         for row in conn.execute(
-                "SELECT c.chunk_id, d.user_id, c.position, c.start, c.end, c.text, d.metadata "
+                "SELECT c.chunk_id, d.user_id, c.position, c.start, c.end, c.text, d.metadata, "
+                "typeof(c.position) = 'integer' AND typeof(c.start) = 'integer' AND "
+                "typeof(c.end) = 'integer' AND c.position >= 0 AND c.start >= 0 AND "
+                "c.end >= c.start AND c.end <= length(d.text) AND "
+                "substr(d.text, c.start + 1, c.end - c.start) = c.text "
                 "FROM chunks c JOIN documents d ON d.rowid = c.doc_rowid "
                 f"WHERE c.chunk_id IN ({marks})", part):
-            out[row[0]] = row[1:]
+            out[row[0]] = row[1:7]
+            if not row[7]:
+                unsure.append(row[0])
+    for chunk_id in unsure:
+        _check_offsets(conn, chunk_id, *out[chunk_id][1:5])
     return out
+
+
+def _check_offsets(conn, chunk_id: int, position, start, end, text) -> None:
+    row = conn.execute("SELECT d.text FROM chunks c JOIN documents d ON d.rowid = c.doc_rowid "
+                       "WHERE c.chunk_id = ?", (chunk_id,)).fetchone()
+    ints = all(type(v) is int for v in (position, start, end))
+    if not ints or position < 0 or not 0 <= start <= end <= len(row[0]) or \
+            row[0][start:end] != text:
+        raise damaged(conn.path, f"chunk {chunk_id} (offsets {start!r}..{end!r}) is not the "
+                                 "text of its document at those offsets")
 
 
 def integrity_problems(conn, dim) -> list[str]:
@@ -424,8 +483,19 @@ def get_documents(conn, ids: list) -> dict:
         marks = ",".join("?" * len(part))
         for uid, text, meta in conn.execute(
                 f"SELECT user_id, text, metadata FROM documents WHERE user_id IN ({marks})", part):
-            out[uid] = (text, stored(conn.path, json.loads, meta))
+            if not isinstance(text, str):
+                raise damaged(conn.path, f"the text of document {uid!r} is a "
+                                         f"{type(text).__name__}, not text")
+            out[uid] = (text, stored_metadata(conn.path, meta))
     return out
+
+
+def stored_metadata(path: str, value) -> dict:
+    """The metadata dict of a document's stored JSON."""
+    meta = stored(path, json.loads, value)
+    if not isinstance(meta, dict):
+        raise damaged(path, f"a document's stored metadata is not a JSON object: {value!r:.80}")
+    return meta
 
 
 def prune_embeddings(conn) -> int:

@@ -35,7 +35,7 @@ struct TermCache {
   // of set bits before it, so that probing a document (MaxScore's non-essential
   // terms, mostly frequent ones) finds its posting with a popcount instead of
   // decoding a block (a threshold of 1/16 made MaxScore slower on the zipf
-  // corpus of bench/bm25.py). Word and count share one 16-byte entry, so a probe
+  // corpus of bench/_zipf.py). Word and count share one 16-byte entry, so a probe
   // reads one cache line, not two (separate arrays cost a second miss per probe
   // on the 1M corpus). Costs 1/4 byte per slot: at most 4 times the term's `excess`.
   struct DocBits {

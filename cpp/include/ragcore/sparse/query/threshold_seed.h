@@ -22,9 +22,8 @@ namespace ragcore {
 // The k-th best score (base included, rounded to float as DocSink does) of the
 // documents in the n_blocks blocks of highest bound among the terms' best
 // blocks; -inf when they are fewer than k. Taking blocks from every term, not
-// only the strongest one, gives a markedly higher seed (and a faster MaxScore
-// on the zipf corpus of bench/bm25.py): documents with several query terms sit
-// in the best blocks of the weaker terms too.
+// only the strongest one, gives a markedly higher seed: documents with several
+// query terms sit in the best blocks of the weaker terms too.
 //
 // When no term weight is negative, a document is scored only on the terms
 // found without a list search - the term of the block it came from (its
@@ -32,18 +31,47 @@ namespace ragcore {
 // others: every contribution is >= 0 and rounding is monotone, so this partial
 // sum in query order is at most the document's full score, and its k-th best
 // is still a valid floor. It skips the cursor walk over every other list,
-// which cost a block decode per document (most of the seed's time on the 1M
-// zipf corpus). With a negative weight every term is looked up.
+// which costs a block decode per document. With a negative weight every term
+// is looked up.
 //
 // allowed (one byte per slot, or null): only allowed documents count, so that
 // a filtered search's seed is the score of k documents it may return.
 // The scratch vectors are per thread and reused: no allocation per query. A scratch
 // of more than 65,536 seed documents is freed after use (each term offers at most
 // TermCache::kBestBlocks blocks, so only a query of more than 32 terms makes one).
-inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, double base,
-                            size_t n_blocks, const uint8_t* allowed = nullptr) {
-  const float none = -std::numeric_limits<float>::infinity();
-  if (terms.empty()) return none;
+class ThresholdSeed {
+ public:
+  ThresholdSeed(const std::vector<TermScorer>& terms, size_t k, double base,
+                const uint8_t* allowed)
+      : terms_(terms), k_(k), base_(base), allowed_(allowed), s_(scratch()) {}
+
+  ~ThresholdSeed() {  // a query of very large k must not leave its scratch to the thread
+    if (s_.found.capacity() > (size_t{1} << 16)) s_ = Scratch();
+  }
+
+  float run(size_t n_blocks) {
+    const float none = -std::numeric_limits<float>::infinity();
+    if (terms_.empty()) return none;
+    collect_docs(rank_blocks(n_blocks));
+    if (s_.docs.size() < k_) return none;
+    const bool partial = std::all_of(terms_.begin(), terms_.end(),
+                                     [](const TermScorer& t) { return t.weight() >= 0; });
+    // Term at a time in query order, as exhaustive scoring adds.
+    s_.sums.assign(s_.docs.size(), 0.0);
+    s_.positions.resize(s_.docs.size());
+    for (size_t ti = 0; ti < terms_.size(); ++ti) {
+      if (terms_[ti].has_doc_bits()) {
+        add_frequent_term(terms_[ti]);
+      } else if (partial) {
+        add_own_blocks(ti);
+      } else {
+        add_by_cursor(terms_[ti]);
+      }
+    }
+    return kth_score();
+  }
+
+ private:
   struct Found {
     uint32_t doc;
     uint32_t term;      // the term whose block holds the document
@@ -58,73 +86,94 @@ inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, doub
     std::vector<size_t> positions;
     std::vector<float> scores;
   };
-  thread_local Scratch s;
-  // A query of very large k must not leave its scratch to the thread for good.
-  struct Release {
-    Scratch& s;
-    ~Release() {
-      if (s.found.capacity() > (size_t{1} << 16)) s = Scratch();
-    }
-  } release{s};
-  // The n_blocks blocks of highest bound over all the terms' best blocks.
-  s.ranked.clear();
-  for (size_t i = 0; i < terms.size(); ++i)
-    for (uint32_t b : terms[i].cache().best_blocks) s.ranked.push_back({terms[i].block_bound(b), {i, b}});
-  const size_t take = std::min(n_blocks, s.ranked.size());
-  std::partial_sort(s.ranked.begin(), s.ranked.begin() + take, s.ranked.end(),
-                    [](const auto& a, const auto& b) { return a.first > b.first; });
-  s.found.clear();
-  uint32_t block_docs[kBlockSize];
-  for (size_t r = 0; r < take; ++r) {
-    const auto [term, block] = s.ranked[r].second;
-    const size_t n = terms[term].list().decode_docs(block, block_docs);
-    for (size_t i = 0; i < n; ++i)
-      if (!allowed || allowed[block_docs[i]])
-        s.found.push_back({block_docs[i], static_cast<uint32_t>(term), size_t{block} * kBlockSize + i});
+
+  static Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
   }
-  std::sort(s.found.begin(), s.found.end());  // cursors only move forward
-  s.docs.clear();
-  for (const Found& f : s.found)
-    if (s.docs.empty() || s.docs.back() != f.doc) s.docs.push_back(f.doc);
-  const size_t n_docs = s.docs.size();
-  if (n_docs < k) return none;
-  const bool partial = std::all_of(terms.begin(), terms.end(),
-                                   [](const TermScorer& t) { return t.weight() >= 0; });
-  // Term at a time in query order, as exhaustive scoring adds. A frequent term
-  // finds all its postings first, prefetching their scores, then adds them:
-  // the scores are likely cache misses, and this overlaps them.
-  s.sums.assign(n_docs, 0.0);
-  s.positions.resize(n_docs);
-  for (size_t ti = 0; ti < terms.size(); ++ti) {
-    const TermScorer& t = terms[ti];
-    if (t.has_doc_bits()) {
-      // The doc-bits entries first: each is a likely miss, and a load that waits on
-      // none can be in flight with the others.
-      for (size_t j = 0; j < n_docs; ++j) t.prefetch_doc_bits(s.docs[j]);
-      for (size_t j = 0; j < n_docs; ++j) {
-        s.positions[j] = t.position_of(s.docs[j]);
-        if (s.positions[j] != TermScorer::kNoPosition) t.prefetch(s.positions[j]);
-      }
-      for (size_t j = 0; j < n_docs; ++j)
-        if (s.positions[j] != TermScorer::kNoPosition) s.sums[j] += t.score(s.positions[j]);
-    } else if (partial) {
-      // Only the documents that came from this term's blocks (found is by doc, then term).
-      for (size_t j = 0, f = 0; f < s.found.size(); ++f) {
-        while (s.docs[j] != s.found[f].doc) ++j;
-        if (s.found[f].term == ti) s.sums[j] += t.score(s.found[f].position);
-      }
-    } else {
-      PostingCursor cursor(t.list());
-      for (size_t j = 0; j < n_docs; ++j) {
-        cursor.next_geq(s.docs[j]);
-        if (cursor.doc() == s.docs[j]) s.sums[j] += t.score(cursor.position());
-      }
+
+  // Ranks every term's best blocks by bound, the best n_blocks first; returns how many.
+  size_t rank_blocks(size_t n_blocks) {
+    s_.ranked.clear();
+    for (size_t i = 0; i < terms_.size(); ++i)
+      for (uint32_t b : terms_[i].cache().best_blocks)
+        s_.ranked.push_back({terms_[i].block_bound(b), {i, b}});
+    const size_t take = std::min(n_blocks, s_.ranked.size());
+    std::partial_sort(s_.ranked.begin(), s_.ranked.begin() + take, s_.ranked.end(),
+                      [](const auto& a, const auto& b) { return a.first > b.first; });
+    return take;
+  }
+
+  // The allowed documents of the first `take` ranked blocks: found (by doc, then term),
+  // and docs, each document once, ascending (cursors only move forward).
+  void collect_docs(size_t take) {
+    s_.found.clear();
+    uint32_t block_docs[kBlockSize];
+    for (size_t r = 0; r < take; ++r) {
+      const auto [term, block] = s_.ranked[r].second;
+      const size_t n = terms_[term].list().decode_docs(block, block_docs);
+      for (size_t i = 0; i < n; ++i)
+        if (!allowed_ || allowed_[block_docs[i]])
+          s_.found.push_back({block_docs[i], static_cast<uint32_t>(term),
+                              size_t{block} * kBlockSize + i});
+    }
+    std::sort(s_.found.begin(), s_.found.end());
+    s_.docs.clear();
+    for (const Found& f : s_.found)
+      if (s_.docs.empty() || s_.docs.back() != f.doc) s_.docs.push_back(f.doc);
+  }
+
+  // A frequent term: finds all its postings first, prefetching their scores, then adds
+  // them; the doc-bits entries and the scores are likely misses, and this overlaps them.
+  void add_frequent_term(const TermScorer& t) {
+    const size_t n_docs = s_.docs.size();
+    for (size_t j = 0; j < n_docs; ++j) t.prefetch_doc_bits(s_.docs[j]);
+    for (size_t j = 0; j < n_docs; ++j) {
+      s_.positions[j] = t.position_of(s_.docs[j]);
+      if (s_.positions[j] != TermScorer::kNoPosition) t.prefetch(s_.positions[j]);
+    }
+    for (size_t j = 0; j < n_docs; ++j)
+      if (s_.positions[j] != TermScorer::kNoPosition) s_.sums[j] += t.score(s_.positions[j]);
+  }
+
+  // The partial sum: term ti adds only to the documents of its own ranked blocks.
+  void add_own_blocks(size_t ti) {
+    const TermScorer& t = terms_[ti];
+    for (size_t j = 0, f = 0; f < s_.found.size(); ++f) {
+      while (s_.docs[j] != s_.found[f].doc) ++j;
+      if (s_.found[f].term == ti) s_.sums[j] += t.score(s_.found[f].position);
     }
   }
-  s.scores.resize(n_docs);
-  for (size_t j = 0; j < n_docs; ++j) s.scores[j] = static_cast<float>(base + s.sums[j]);
-  std::nth_element(s.scores.begin(), s.scores.begin() + (k - 1), s.scores.end(), std::greater<float>());
-  return s.scores[k - 1];
+
+  // The full sum: every document looked up in the term's list.
+  void add_by_cursor(const TermScorer& t) {
+    PostingCursor cursor(t.list());
+    for (size_t j = 0; j < s_.docs.size(); ++j) {
+      cursor.next_geq(s_.docs[j]);
+      if (cursor.doc() == s_.docs[j]) s_.sums[j] += t.score(cursor.position());
+    }
+  }
+
+  // The k-th best of base + sum, rounded to float.
+  float kth_score() {
+    const size_t n_docs = s_.docs.size();
+    s_.scores.resize(n_docs);
+    for (size_t j = 0; j < n_docs; ++j) s_.scores[j] = static_cast<float>(base_ + s_.sums[j]);
+    std::nth_element(s_.scores.begin(), s_.scores.begin() + (k_ - 1), s_.scores.end(),
+                     std::greater<float>());
+    return s_.scores[k_ - 1];
+  }
+
+  const std::vector<TermScorer>& terms_;
+  const size_t k_;
+  const double base_;
+  const uint8_t* const allowed_;
+  Scratch& s_;
+};
+
+inline float seed_threshold(const std::vector<TermScorer>& terms, size_t k, double base,
+                            size_t n_blocks, const uint8_t* allowed = nullptr) {
+  return ThresholdSeed(terms, k, base, allowed).run(n_blocks);
 }
 
 }  // namespace ragcore

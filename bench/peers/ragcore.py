@@ -1,0 +1,167 @@
+"""ragcore's own adapters: FlatIndex, HNSWIndex, IVFIndex, BM25Index, BiEncoder, Collection."""
+
+from __future__ import annotations
+
+import numpy as np
+
+LIBRARY, DISTRIBUTION = "ragcore", "ragcore-engine"
+
+
+class Exact:
+    name = "ragcore"
+
+    def __init__(self, threads, dtype="float32", compute="float32"):
+        self.threads, self.dtype, self.compute = threads, dtype, compute
+
+    def build(self, x):
+        import ragcore
+
+        self.index = ragcore.FlatIndex(x.shape[1], "ip", self.dtype, compute=self.compute)
+        self.index.add(x)
+
+    def search(self, q, k):
+        return self.index.search(q, k, n_threads=self.threads).ids
+
+
+class ExactBf16(Exact):
+    name = "ragcore bf16"
+
+    def __init__(self, threads):
+        super().__init__(threads, "bfloat16")
+
+
+class ExactBf16Compute(Exact):
+    """bfloat16 storage and products (AMX or AVX512_BF16; the scalar level elsewhere)."""
+    name = "ragcore bf16 compute"
+
+    def __init__(self, threads):
+        super().__init__(threads, "bfloat16", "bfloat16")
+
+    def build(self, x):
+        super().build(x)
+        level = self.index.compute_level
+        self.name = f"ragcore bf16 compute ({level})"
+        self.unavailable = level == "scalar"  # correct but slow: not a system to time
+
+
+class Hnsw:
+    name, knob = "ragcore HNSW", "ef"
+
+    def __init__(self, threads, params):
+        self.threads, self.params = threads, params
+
+    def build(self, x):
+        import ragcore
+
+        self.index = ragcore.HNSWIndex(x.shape[1], "ip", M=self.params["M"],
+                                       ef_construction=self.params["ef_construction"], seed=0)
+        self.index.add(x, n_threads=self.threads)
+
+    def search(self, q, k, value):
+        return self.index.search(q, k, ef=value, n_threads=self.threads).ids
+
+
+class Ivf:
+    name, knob, dtype = "ragcore IVF", "nprobe", "float32"
+
+    def __init__(self, threads, params):
+        self.threads, self.nlist = threads, params["nlist"]
+
+    def build(self, x):
+        import ragcore
+
+        self.index = ragcore.IVFIndex(x.shape[1], self.nlist, "ip", self.dtype, seed=0)
+        self.index.train(x, n_threads=self.threads)
+        self.index.add(x, n_threads=self.threads)
+
+    def search(self, q, k, value):
+        return self.index.search(q, k, nprobe=value, n_threads=self.threads).ids
+
+
+class IvfRabitq(Ivf):
+    name, dtype = "ragcore IVF rabitq", "rabitq"
+
+
+class IvfPq4(Ivf):
+    """4-bit PQ codes, one per 4 dimensions, candidates re-scored exactly (its default)."""
+    name, dtype = "ragcore IVF pq4", "pq4"
+
+    def build(self, x):
+        import ragcore
+
+        self.index = ragcore.IVFIndex(x.shape[1], self.nlist, "ip", "pq4", seed=0,
+                                      m=x.shape[1] // 4)
+        self.index.train(x, n_threads=self.threads)
+        self.index.add(x, n_threads=self.threads)
+
+
+class Bm25:
+    name = "ragcore"
+
+    def __init__(self, threads, workdir):
+        self.threads = threads
+
+    def build(self, texts):
+        import ragcore
+
+        self.index = ragcore.BM25Index(k1=1.2, b=0.75, variant="lucene_legacy",
+                                       lucene_norms=True, stopwords=None)
+        self.index.index(texts, n_threads=self.threads, show_progress=False)
+
+    def search(self, queries, k):
+        return self.index.search(queries, k, n_threads=self.threads).ids
+
+
+class Encode:
+    name = "ragcore BiEncoder int8"
+    precision = "int8"
+
+    def __init__(self, threads):
+        from ragcore.encoders.defaults import default_encoder
+
+        self.model = default_encoder(self.precision, threads=threads)
+
+    def encode(self, texts, batch):
+        out = [np.asarray(self.model.encode(texts[i:i + batch], warn=False))
+               for i in range(0, len(texts), batch)]
+        return np.concatenate(out)
+
+
+class EncodeFp32(Encode):
+    name, precision = "ragcore BiEncoder fp32", "fp32"
+
+
+class _GivenEmbeddings:
+    def encode(self, texts):
+        raise RuntimeError("the benchmark gives every vector")
+
+
+class Collection:
+    name, dense = "ragcore", "flat"
+
+    def __init__(self, path):
+        from ragcore.rag.collection import Collection as C
+
+        self.path, self._cls = path, C
+        self.col = C.create(path, encoder=_GivenEmbeddings(), chunker="none", dense=self.dense,
+                            metadata_schema={"bucket": "int"})
+
+    def add(self, ids, texts, vectors, buckets):
+        self.col.add(texts, ids=[int(i) for i in ids],
+                     metadata=[{"bucket": int(b)} for b in buckets], embeddings=vectors)
+
+    def reopen(self):
+        self.col.close()
+        self.col = self._cls.open(self.path, encoder=_GivenEmbeddings())
+
+    def search(self, q, k, below):
+        flt = None if below is None else {"bucket": {"$lt": below}}
+        return [int(m.id) for m in self.col.search_by_vector(q, k=k, filter=flt)]
+
+
+class CollectionHnsw(Collection):
+    name, dense = "ragcore hnsw", "hnsw"
+
+
+TASKS = {"exact": [Exact, ExactBf16, ExactBf16Compute], "ann": [Hnsw, Ivf, IvfRabitq, IvfPq4], "bm25": [Bm25],
+         "encode": [Encode, EncodeFp32], "collection": [Collection, CollectionHnsw]}

@@ -1,0 +1,84 @@
+"""Encoder throughput: ragcore's ONNX BiEncoder (the fused all-MiniLM-L6-v2 graph, int8 and
+fp32) against sentence-transformers (the same weights in torch, fp32, CPU), texts handed over
+in calls of `batch` texts (each library's own batching inside a call), max_length 256.
+Texts: a seeded sample of the docstring paragraphs of this Python's standard library.
+
+Share of limit: the model's multiply-adds per second (per text of L tokens, 6 layers of
+2 * (4 d^2 + 2 d * 1536) * L for the projections and 4 * L^2 * d for attention, d = 384)
+over the peak of the arithmetic it runs on (int8 dot peak for the int8 graph, fp32 FMA peak
+otherwise). cosine: the smallest cosine between a text's vector and sentence-transformers'."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from peers import adapters, distributions
+from results_file import table, write_section
+from timing import seconds_per_call
+
+D, FFN, LAYERS = 384, 1536, 6
+
+
+def model_flops(lengths) -> float:
+    lengths = np.asarray(lengths, dtype=np.float64)
+    per_layer = 2 * (4 * D * D + 2 * D * FFN) * lengths + 4 * lengths ** 2 * D
+    return float(LAYERS * per_layer.sum())
+
+
+def run(grid, out_dir, command, limits):
+    from ragcore.cli.bench.stdlib_vectors import stdlib_paragraphs
+    from ragcore.encoders.defaults import default_encoder
+
+    pool = stdlib_paragraphs()
+    pick = np.random.default_rng(0).choice(len(pool), grid["texts"], replace=False)
+    texts = [pool[i] for i in sorted(pick)]
+    threads = grid["threads"]
+    lengths = [len(e.ids) for e in default_encoder("fp32").tokenizer.tokenize(texts)]
+    flops = model_flops(lengths)
+    classes, missing = adapters("encode")
+    systems = {}
+    for cls in classes:
+        s = cls(threads)
+        systems[s.name] = s
+    reference = next((s for n, s in systems.items() if n.startswith("sentence")), None)
+    ref_vectors = reference.encode(texts, 32) if reference else None
+    suffix = "_1t" if threads == 1 else ""
+    rows = []
+    for batch in grid["batches"]:
+        fns = {name: (lambda s=s: s.encode(texts, batch)) for name, s in systems.items()}
+        secs = seconds_per_call(fns, grid["rounds"], grid["min_seconds"])
+        for name, s in systems.items():
+            peak = limits.get(("int8" if "int8" in name else "fp32") + "_gops" + suffix)
+            cos = None
+            if ref_vectors is not None:
+                cos = float(np.min(np.sum(s.encode(texts, batch) * ref_vectors, axis=1)))
+            rows.append({"peer": name, "batch": batch, "texts_s": len(texts) / secs[name],
+                         "share": flops / secs[name] / (peak * 1e9) if peak else None,
+                         "limit": ("int8" if "int8" in name else "fp32") + " peak",
+                         "cosine": cos})
+    summary = []
+    for batch in grid["batches"]:
+        cell = [r for r in rows if r["batch"] == batch]
+        mine = [r for r in cell if r["peer"].startswith("ragcore")]
+        peers = [r for r in cell if not r["peer"].startswith("ragcore")]
+        if mine and peers:
+            me, best = (max(mine, key=lambda r: r["texts_s"]),
+                        max(peers, key=lambda r: r["texts_s"]))
+            summary.append({"row": f"encode ({me['peer']}), batch {batch}", "measure": "texts/s",
+                            "ragcore": me["texts_s"], "best_peer": best["peer"],
+                            "best_peer_value": best["texts_s"], "share": me["share"],
+                            "limit": me["limit"], "format": ",.0f"})
+    columns = [{"key": "peer", "label": "encoder"}, {"key": "batch", "label": "texts per call"},
+               {"key": "texts_s", "label": "texts/s", "format": ",.1f"},
+               {"key": "share", "label": "share of limit", "format": ".1%"},
+               {"key": "limit", "label": "limit"},
+               {"key": "cosine", "label": "min cosine", "format": ".4f"}]
+    notes = [f"Not installed here: {', '.join(missing)}."] if missing else []
+    return write_section(
+        "encode", "Encoder throughput", command, threads=threads, order=40,
+        intro=(f"{len(texts)} texts, {sum(lengths):,} tokens (mean {np.mean(lengths):.0f}), "
+               f"{threads} thread(s). " + " ".join(__doc__.split())),
+        tables=[table("", columns, rows, notes)], peers=distributions("encode"),
+        plot={"table": 0, "x": "batch", "y": "texts_s", "series": "peer", "logx": True,
+              "xlabel": "texts per call", "ylabel": "texts/s"},
+        summary=summary, limits=limits, out_dir=out_dir)

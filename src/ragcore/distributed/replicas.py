@@ -1,0 +1,263 @@
+"""The replicas of one shard of a ShardedCollection, each a Ray actor holding a Collection.
+
+- A read goes to one live replica, and to the next when that one dies (``call_shards``).
+- A write goes to every live replica and is acknowledged once each of them committed it;
+  every committed write raises a replica's change number by one, so the replicas of a
+  shard that took the same writes hold the same change number.
+- A replica that died or fell behind is down until ``heal`` restarts it on its directory
+  and brings it to the live replicas' change number: the writes it missed (those of a
+  higher change number) are replayed from the shard's log of acknowledged writes, or, when
+  the log does not reach back that far, it copies a live replica's database. Only then
+  does it serve again.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..errors import ShardError, ShardUnavailableError
+
+LOG_LIMIT = 10_000  # acknowledged writes kept per shard for replay
+
+
+@dataclass
+class Replica:
+    index: int
+    path: str
+    actor: object = None
+    live: bool = False
+    change: int = -1
+    restarts: int = field(default=0)
+
+
+class ReplicaSet:
+    """One shard's replicas. start_actor(replica index, path, create) -> actor handle."""
+
+    def __init__(self, ray, shard: int, paths: list, start_actor):
+        self.ray, self.shard = ray, shard
+        self.replicas = [Replica(i, p) for i, p in enumerate(paths)]
+        self._start_actor = start_actor
+        self._log = collections.deque(maxlen=LOG_LIMIT)  # (change, op, args, kwargs)
+        self._turn = 0
+        self._mutex = threading.Lock()
+        # How replicas came back: "current" (nothing missed), "replayed", "copied".
+        self.catch_ups = collections.Counter()
+
+    # ---- state --------------------------------------------------------------
+
+    def live(self) -> list:
+        with self._mutex:
+            return [r for r in self.replicas if r.live]
+
+    def pick(self, exclude=()):
+        """A live replica not in exclude (indexes), taking turns; None if there is none."""
+        with self._mutex:
+            live = [r for r in self.replicas if r.live and r.index not in exclude]
+            if not live:
+                return None
+            self._turn += 1
+            return live[self._turn % len(live)]
+
+    def mark_down(self, replica: Replica, actor) -> None:
+        """The replica stops serving (if actor is still its actor); it is killed, so that a
+        slow one cannot commit later."""
+        with self._mutex:
+            if replica.actor is not actor or not replica.live:
+                return
+            replica.live = False
+        _kill(self.ray, actor)
+
+    # ---- starting and healing -------------------------------------------------
+
+    def start(self, create: bool, timeout: float) -> None:
+        """Starts every replica (create: new collections; else opened from their files).
+        Creating needs them all; opening leaves the ones that fail down (heal retries)."""
+        actors = [self._start_actor(r.index, r.path, create) for r in self.replicas]
+        for replica, actor in zip(self.replicas, actors):
+            replica.actor = actor
+        refs = [a.ready.remote() for a in actors]
+        for replica, ref in zip(self.replicas, refs):
+            try:
+                replica.change = self.ray.get(ref, timeout=timeout)
+                replica.live = True
+            except Exception as err:  # noqa: BLE001 - an actor that cannot start stays down
+                if create:
+                    raise ShardError(f"shard {self.shard} replica {replica.index} could not be "
+                                     f"created: {_summary(err)}", self.shard, err) from err
+                _kill(self.ray, replica.actor)
+        live = self.live()
+        if live and len({r.change for r in live}) > 1:  # opened after an unclean stop
+            newest = max(r.change for r in live)
+            for r in live:
+                if r.change != newest:
+                    self.mark_down(r, r.actor)
+
+    def probe(self, timeout: float) -> None:
+        """Asks every live replica whether it answers; one that does not goes down."""
+        sent = [(r, r.actor, r.actor.ready.remote()) for r in self.live()]
+        for replica, actor, ref in sent:
+            try:
+                self.ray.get(ref, timeout=timeout)
+            except Exception:  # noqa: BLE001 - dead, unreachable or hung
+                self.mark_down(replica, actor)
+
+    def heal(self, timeout: float) -> int:
+        """Restarts the down replicas and brings them up to date; returns how many serve
+        again. One that cannot start within timeout stays down."""
+        down = [r for r in self.replicas if not r.live]
+        healed = 0
+        for replica in down:
+            try:
+                self._heal_one(replica, timeout)
+                healed += 1
+            except Exception:  # noqa: BLE001 - it stays down; the next heal tries again
+                _kill(self.ray, replica.actor)
+        return healed
+
+    def _heal_one(self, replica: Replica, timeout: float) -> None:
+        ray = self.ray
+        _kill(ray, replica.actor)
+        actor = self._start_actor(replica.index, replica.path, False)
+        replica.actor = actor
+        replica.restarts += 1
+        change = ray.get(actor.ready.remote(), timeout=timeout)
+        sources = self.live()
+        if not sources:  # every replica was down: the newest restarted one leads
+            replica.change, replica.live = change, True
+            others = [r for r in self.replicas if r is not replica and r.live]
+            if others and max(r.change for r in others) > change:
+                self.mark_down(replica, actor)
+            return
+        source = max(sources, key=lambda r: r.change)
+        target = source.change
+        missed = [entry for entry in self._log if entry[0] > change]
+        how = "current" if change == target else "replayed"
+        if change < target and missed and missed[0][0] == change + 1 and \
+                missed[-1][0] == target:
+            for expected, op, args, kwargs in missed:
+                change = ray.get(actor.write.remote(op, args, kwargs), timeout=timeout)
+                if change != expected:
+                    break
+        if change != target:
+            database = ray.get(source.actor.snapshot.remote(), timeout=timeout)
+            change = ray.get(actor.restore.remote(database), timeout=timeout)
+            how = "copied"
+        if change != target:
+            raise ShardError(f"shard {self.shard} replica {replica.index} did not reach change "
+                             f"{target} (it has {change})", self.shard)
+        with self._mutex:
+            replica.change, replica.live = change, True
+        self.catch_ups[how] += 1
+
+    # ---- writes ---------------------------------------------------------------
+
+    def submit_write(self, op: str, args: tuple, kwargs: dict) -> list:
+        """Sends a write to every live replica; returns [(replica, actor, ref)]."""
+        return [(r, r.actor, r.actor.write.remote(op, args, kwargs)) for r in self.live()]
+
+    def finish_write(self, sent: list, op: str, args: tuple, kwargs: dict, deadline: float) -> int:
+        """Waits for every replica's commit; acknowledges (logs) the write if at least one
+        live replica committed it. Replicas that died, timed out or disagree go down."""
+        ray = self.ray
+        committed, refused, lost = [], [], []
+        for replica, actor, ref in sent:
+            try:
+                change = ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
+                committed.append((replica, actor, change))
+            except ray.exceptions.RayTaskError as err:
+                refused.append((replica, actor, err))
+            except Exception as err:  # noqa: BLE001 - died, unreachable or too slow
+                lost.append((replica, actor, err))
+        for replica, actor, _ in lost:
+            self.mark_down(replica, actor)
+        if not committed:
+            if refused:
+                raise _cause(refused[0][2])
+            raise ShardUnavailableError(
+                f"shard {self.shard}: no replica committed the {op} (every one died or timed "
+                f"out: {_summary(lost[0][2]) if lost else 'none was live'}); it was not "
+                "acknowledged", self.shard, lost[0][2] if lost else None)
+        for replica, actor, _ in refused:  # the others committed: this one is out of step
+            self.mark_down(replica, actor)
+        changes = collections.Counter(change for _, _, change in committed)
+        agreed = max(changes, key=lambda c: (changes[c], c))
+        for replica, actor, change in committed:
+            if change != agreed:
+                self.mark_down(replica, actor)
+            else:
+                replica.change = change
+        self._log.append((agreed, op, args, kwargs))
+        return agreed
+
+    def close(self) -> None:
+        for replica in self.replicas:
+            if replica.live:
+                try:
+                    self.ray.get(replica.actor.close.remote(), timeout=30)
+                except Exception:  # noqa: BLE001 - a dead replica has nothing to close
+                    pass
+            _kill(self.ray, replica.actor)
+            replica.live = False
+
+
+def call_shards(ray, sets: list, method: str, args_of, deadline: float, what: str) -> list:
+    """method(*args_of(i)) on one live replica of every shard of sets (i: its place in
+    sets), all at once; a replica
+    that dies is replaced by the next live one (each tried once). An error the call raises
+    itself (bad filter, ...) is raised as it is. ShardUnavailableError when a shard has no
+    replica left, or the deadline passes."""
+    tried = [set() for _ in sets]
+    pending = {}
+
+    def submit(s: int) -> None:
+        replica = sets[s].pick(exclude=tried[s])
+        if replica is None:
+            shard = sets[s].shard
+            raise ShardUnavailableError(
+                f"shard {shard}: no live replica could answer the {what} (tried "
+                f"{len(tried[s])}); the lost replicas come back with heal() or the next write",
+                shard)
+        tried[s].add(replica.index)
+        actor = replica.actor
+        pending[s] = (replica, actor, getattr(actor, method).remote(*args_of(s)))
+
+    for s in range(len(sets)):
+        submit(s)
+    results = [None] * len(sets)
+    while pending:
+        s = next(iter(pending))
+        replica, actor, ref = pending.pop(s)
+        try:
+            results[s] = ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
+        except ray.exceptions.RayTaskError as err:
+            raise _cause(err) from None
+        except ray.exceptions.GetTimeoutError:
+            raise ShardUnavailableError(f"shard {sets[s].shard}: no answer to the {what} "
+                                        "within the timeout", sets[s].shard) from None
+        except ray.exceptions.RayError:
+            sets[s].mark_down(replica, actor)
+            submit(s)
+    return results
+
+
+def _cause(err):
+    """The exception a remote call raised itself (Ray wraps it in RayTaskError)."""
+    cause = getattr(err, "cause", None)
+    return cause if isinstance(cause, BaseException) else err
+
+
+def _kill(ray, actor) -> None:
+    if actor is None:
+        return
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+
+
+def _summary(err) -> str:
+    text = str(err).strip()
+    return text.splitlines()[-1] if text else repr(err)

@@ -1,0 +1,48 @@
+"""A brief fuzz run of Collection (bench/fuzz.py --kinds collection is the long run).
+
+RAGCORE_FUZZ_COLLECTION_RUNS (default 120) mutated copies of the seed collections: each
+must be refused with a ragcore error naming it, or keep every contract
+(collection_oracle.check_collection).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import collection_mutator  # noqa: E402
+import collection_oracle  # noqa: E402
+
+RUNS = int(os.environ.get("RAGCORE_FUZZ_COLLECTION_RUNS", "120"))
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory):
+    return collection_mutator.seed_collections(str(tmp_path_factory.mktemp("seeds")))
+
+
+def test_seed_collections_keep_the_contracts(seeds, tmp_path):
+    for seed in seeds:
+        collection_mutator.copy_seed(seed, str(tmp_path / "c"))
+        assert collection_oracle.run_one(str(tmp_path / "c")) == "kept"
+
+
+def test_mutated_collections_are_refused_or_sound(seeds, tmp_path):
+    rng = np.random.default_rng(11)
+    outcomes = collections.Counter()
+    for i in range(RUNS):
+        path = str(tmp_path / "c")
+        collection_mutator.copy_seed(seeds[i % len(seeds)], path)
+        mutation = collection_mutator.mutate(path, rng)
+        try:
+            outcomes[collection_oracle.run_one(path, mutation.answers_checked)] += 1
+        except collection_oracle.ContractBroken as err:
+            raise AssertionError(f"mutation {i} ({mutation.what}): {err}") from err
+    # Both outcomes occur: the mutations reach the checks, and not every one is refused.
+    assert outcomes["kept"] > RUNS // 10
+    assert outcomes["CollectionCorruptError"] > RUNS // 10

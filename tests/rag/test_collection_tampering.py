@@ -1,0 +1,232 @@
+"""A Collection changed behind its back with valid SQL or by editing its files: every change
+ends in a CollectionCorruptError naming the database and what to do, or is repaired from
+the database; never a wrong answer or another exception."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+import pytest
+
+from _collection_data import WORDS, HashEncoder, corpus
+from ragcore import Collection, CollectionCorruptError, CollectionError
+
+
+def _made(path, n: int = 20, ids=None, chunker="none") -> str:
+    texts, metadata = corpus(n, seed=5, words=20)
+    with Collection.create(path, encoder=HashEncoder(), chunker=chunker,
+                           metadata_schema={"year": "int"}) as col:
+        col.add(texts, ids=ids or list(range(n)), metadata=metadata)
+    return os.path.join(path, "collection.sqlite")
+
+
+def _sql(db: str, *statements) -> None:
+    conn = sqlite3.connect(db, isolation_level=None)
+    for statement in statements:
+        if ";" in statement.strip().rstrip(";"):
+            conn.executescript(statement)
+        else:
+            conn.execute(statement)
+    conn.close()
+
+
+def _refused_at_open(path, db: str, *words) -> str:
+    for readonly in (True, False):
+        with pytest.raises(CollectionCorruptError) as err:
+            Collection.open(path, readonly=readonly, encoder=HashEncoder())
+        message = str(err.value)
+        assert message.startswith(f"{db}: ") and "restore the collection's directory" in message
+        for word in words:
+            assert word in message
+    return message
+
+
+_NO_UNIQUE = ("CREATE TABLE d2 (rowid INTEGER PRIMARY KEY AUTOINCREMENT, user_id NOT NULL, "
+              "text TEXT NOT NULL, metadata TEXT NOT NULL); INSERT INTO d2 SELECT * FROM "
+              "documents; DROP TABLE documents; ALTER TABLE d2 RENAME TO documents; "
+              "UPDATE documents SET user_id = 1 WHERE user_id = 2;")
+
+
+@pytest.mark.parametrize("statement, words", [
+    ("DROP TABLE fields", ["the table fields is missing"]),
+    ("DROP TABLE meta", ["the table meta is missing"]),
+    ("ALTER TABLE embeddings RENAME TO e2", ["the table embeddings is missing"]),
+    ("ALTER TABLE chunks RENAME COLUMN start TO s", ["the table chunks is not as ragcore"]),
+    (_NO_UNIQUE, ["the table documents is not as ragcore"]),
+    ("CREATE TRIGGER t AFTER INSERT ON chunks BEGIN DELETE FROM chunks; END", ["triggers"]),
+    ("UPDATE meta SET value = 'abc' WHERE key = 'format_version'", ["does not read back"]),
+    ("UPDATE meta SET value = '0' WHERE key = 'format_version'", ["format version is '0'"]),
+    ("UPDATE meta SET value = '1.5' WHERE key = 'change'", ["change is '1.5'"]),
+    ("DELETE FROM meta WHERE key = 'change'", ["change is missing"]),
+    ("UPDATE meta SET value = '0' WHERE key = 'dim'", ["dim is 0"]),
+    ("UPDATE meta SET value = '12' WHERE key = 'dim'", ["not 12 float32 values"]),
+    ("UPDATE meta SET value = 'float' WHERE key = 'id_type'", ["id_type is 'float'"]),
+    ("UPDATE meta SET value = 'str' WHERE key = 'id_type'", ["not of the collection's id type"]),
+    ("UPDATE meta SET value = '[1]' WHERE key = 'settings'", ["settings are not valid"]),
+    ("UPDATE meta SET value = json_set(value, '$.dense.dtype', 'abc') WHERE key = 'settings'",
+     ["settings are not valid"]),
+    ("UPDATE meta SET value = json_set(value, '$.chunker', 5) WHERE key = 'settings'",
+     ["settings are not valid"]),
+    ("UPDATE meta SET value = '-1' WHERE key = 'fingerprint'", ["fingerprint is not valid"]),
+    ("UPDATE fields SET types = '5'", ["the fields table holds"]),
+    ("UPDATE fields SET types = '[[]]'", ["the fields table holds"]),
+    ("UPDATE embeddings SET vector = x'0000'", ["not 24 float32 values"]),
+    ("UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'chunks'",
+     ["the id sequence of 'chunks' is 9223372036854775807"]),
+    ("UPDATE sqlite_sequence SET seq = 'x'", ["the id sequence of"]),
+    ("UPDATE chunks SET chunk_id = -5 WHERE chunk_id = 3", ["a stored chunk id is negative"]),
+])
+def test_a_changed_schema_or_meta_value_is_refused_at_open(tmp_path, statement, words):
+    db = _made(tmp_path / "c")
+    _sql(db, statement)
+    _refused_at_open(tmp_path / "c", db, *words)
+
+
+@pytest.mark.parametrize("statement, read, words", [
+    ("UPDATE chunks SET end = end + 5 WHERE chunk_id = 3", "search", "chunk 3 (offsets"),
+    ("UPDATE chunks SET start = -1 WHERE chunk_id = 3", "search", "chunk 3 (offsets -1"),
+    ("UPDATE chunks SET start = 'x' WHERE chunk_id = 3", "search", "chunk 3 (offsets 'x'"),
+    ("UPDATE documents SET text = 'omega omega' WHERE user_id = 2", "search", "chunk 3"),
+    ("UPDATE documents SET user_id = '7x' WHERE user_id = 7", "ids", "'7x' is not of the"),
+    ("UPDATE documents SET user_id = 7.5 WHERE user_id = 7", "search", "7.5 is not of the"),
+    ("UPDATE documents SET metadata = '[1, 2]' WHERE user_id = 2", "get", "not a JSON object"),
+    ("UPDATE documents SET metadata = '5' WHERE user_id = 2", "search", "not a JSON object"),
+])
+def test_a_changed_row_is_refused_where_it_is_read(tmp_path, statement, read, words):
+    db = _made(tmp_path / "c")
+    _sql(db, statement)
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        calls = {"search": lambda: col.search("alpha beta gamma omega", k=20, mode="sparse"),
+                 "ids": col.ids, "get": lambda: col.get([2])}
+        with pytest.raises(CollectionCorruptError) as err:
+            calls[read]()
+        assert str(err.value).startswith(f"{db}: ") and words in str(err.value)
+
+
+def test_a_full_database_is_a_collection_error_and_rolls_back(tmp_path):
+    db = _made(tmp_path / "c")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        _sql(db, "UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'documents'")
+        with pytest.raises(CollectionError, match="cannot write .*free disk space") as err:
+            col.add(["alpha"], ids=[100])
+        assert str(err.value).startswith(db)
+        assert col.count() == 20 and col.get([100]) == []
+
+
+def test_a_document_whose_text_holds_a_nul_keeps_its_chunk_offsets(tmp_path):
+    # SQLite's substr stops at a NUL: such rows are compared again in Python.
+    with Collection.create(tmp_path / "c", encoder=HashEncoder(), chunker="none") as col:
+        col.add(["alpha\x00 beta gamma", "delta"], ids=[1, 2])
+        (match,) = col.search("gamma", k=1, mode="sparse")
+        assert match.text == "alpha\x00 beta gamma" and (match.start, match.end) == (0, 17)
+
+
+def test_chunks_added_behind_the_files_back_are_indexed_at_open(tmp_path):
+    db = _made(tmp_path / "c")
+    _sql(db, "INSERT INTO documents (user_id, text, metadata) VALUES (99, 'zulu yankee', '{}')",
+         "INSERT INTO chunks (doc_rowid, position, start, end, text, hash) SELECT "
+         "(SELECT rowid FROM documents WHERE user_id = 99), 0, 0, 11, 'zulu yankee', hash "
+         "FROM chunks WHERE chunk_id = 1")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        assert col.repaired
+        assert [m.id for m in col.search("zulu", k=3, mode="sparse")] == [99]
+        col.verify()  # raises if the indexes and the database disagree
+
+
+@pytest.mark.parametrize("text", [
+    "[]", "5", '"x"', "null", "{}",
+    '{"format_version": 1, "change": 1.5, "bm25": "bm25-1.rci"}',
+    '{"format_version": true, "change": 1, "bm25": "bm25-1.rci"}',
+    '{"format_version": 1, "change": 1, "bm25": "../collection.sqlite"}',
+    '{"format_version": 1, "change": 1, "bm25": "bm25-1.rci", "dense": 5}',
+    '{"format_version": 1, "change": 1, "bm25": "bm\\u000025-1.rci"}',
+    '{"format_version": 1, "change": 1, "bm25": "bm25-1.rci", "bm25_ids": []}',
+    "no dense",
+])
+def test_a_manifest_not_as_written_is_ignored_and_the_indexes_rebuilt(tmp_path, text):
+    _made(tmp_path / "c")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        want = [(m.id, m.chunk_id) for m in col.search("alpha beta", k=10)]
+    if text == "no dense":  # a manifest as written, but naming no dense file
+        with open(tmp_path / "c" / "indexes.json") as f:
+            text = json.dumps({**json.load(f), "dense": None})
+    with open(tmp_path / "c" / "indexes.json", "w") as f:
+        f.write(text)
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        assert col.repaired
+        assert [(m.id, m.chunk_id) for m in col.search("alpha beta", k=10)] == want
+        col.verify()
+    with open(tmp_path / "c" / "indexes.json") as f:
+        assert isinstance(json.load(f), dict)  # written again
+
+
+def test_a_foreign_database_with_collection_tables_but_no_meta_is_damage(tmp_path):
+    db = _made(tmp_path / "c")
+    _sql(db, "DROP TABLE meta")
+    with pytest.raises(CollectionCorruptError):
+        Collection.open(tmp_path / "c", readonly=True)
+    (tmp_path / "other").mkdir()
+    _sql(str(tmp_path / "other" / "collection.sqlite"), "CREATE TABLE documents (x)")
+    with pytest.raises(CollectionError, match="not a ragcore collection") as err:
+        Collection.open(tmp_path / "other", readonly=True)
+    assert not isinstance(err.value, CollectionCorruptError)
+
+
+@pytest.mark.parametrize("statement, words", [
+    ("UPDATE chunks SET hash = x'00' WHERE chunk_id = 4", "not 24 float32 values"),
+    ("UPDATE chunks SET text = x'35' WHERE chunk_id = 4", "chunk's text is not text"),
+])
+def test_a_chunk_the_indexes_are_rebuilt_with_is_checked(tmp_path, statement, words):
+    # Without the manifest the indexes are rebuilt from every chunk: none is left out.
+    db = _made(tmp_path / "c")
+    _sql(db, statement)
+    os.unlink(tmp_path / "c" / "indexes.json")
+    with pytest.raises(CollectionCorruptError, match=words):
+        Collection.open(tmp_path / "c", encoder=HashEncoder())
+
+
+@pytest.mark.parametrize("path, value", [("$.schema", None), ("$.dense.dtype", None)])
+def test_settings_an_older_collection_lacks_take_their_defaults(tmp_path, path, value):
+    db = _made(tmp_path / "c")
+    _sql(db, f"UPDATE meta SET value = json_remove(value, '{path}') WHERE key = 'settings'")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        assert col._settings["dense"]["dtype"] == "float32"
+        assert len(col.search("alpha", k=3, mode="dense")) == 3
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE meta SET value = '0' WHERE key = 'dim'",
+    "UPDATE meta SET value = '[]' WHERE key = 'settings'",
+    "UPDATE meta SET value = 'float' WHERE key = 'id_type'",
+])
+def test_a_reader_following_a_change_checks_the_meta_values_again(tmp_path, statement):
+    db = _made(tmp_path / "c")
+    with Collection.open(tmp_path / "c", readonly=True, encoder=HashEncoder()) as reader:
+        assert len(reader.search("alpha", k=2, mode="sparse")) == 2
+        _sql(db, statement, "UPDATE meta SET value = value + 1 WHERE key = 'change'")
+        with pytest.raises(CollectionCorruptError) as err:
+            reader.search("alpha", k=2, mode="sparse")
+        assert str(err.value).startswith(f"{db}: ")
+
+
+@pytest.mark.parametrize("statement, words", [
+    ("UPDATE documents SET metadata = '[1, 2]' WHERE user_id = 2", "not a JSON object"),
+    ("UPDATE documents SET user_id = 7.5 WHERE user_id = 7", "7.5 is not of the"),
+])
+def test_candidates_refuse_what_search_refuses(tmp_path, statement, words):
+    # candidates is what a sharded collection merges: its rows are checked as search's are.
+    db = _made(tmp_path / "c")
+    _sql(db, statement)
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        with pytest.raises(CollectionCorruptError, match=words):
+            col.candidates([" ".join(WORDS)], 20, "sparse")
+
+
+def test_an_empty_stored_id_in_a_collection_of_str_ids_is_refused(tmp_path):
+    db = _made(tmp_path / "c", ids=[f"d{i}" for i in range(20)])
+    _sql(db, "UPDATE documents SET user_id = '' WHERE user_id = 'd7'")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        with pytest.raises(CollectionCorruptError, match="a stored document id '' is not"):
+            col.ids()

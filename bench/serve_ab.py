@@ -13,8 +13,6 @@ server). Load: bench/serve_loadgen.py, a 1.5 s warm-up, then --seconds measured.
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: BLAS environment)
-
 import argparse
 import json
 import os
@@ -27,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import cpu_model, environment, markdown_table, write_json
-from serve_load import HERE, SRC, build_collection, free_port, load, versions, wait_healthy
+from results_file import table, write_section
+from serve_load import PEERS, SRC, build_collection, corpus, free_port, load, wait_healthy
 
 
 def one_turn(path, max_batch, ingress, bodies, clients, seconds, tmp) -> dict:
@@ -49,6 +47,30 @@ def one_turn(path, max_batch, ingress, bodies, clients, seconds, tmp) -> dict:
     return {**row, "max_batch": max_batch, "batching": "on" if max_batch > 1 else "off"}
 
 
+COLUMNS = [{"key": "round", "label": "round"}, {"key": "batching", "label": "batching"},
+           {"key": "qps", "label": "QPS", "format": ",.0f"},
+           {"key": "p50_ms", "label": "p50 ms", "format": ".1f"},
+           {"key": "p99_ms", "label": "p99 ms", "format": ".1f"},
+           {"key": "errors", "label": "errors"}]
+
+
+def write_results(rows: list, args, command: str, out_dir: Path | None = None) -> Path:
+    """bench/results/serve_ab.json in the results schema (bench/README.md)."""
+    on = [r["qps"] for r in rows if r["batching"] == "on"]
+    off = [r["qps"] for r in rows if r["batching"] == "off"]
+    ratio = float(np.mean(on) / np.mean(off))
+    title = (f"{args.clients} clients, {args.workload} queries, {args.ingress} ingress, "
+             f"{args.seconds:g} s per turn")
+    return write_section(
+        "serve_ab", "ragcore serve: batching on against off, in turns", command,
+        tables=[table(title, COLUMNS, rows, [f"QPS on / off (means of the turns): {ratio:.2f}"])],
+        threads=os.cpu_count(), order=86, peers=PEERS,
+        intro=("The serve command restarted for each turn, --max-batch 64 (on) or 1 (off), the "
+               "same load each time (bench/serve_loadgen.py), turns alternating so that the "
+               "shared machine's drift falls on both alike."),
+        extra={"qps_ratio_on_over_off": ratio}, out_dir=out_dir)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=2)
@@ -56,13 +78,12 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--ingress", default="haproxy", choices=("haproxy", "proxy"))
     p.add_argument("--workload", default="vector", choices=("vector", "text"))
-    p.add_argument("--out", default=str(HERE / "results" / "serve_ab.json"))
+    p.add_argument("--out", default=None, help="a folder for serve_ab.json (default bench/results)")
     args = p.parse_args()
-    from collection import corpus
     from ragcore.cli.datasets import stdlib_docs
     from ragcore.encoders import default_encoder
 
-    texts, vectors, _, _, _ = corpus(10_000)
+    texts, vectors = corpus(10_000)
     questions = list(stdlib_docs().questions)
     if args.workload == "vector":
         qvecs = default_encoder().encode(questions[:400])
@@ -83,18 +104,9 @@ def main() -> int:
                 print(json.dumps(row), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    on = [r["qps"] for r in rows if r["batching"] == "on"]
-    off = [r["qps"] for r in rows if r["batching"] == "off"]
-    payload = {"command": " ".join([os.path.relpath(sys.executable), *sys.argv]),
-               "cpu": cpu_model(), "threads": os.cpu_count(), "environment": environment(),
-               "versions": versions(), "ingress": args.ingress, "workload": args.workload,
-               "clients": args.clients, "rows": rows,
-               "qps_ratio_on_over_off": float(np.mean(on) / np.mean(off))}
-    write_json(Path(args.out), payload)
-    print(markdown_table(["round", "batching", "QPS", "p50 ms", "p99 ms", "errors"],
-                         [[r["round"], r["batching"], f"{r['qps']:.0f}", f"{r['p50_ms']:.1f}",
-                           f"{r['p99_ms']:.1f}", r["errors"]] for r in rows]))
-    print(f"QPS on / off: {payload['qps_ratio_on_over_off']:.2f}")
+    path = write_results(rows, args, " ".join(["python", *sys.argv]),
+                         None if args.out is None else Path(args.out))
+    print(f"wrote {path}")
     return 0
 
 

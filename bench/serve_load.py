@@ -8,7 +8,7 @@ documents and embeddings, in one run.
 Collection: 10,000 chunks of the standard-library documentation (ragcore.cli.datasets
 stdlib_docs cut into chunks of at most 128 tokens, repeated until 10,000, each repeat's text
 numbered and its vector given Gaussian noise of sigma 0.01, renormalised, so none tie;
-embedded once with the bundled all-MiniLM-L6-v2, cached; flat dense index, BM25), chunker
+embedded once with the bundled all-MiniLM-L6-v2, cached in the ragcore cache; flat dense index, BM25), chunker
 "none". Queries: the corpus's questions, cycled; k = 10.
 Server: Ray (num_cpus 2) and Ray Serve on 127.0.0.1, one reader replica (the ingress,
 batching with @serve.batch) and the writer; batching on: --max-batch 64, --batch-wait-ms
@@ -47,6 +47,7 @@ def corpus(n: int, seed: int = 0):
     """(texts, float32 vectors [n, dim]) as described in the docstring."""
     from ragcore.cli.datasets import stdlib_docs
     from ragcore.cli.embedding_cache import EmbeddingCache
+    from ragcore.encoders.models import cache_dir
     from ragcore.encoders import default_encoder
     from ragcore.rag.chunking import Chunker
 
@@ -54,7 +55,8 @@ def corpus(n: int, seed: int = 0):
     chunker = Chunker(encoder, chunk_size=128, overlap=16)
     data = stdlib_docs()
     chunks = [c.text for c in chunker.chunk_documents((d.doc_id, d.text) for d in data.documents)]
-    cache = EmbeddingCache(encoder, directory=HERE / "results" / "serve-embeddings",
+    # A cache of this script's own: a shared one is rewritten by whatever else encodes.
+    cache = EmbeddingCache(encoder, directory=cache_dir() / "serve-bench-embeddings",
                            show_progress=True)
     base = cache.encode(chunks)
     reps = -(-n // len(chunks))

@@ -11,14 +11,11 @@ processes, alternating, so that load on the shared machine hits both alike:
 
     python bench/entry_latency.py --build before=/tmp/before --build after=src [--rounds 3]
 
-Writes bench/results/entry_latency.json (command, CPU, versions, every round's rows) and
-prints a markdown table of the medians. Not a test: nothing here asserts a speed.
+Writes bench/results/entry_latency.json (a ragcore-bench/1 section: the medians, and every
+round's rows) and prints the medians. Not a test: nothing here asserts a speed.
 """
 
 from __future__ import annotations
-
-import _common  # first: re-executes without OPENBLAS_CORETYPE  # noqa: F401
-from _common import environment, markdown_table
 
 import argparse
 import json
@@ -33,6 +30,8 @@ import numpy as np
 
 DIM, K = 384, 10
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from results_file import table as results_table, write_section  # noqa: E402
 
 
 def per_call_us(fn, queries, calls: int, block: int = 50) -> float:
@@ -175,28 +174,40 @@ def run_build(path: str, args) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def summary(rounds: list[dict], builds: list[str]) -> tuple[list[str], list[list[str]]]:
-    """Median per build of each index's per-call us, batched us, and ratios."""
+def summary(rounds: list[dict], builds: list[str]) -> tuple[list[dict], list[dict]]:
+    """(columns, rows): the median per build of each index's per-call us, batched us per
+    query, and the ratio (batched / per call, or faiss / ours next to faiss)."""
     names = [r["index"] for r in rounds[0][builds[0]]["rows"]]
-    header = ["index"]
+    columns = [{"key": "index", "label": "index"}]
     for b in builds:
-        header += [f"{b} per call us", f"{b} batched us / query", f"{b} ratio"]
-    table = []
+        columns += [{"key": f"{b}_call", "label": f"{b}: per call µs", "format": ".2f"},
+                    {"key": f"{b}_batched", "label": f"{b}: batched µs / query", "format": ".2f"},
+                    {"key": f"{b}_ratio", "label": f"{b}: ratio"}]
+    rows = []
     for i, name in enumerate(names):
-        line = [name]
+        row = {"index": name}
         for b in builds:
             got = [r[b]["rows"][i] for r in rounds]
-            call = statistics.median(g["per_call_us"] for g in got)
-            batch = statistics.median(g["batched_us"] for g in got)
             if "faiss_per_call_us" in got[0]:
                 ratio = statistics.median(g["faiss_per_call_us"] / g["per_call_us"] for g in got)
-                text = f"faiss/ours {ratio:.2f}x"
+                text = f"faiss / ours {ratio:.2f}x"
             else:
                 ratio = statistics.median(g["batched_us"] / g["per_call_us"] for g in got)
-                text = f"batched/per call {ratio:.2f}x"
-            line += [f"{call:.2f}", f"{batch:.2f}", text]
-        table.append(line)
-    return header, table
+                text = f"batched / per call {ratio:.2f}x"
+            row.update({f"{b}_call": statistics.median(g["per_call_us"] for g in got),
+                        f"{b}_batched": statistics.median(g["batched_us"] for g in got),
+                        f"{b}_ratio": text})
+        rows.append(row)
+    return columns, rows
+
+
+def write(rounds: list[dict], builds: dict, command: str, notes=()) -> Path:
+    columns, rows = summary(rounds, list(builds))
+    return write_section(
+        "entry_latency", "Per-call cost of each search entry", command, threads=1, order=60,
+        intro=" ".join(__doc__.split("\n\n")[0].split()) + " " + " ".join(__doc__.split("\n\n")[1].split()),
+        tables=[results_table("medians over the rounds", columns, rows, list(notes))],
+        peers=("faiss-cpu",), extra={"builds": builds, "rounds": rounds})
 
 
 def main() -> None:
@@ -218,16 +229,11 @@ def main() -> None:
     for r in range(args.rounds):
         order = names if r % 2 == 0 else names[::-1]
         rounds.append({name: run_build(builds[name], args) for name in order})
-    header, table = summary(rounds, names)
-    env = environment()
-    result = {"command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
-              "cpu": env.get("cpu"), "threads": 1, "environment": env, "builds": builds,
-              "rounds": rounds}
-    out = HERE / "results" / "entry_latency.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-    print(markdown_table(header, table))
-
+    command = " ".join(["python", "bench/entry_latency.py", *sys.argv[1:]])
+    print(write(rounds, builds, command))
+    columns, rows = summary(rounds, names)
+    for row in rows:
+        print("  ".join(str(row[c["key"]]) for c in columns))
 
 if __name__ == "__main__":
     main()

@@ -5,9 +5,11 @@ documents and embeddings, in one run.
     .venv/bin/python bench/serve_load.py [--clients 1 8 32 128] [--seconds 5]
                                          [--out bench/results/serve.json]
 
-Collection: 10,000 chunks of the standard-library documentation (bench/collection.py's
-corpus: its texts and bundled all-MiniLM-L6-v2 int8 embeddings; flat dense index, BM25),
-chunker "none". Queries: the corpus's questions, cycled; k = 10.
+Collection: 10,000 chunks of the standard-library documentation (ragcore.cli.datasets
+stdlib_docs cut into chunks of at most 128 tokens, repeated until 10,000, each repeat's text
+numbered and its vector given Gaussian noise of sigma 0.01, renormalised, so none tie;
+embedded once with the bundled all-MiniLM-L6-v2, cached in the ragcore cache; flat dense index, BM25), chunker
+"none". Queries: the corpus's questions, cycled; k = 10.
 Server: Ray (num_cpus 2) and Ray Serve on 127.0.0.1, one reader replica (the ingress,
 batching with @serve.batch) and the writer; batching on: --max-batch 64, --batch-wait-ms
 2; off: --max-batch 1 (one request at a time). Workloads: "text" (hybrid search, the
@@ -20,8 +22,6 @@ Collection's own stage timings in this process).
 """
 
 from __future__ import annotations
-
-import _common  # noqa: F401  (first: BLAS environment)
 
 import argparse
 import json
@@ -36,11 +36,37 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import cpu_model, environment, markdown_table, write_json
+from results_file import table, write_section
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 _ADD_BATCH = 5000
+
+
+def corpus(n: int, seed: int = 0):
+    """(texts, float32 vectors [n, dim]) as described in the docstring."""
+    from ragcore.cli.datasets import stdlib_docs
+    from ragcore.cli.embedding_cache import EmbeddingCache
+    from ragcore.encoders.models import cache_dir
+    from ragcore.encoders import default_encoder
+    from ragcore.rag.chunking import Chunker
+
+    encoder = default_encoder()
+    chunker = Chunker(encoder, chunk_size=128, overlap=16)
+    data = stdlib_docs()
+    chunks = [c.text for c in chunker.chunk_documents((d.doc_id, d.text) for d in data.documents)]
+    # A cache of this script's own: a shared one is rewritten by whatever else encodes.
+    cache = EmbeddingCache(encoder, directory=cache_dir() / "serve-bench-embeddings",
+                           show_progress=True)
+    base = cache.encode(chunks)
+    reps = -(-n // len(chunks))
+    texts = [f"{t} [{i}]" for i, t in enumerate(t for _ in range(reps) for t in chunks)][:n]
+    vectors = np.tile(base, (reps, 1))[:n]
+    noise = np.random.default_rng(seed).normal(0.0, 0.01, size=vectors.shape)
+    noise[: len(chunks)] = 0.0
+    vectors = vectors + noise.astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return texts, np.ascontiguousarray(vectors, dtype=np.float32)
 
 
 def free_port() -> int:
@@ -254,16 +280,56 @@ def run_chroma(texts, vectors, qvecs, clients_list, seconds, tmp, results) -> st
     return None
 
 
-def versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
+PEERS = ("ray", "fastapi", "uvicorn", "uvloop", "chromadb")
+COLUMNS = [{"key": "system", "label": "server"}, {"key": "workload", "label": "queries"},
+           {"key": "batching", "label": "batching"}, {"key": "clients", "label": "clients"},
+           {"key": "qps", "label": "QPS", "format": ",.0f"},
+           {"key": "p50_ms", "label": "p50 ms", "format": ".1f"},
+           {"key": "p99_ms", "label": "p99 ms", "format": ".1f"},
+           {"key": "errors", "label": "errors"},
+           {"key": "mean_batch", "label": "mean batch", "format": ".1f"}]
+INTRO = ("ragcore serve on loopback under N concurrent closed-loop clients (bench/serve_loadgen.py "
+         "in a process of its own), batching on (--max-batch 64, --batch-wait-ms 2) and off "
+         "(--max-batch 1: one request at a time), behind HAProxy (--ingress haproxy) and Ray "
+         "Serve's proxy (the default), and Chroma's own server (chroma run) given the same "
+         "documents and embeddings; 10,000 chunks of the standard-library documentation, "
+         "k = 10. text: hybrid search, the server encodes the question; vector: dense search "
+         "of a precomputed query embedding (what Chroma gets).")
 
-    out = {}
-    for name in ("ray", "fastapi", "uvicorn", "uvloop", "chromadb"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = None
-    return out
+
+def write_results(rows: list, info: dict, command: str, chroma_note: str | None,
+                  out_dir: Path | None = None) -> Path:
+    """bench/results/serve.json in the results schema (bench/README.md)."""
+    steps = sorted({k for v in info.values() if isinstance(v, dict) for k in v
+                    if not isinstance(v[k], dict)})
+    breakdown = [{"step": k, **{name: info[name][k] for name in info
+                                if isinstance(info[name], dict) and k in info[name]}}
+                 for k in steps]
+    kinds = [name for name in info if name.startswith("http_sequential_ms_")]
+    at32 = {(r["system"], r["workload"], r["batching"]): r["qps"] for r in rows
+            if r["clients"] == 32}
+    summary = []
+    on, chroma = at32.get(("ragcore (haproxy)", "vector", "on")), \
+        next((v for (s, w, b), v in at32.items() if s.startswith("chroma")), None)
+    if on and chroma:
+        summary.append({"row": "32 clients, vector queries (haproxy ingress)", "measure": "QPS",
+                        "ragcore": on, "best_peer": "chroma run", "best_peer_value": chroma,
+                        "higher_is_better": True})
+    notes = ["mean batch: queries per batched search the server ran during the load"]
+    if chroma_note:
+        notes.append(f"Chroma: {chroma_note}")
+    tables = [table("Load: QPS and latency by clients", COLUMNS, rows, notes)]
+    if kinds:
+        tables.append(table(
+            "One request at a time: where the time goes (medians, ms)",
+            [{"key": "step", "label": "step"}]
+            + [{"key": k, "label": k.replace("http_sequential_ms_", "HTTP via "),
+                "format": ".2f"} for k in kinds],
+            [{"step": b["step"], **{k: b.get(k) for k in kinds}} for b in breakdown]))
+    return write_section("serve", "ragcore serve under load", command, tables=tables,
+                         threads=os.cpu_count(), order=85, intro=INTRO, summary=summary,
+                         peers=PEERS, extra={"stages_in_process": info.get("stages_in_process")},
+                         out_dir=out_dir)
 
 
 def main() -> int:
@@ -274,7 +340,7 @@ def main() -> int:
     p.add_argument("--no-chroma", action="store_true")
     p.add_argument("--ingress", nargs="+", default=["haproxy", "proxy"])
     p.add_argument("--workloads", nargs="+", default=["text", "vector"])
-    p.add_argument("--out", default=str(HERE / "results" / "serve.json"))
+    p.add_argument("--out", default=None, help="a folder for serve.json (default bench/results)")
     p.add_argument("--server-part", default=None, help=argparse.SUPPRESS)
     p.add_argument("--collection", default=None, help=argparse.SUPPRESS)
     p.add_argument("--tmp", default=None, help=argparse.SUPPRESS)
@@ -290,11 +356,10 @@ def main() -> int:
         with open(args.part_out, "w") as f:
             json.dump({"breakdown": info, "rows": rows}, f)
         return 0
-    from collection import corpus
     from ragcore.cli.datasets import stdlib_docs
     from ragcore.encoders import default_encoder
 
-    texts, vectors, _, _, _ = corpus(args.n)
+    texts, vectors = corpus(args.n)
     questions = list(stdlib_docs().questions)
     qvecs = np.ascontiguousarray(default_encoder().encode(questions[:400]), dtype=np.float32)
     tmp = tempfile.mkdtemp(prefix="serve-bench-")
@@ -315,20 +380,10 @@ def main() -> int:
             run_chroma(texts, vectors, qvecs, args.clients, args.seconds, tmp, results)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    payload = {"command": " ".join([os.path.relpath(sys.executable), *sys.argv]),
-               "cpu": cpu_model(), "threads": os.cpu_count(), "chunks": args.n,
-               "environment": environment(), "versions": versions(),
-               "chroma": chroma_note or "run", **info,
-               "rows": results}
-    write_json(Path(args.out), payload)
-    headers = ["system", "workload", "batching", "clients", "QPS", "p50 ms", "p99 ms",
-               "errors", "mean batch"]
-    print(markdown_table(headers, [[r["system"], r["workload"], r["batching"], r["clients"],
-                                    f"{r['qps']:.0f}", f"{r['p50_ms']:.1f}",
-                                    f"{r['p99_ms']:.1f}", r["errors"],
-                                    "-" if r["mean_batch"] is None else f"{r['mean_batch']:.1f}"]
-                                   for r in results]))
-    print(json.dumps(info, indent=1))
+    command = " ".join(["python", *sys.argv])
+    path = write_results(results, info, command, chroma_note,
+                         None if args.out is None else Path(args.out))
+    print(f"wrote {path}")
     return 0
 
 

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import API_KEY
 from ragcore.serve import limits
 
 BAD_SEARCHES = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-from ..errors import ServiceError
 from .request_errors import refusal
 from .schemas import AddRequest, DeleteRequest, SearchRequest
 from .searcher import Searcher

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 
 from . import limits
-from ..errors import ServiceError
 from .request_errors import refusal
 
 APP_NAME = "ragcore"

@@ -1,0 +1,114 @@
+"""Batching on against off, in turns: ``ragcore serve`` (the command, as a user starts
+it) restarted for each turn with --max-batch 64 or 1, the same load each time, so that
+the shared machine's drift falls on both sides alike.
+
+    .venv/bin/python bench/serve_ab.py [--rounds 2] [--clients 32] [--seconds 8]
+                                       [--ingress haproxy] [--workload vector]
+                                       [--out bench/results/serve_ab.json]
+
+Collection and queries: bench/serve_load.py's (10,000 chunks; "vector": dense search of
+precomputed query embeddings, "text": hybrid search of the question, encoded by the
+server). Load: bench/serve_loadgen.py, a 1.5 s warm-up, then --seconds measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from results_file import table, write_section
+from serve_load import PEERS, SRC, build_collection, corpus, free_port, load, wait_healthy
+
+
+def one_turn(path, max_batch, ingress, bodies, clients, seconds, tmp) -> dict:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    server = subprocess.Popen([sys.executable, "-m", "ragcore", "serve", path, "--port", str(port),
+                               "--num-cpus", "2", "--max-batch", str(max_batch),
+                               "--ingress", ingress], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_healthy(url, timeout=240)
+        time.sleep(2)
+        row = load(url + "/search", bodies, clients, seconds, tmp)
+    finally:
+        server.terminate()
+        server.wait(120)
+    return {**row, "max_batch": max_batch, "batching": "on" if max_batch > 1 else "off"}
+
+
+COLUMNS = [{"key": "round", "label": "round"}, {"key": "batching", "label": "batching"},
+           {"key": "qps", "label": "QPS", "format": ",.0f"},
+           {"key": "p50_ms", "label": "p50 ms", "format": ".1f"},
+           {"key": "p99_ms", "label": "p99 ms", "format": ".1f"},
+           {"key": "errors", "label": "errors"}]
+
+
+def write_results(rows: list, args, command: str, out_dir: Path | None = None) -> Path:
+    """bench/results/serve_ab.json in the results schema (bench/README.md)."""
+    on = [r["qps"] for r in rows if r["batching"] == "on"]
+    off = [r["qps"] for r in rows if r["batching"] == "off"]
+    ratio = float(np.mean(on) / np.mean(off))
+    title = (f"{args.clients} clients, {args.workload} queries, {args.ingress} ingress, "
+             f"{args.seconds:g} s per turn")
+    return write_section(
+        "serve_ab", "ragcore serve: batching on against off, in turns", command,
+        tables=[table(title, COLUMNS, rows, [f"QPS on / off (means of the turns): {ratio:.2f}"])],
+        threads=os.cpu_count(), order=86, peers=PEERS,
+        intro=("The serve command restarted for each turn, --max-batch 64 (on) or 1 (off), the "
+               "same load each time (bench/serve_loadgen.py), turns alternating so that the "
+               "shared machine's drift falls on both alike."),
+        extra={"qps_ratio_on_over_off": ratio}, out_dir=out_dir)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--clients", type=int, default=32)
+    p.add_argument("--seconds", type=float, default=8.0)
+    p.add_argument("--ingress", default="haproxy", choices=("haproxy", "proxy"))
+    p.add_argument("--workload", default="vector", choices=("vector", "text"))
+    p.add_argument("--out", default=None, help="a folder for serve_ab.json (default bench/results)")
+    args = p.parse_args()
+    from ragcore.cli.datasets import stdlib_docs
+    from ragcore.encoders import default_encoder
+
+    texts, vectors = corpus(10_000)
+    questions = list(stdlib_docs().questions)
+    if args.workload == "vector":
+        qvecs = default_encoder().encode(questions[:400])
+        bodies = [{"query": "", "vector": v.tolist(), "mode": "dense", "k": 10} for v in qvecs]
+    else:
+        bodies = [{"query": q, "k": 10} for q in questions]
+    tmp = tempfile.mkdtemp(prefix="serve-ab-")
+    rows = []
+    try:
+        path = os.path.join(tmp, "collection")
+        build_collection(path, texts, vectors)
+        for r in range(args.rounds):
+            for max_batch in (1, 64):
+                row = one_turn(path, max_batch, args.ingress, bodies, args.clients,
+                               args.seconds, tmp)
+                row["round"] = r
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    path = write_results(rows, args, " ".join(["python", *sys.argv]),
+                         None if args.out is None else Path(args.out))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

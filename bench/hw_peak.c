@@ -53,3 +53,33 @@ __attribute__((target("avx512f,avx512vnni"))) int32_t vnni512_loop(int64_t iters
     for (int j = 0; j < CHAINS; ++j) out += _mm512_reduce_add_epi32(acc[j]);
     return out;
 }
+
+/* Streaming read: sums n floats (n a multiple of 64) with eight independent accumulators,
+ * so that enough loads are in flight to reach the memory's read bandwidth on one core. */
+__attribute__((target("avx512f"))) float read512_loop(const float* p, int64_t n) {
+    __m512 acc[8];
+    for (int j = 0; j < 8; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 128) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(p + i + 16 * j));
+    }
+    float out = 0.0f;
+    for (int j = 0; j < 8; ++j) out += _mm512_reduce_add_ps(acc[j]);
+    return out;
+}
+
+__attribute__((target("avx2"))) float read256_loop(const float* p, int64_t n) {
+    __m256 acc[8];
+    for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 64) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_loadu_ps(p + i + 8 * j));
+    }
+    float out = 0.0f;
+    for (int j = 0; j < 8; ++j) {
+        float lanes[8];
+        _mm256_storeu_ps(lanes, acc[j]);
+        for (int l = 0; l < 8; ++l) out += lanes[l];
+    }
+    return out;
+}

@@ -71,7 +71,8 @@ def run(grid, out_dir, command, limits):
     return write_section(
         "ann", "Approximate search (ANN): recall against QPS", command, threads=threads,
         order=20,
-        intro=(f"N = {n:,}, d = {d}, {len(q)} queries in one call, k = 10, {threads} threads; "
+        intro=(f"N = {n:,}, d = {d}, {len(q)} queries in one call, k = 10, {threads} "
+               f"thread{'s' if threads > 1 else ''}; "
                f"M = {grid['M']}, ef_construction = {grid['ef_construction']}, "
                f"nlist = {grid['nlist']}. " + " ".join(__doc__.split())),
         tables=[table("", columns, rows, notes)], peers=distributions("ann"),

@@ -71,6 +71,7 @@ def run(grid, out_dir, command, limits):
     n, d = grid["n"], grid["d"]
     x, q_all = unit(n, d, 0), unit(max(grid["batches"]), d, 1)
     classes, missing = adapters("exact")
+    untimed = set()
     truth = np.argsort(-(q_all[:8].astype(np.float64) @ x.T.astype(np.float64)), axis=1)
     rows = []
     for threads in grid["threads"]:
@@ -78,7 +79,9 @@ def run(grid, out_dir, command, limits):
         for cls in classes:
             s = cls(threads)
             s.build(x)
-            if not getattr(s, "unavailable", False):
+            if getattr(s, "unavailable", False):
+                untimed.add(s.name)
+            else:
                 systems[s.name] = s
         for batch in grid["batches"]:
             q = np.ascontiguousarray(q_all[:batch])
@@ -100,6 +103,8 @@ def run(grid, out_dir, command, limits):
                {"key": "limit", "label": "binding limit"},
                {"key": "recall", "label": "recall@k", "format": ".3f"}]
     notes = [f"Not installed here: {', '.join(missing)}."] if missing else []
+    notes += [f"Not timed here: {', '.join(sorted(untimed))} (its fast level is missing on this "
+              "CPU)."] if untimed else []
     return write_section(
         "exact", "Exact dense top-k", command, threads=top_threads, order=10,
         intro=(f"N = {n:,} random unit vectors, d = {d}, inner product; a batch of queries "

@@ -45,11 +45,15 @@ def test_every_task_writes_a_schema_file(smoke):
 
 def test_every_installed_adapter_produced_rows(smoke):
     for task in ("exact", "ann", "bm25", "encode", "collection"):
-        rows = json.loads((smoke / f"{task}.json").read_text())["tables"][0]["rows"]
+        table = json.loads((smoke / f"{task}.json").read_text())["tables"][0]
+        rows, notes = table["rows"], " ".join(table["notes"])
         seen = {r["peer"] for r in rows}
         classes, _ = peers.adapters(task)
         wanted = {c.name for c in classes if getattr(c, "max_docs", 10**9) >= 1000}
-        assert wanted <= seen, (task, wanted - seen)
+        # an adapter may qualify its name once built (the SIMD level it runs at)
+        missing = {w for w in wanted if not any(p == w or p.startswith(w + " (") for p in seen)
+                   and not ("Not timed here" in notes and w in notes)}
+        assert missing == set(), task
 
 
 def test_ragcore_agrees_with_exact_search(smoke):

@@ -49,9 +49,19 @@ COLUMNS = [{"key": "mode", "label": "mode"}, {"key": "batch", "label": "batch"},
 
 # What the figures mean beyond one machine (rendered under the table).
 PAPER_MODEL = [
-    "Paper model, S shards on S nodes of C cores, R replicas, N chunks: latency ≈ r·(round trip + slowest shard's work) + S·d, where r = 1 round for dense or cached BM25 statistics and 2 for a new BM25 query, a shard's work ≈ w·N/S (the scan) + f (reading k0 candidate rows, statistics), and d ≈ 0.7 ms is the driver's cost per shard call here (both ends, shared cores).",
-    "Cluster throughput ≈ R·S·C / (S·f + w·N): what grows with shards is the fixed per-shard cost f, the driver's S·d per query and the S·k0 candidates moved and merged per modality; what does not is the scan work w·N in total (it divides), the statistics (one small dictionary per shard) and the fusion. Throughput rises almost linearly while w·N ≫ S·f, then levels off near R·C/f; one driver is bounded by 1/(S·d).",
-    "Sharding lowers latency only when one Collection's own search time T₁ satisfies T₁·(1 − 1/S) > r·round trip + S·d: here T₁ is 0.09–0.31 ms, so it cannot pay on one machine; with a ~1 ms round trip and 4 shards, T₁ must be about 3 ms or more.",
+    ("Paper model, S shards on S nodes of C cores, R replicas, N chunks: latency ≈ r·(round "
+     "trip + slowest shard's work) + S·d, where r = 1 round for dense or cached BM25 "
+     "statistics and 2 for a new BM25 query, a shard's work ≈ w·N/S (the scan) + f (reading "
+     "k0 candidate rows, statistics), and d ≈ 0.7 ms is the driver's cost per shard call "
+     "here (both ends, shared cores)."),
+    ("Cluster throughput ≈ R·S·C / (S·f + w·N): what grows with shards is the fixed per-"
+     "shard cost f, the driver's S·d per query and the S·k0 candidates moved and merged per "
+     "modality; what does not is the scan work w·N in total (it divides), the statistics "
+     "(one small dictionary per shard) and the fusion. Throughput rises almost linearly "
+     "while w·N ≫ S·f, then levels off near R·C/f; one driver is bounded by 1/(S·d)."),
+    ("Sharding lowers latency only when one Collection's own search time T₁ satisfies T₁·(1 "
+     "− 1/S) > r·round trip + S·d: here T₁ is 0.09–0.31 ms, so it cannot pay on one machine;"
+     " with a ~1 ms round trip and 4 shards, T₁ must be about 3 ms or more."),
 ]
 
 

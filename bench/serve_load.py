@@ -24,6 +24,7 @@ Collection's own stage timings in this process).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -39,7 +40,9 @@ import numpy as np
 from results_file import table, write_section
 
 HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
+# The directory holding the ragcore package this process would import (src/ in a built
+# checkout, site-packages once installed): the servers it starts run the same one.
+SRC = Path(importlib.util.find_spec("ragcore").origin).resolve().parents[1]
 _ADD_BATCH = 5000
 
 

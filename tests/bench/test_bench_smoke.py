@@ -8,8 +8,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import ragcore
 
 from _bench_path import BENCH, ROOT
 
@@ -17,11 +20,14 @@ import peers
 from tasks import TASKS
 
 PEER_COLUMN = {"fusion": "system", "fuzz": "kind"}
+# The directory holding the ragcore package under test (src/ in a checkout with the module
+# built beside it, site-packages once installed): the subprocesses import the same one.
+PACKAGE_DIR = str(Path(ragcore.__file__).resolve().parents[1])
 
 
 def _run(args, tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        p for p in [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")] if p))
+        p for p in [PACKAGE_DIR, os.environ.get("PYTHONPATH", "")] if p))
     return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=900)
 
@@ -73,8 +79,7 @@ def test_the_page_renders_every_section(smoke):
 
 
 def test_ab_compares_two_builds(tmp_path):
-    src = str(ROOT / "src")
-    proc = _run([str(BENCH / "ab.py"), "--build", f"a={src}", "--build", f"b={src}",
+    proc = _run([str(BENCH / "ab.py"), "--build", f"a={PACKAGE_DIR}", "--build", f"b={PACKAGE_DIR}",
                  "--rounds", "2", "--mode", "smoke", "--out", str(tmp_path), "exact"], tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads((tmp_path / "exact.json").read_text())

@@ -19,12 +19,15 @@ import pytest
 pytest.importorskip("ray.serve")
 pytest.importorskip("fastapi")
 
+import ragcore  # noqa: E402
 from ragcore import FilterError, ServiceError  # noqa: E402
 from ragcore.client import Client  # noqa: E402
 from ragcore.rag.collection import Collection  # noqa: E402
 
 KEY = "ray-test-key"
-SRC = Path(__file__).resolve().parents[2] / "src"
+# The directory holding the ragcore package this test imported (src/ in a checkout with the
+# module built beside it, site-packages once installed): the server runs the same package.
+SRC = Path(ragcore.__file__).resolve().parents[1]
 TEXTS = [f"{topic} note {i}: {body}" for i, (topic, body) in enumerate(
     [("json", "parsing json documents with the json module"),
      ("regex", "regular expressions match patterns in strings"),

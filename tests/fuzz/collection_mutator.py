@@ -323,8 +323,8 @@ def _sql(path: str, change, rng) -> str:
 def _manifest_change(path: str, rng) -> str:
     name = os.path.join(path, MANIFEST)
     try:
-        with open(name) as f:
-            text = f.read()
+        with open(name, "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
     except FileNotFoundError:
         text = ""
     try:

@@ -230,3 +230,12 @@ def test_an_empty_stored_id_in_a_collection_of_str_ids_is_refused(tmp_path):
     with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
         with pytest.raises(CollectionCorruptError, match="a stored document id '' is not"):
             col.ids()
+
+
+def test_generated_ids_past_the_largest_int_id_are_refused_naming_the_collection(tmp_path):
+    with Collection.create(tmp_path / "c", encoder=HashEncoder(), chunker="none") as col:
+        col.add(["alpha"], ids=[2**63 - 2])
+        assert col.add(["beta"]) == [2**63 - 1]
+        with pytest.raises(CollectionError, match="would not fit in 64 bits; pass ids=") as err:
+            col.add(["gamma"])
+        assert str(err.value).startswith(str(tmp_path / "c")) and col.count() == 2

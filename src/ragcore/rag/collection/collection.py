@@ -825,6 +825,10 @@ class Collection:
                 "SELECT MAX(user_id) FROM documents WHERE typeof(user_id) = 'integer'"
             ).fetchone()[0]
             start = 0 if top is None else top + 1
+            if start + n > 2**63:
+                raise CollectionError(
+                    f"{self.path}: ids after the largest, {top}, would not fit in 64 bits; "
+                    "pass ids= to add (nothing was written)")
             return list(range(start, start + n))
         return [uuid.uuid4().hex for _ in range(n)]
 

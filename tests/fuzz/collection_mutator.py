@@ -314,6 +314,8 @@ def _sql(path: str, change, rng) -> str:
         return what
     except sqlite3.Error as err:  # sqlite refused the change (a constraint): nothing changed
         return f"refused by sqlite ({err})"
+    except TypeError:  # a row the first mutation of two made unreadable: nothing changed
+        return "no row to change"
     finally:
         conn.close()
 

@@ -816,7 +816,11 @@ class Collection:
             from ..chunking import Chunker
 
             tokenizer = self._encoder if checks.is_bi_encoder(self._encoder) else None
-            self._chunker = Chunker(tokenizer, cfg["chunk_size"], cfg["overlap"])
+            try:  # the stored settings: create checked them against this tokenizer
+                self._chunker = Chunker(tokenizer, cfg["chunk_size"], cfg["overlap"])
+            except ValueError as err:
+                raise store.damaged(os.path.join(self.path, store.DB_NAME),
+                                    f"the stored chunker settings are refused: {err}") from None
         return [(c.start, c.end, c.text) for c in self._chunker.chunk(text)]
 
     def _generated_ids(self, n: int) -> list:

@@ -259,3 +259,11 @@ def test_an_ivf_storage_the_flat_stage_cannot_hold_is_refused(tmp_path):
     _sql(db, "UPDATE meta SET value = json_set(value, '$.dense', json('{\"kind\": \"ivf\", "
              "\"dtype\": \"sq8\"}')) WHERE key = 'settings'")
     _refused_at_open(tmp_path / "c", db, "settings are not valid")
+
+
+def test_a_header_with_an_unknown_schema_format_is_damage(tmp_path):
+    db = _made(tmp_path / "c")
+    with open(db, "r+b") as f:
+        f.seek(44)  # the schema format number (1 to 4)
+        f.write((9).to_bytes(4, "big"))
+    _refused_at_open(tmp_path / "c", db, "unsupported file format")

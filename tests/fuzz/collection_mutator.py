@@ -314,6 +314,8 @@ def _sql(path: str, change, rng) -> str:
         return what
     except sqlite3.Error as err:  # sqlite refused the change (a constraint): nothing changed
         return f"refused by sqlite ({err})"
+    except TypeError:  # a row the first mutation of two made unreadable: nothing changed
+        return "no row to change"
     finally:
         conn.close()
 
@@ -323,8 +325,8 @@ def _sql(path: str, change, rng) -> str:
 def _manifest_change(path: str, rng) -> str:
     name = os.path.join(path, MANIFEST)
     try:
-        with open(name) as f:
-            text = f.read()
+        with open(name, "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
     except FileNotFoundError:
         text = ""
     try:

@@ -16,6 +16,7 @@ values, was changed; checking it would read every document) is its own outcome.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import signal
@@ -121,10 +122,11 @@ def _check_matches(matches, docs, k, flt, by, where) -> None:
 
 
 def _new_id(docs: dict):
+    """An id of the collection's type that no document has."""
     ids = list(docs)
     if ids and isinstance(ids[0], str):
-        return "fuzz-new-doc"
-    return max([i for i in ids if isinstance(i, int)], default=0) + 10**6
+        return next(f"fuzz-new-{i}" for i in itertools.count() if f"fuzz-new-{i}" not in docs)
+    return next(i for i in itertools.count(10**6) if i not in docs)
 
 
 def _write(col, docs: dict):

@@ -2,13 +2,15 @@
 
 RAGCORE_FUZZ_COLLECTION_RUNS (default 120) mutated copies of the seed collections: each
 must be refused with a ragcore error naming it, or keep every contract
-(collection_oracle.check_collection).
+(collection_oracle.check_collection). The collections under crashers/collection-* broke a
+contract in a long run before a fix (mutation.txt says how each was changed).
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import pathlib
 import sys
 
 import numpy as np
@@ -19,6 +21,7 @@ import collection_mutator  # noqa: E402
 import collection_oracle  # noqa: E402
 
 RUNS = int(os.environ.get("RAGCORE_FUZZ_COLLECTION_RUNS", "120"))
+CRASHERS = pathlib.Path(__file__).parent / "crashers"
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +49,9 @@ def test_mutated_collections_are_refused_or_sound(seeds, tmp_path):
     # Both outcomes occur: the mutations reach the checks, and not every one is refused.
     assert outcomes["kept"] > RUNS // 10
     assert outcomes["CollectionCorruptError"] > RUNS // 10
+
+
+@pytest.mark.parametrize("kept", sorted(CRASHERS.glob("collection-*")), ids=lambda p: p.name)
+def test_kept_collections(kept, tmp_path):
+    collection_mutator.copy_seed(str(kept), str(tmp_path / "c"))
+    assert collection_oracle.run_one(str(tmp_path / "c")) in ("kept", "CollectionCorruptError")

@@ -230,3 +230,40 @@ def test_an_empty_stored_id_in_a_collection_of_str_ids_is_refused(tmp_path):
     with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
         with pytest.raises(CollectionCorruptError, match="a stored document id '' is not"):
             col.ids()
+
+
+def test_generated_ids_past_the_largest_int_id_are_refused_naming_the_collection(tmp_path):
+    with Collection.create(tmp_path / "c", encoder=HashEncoder(), chunker="none") as col:
+        col.add(["alpha"], ids=[2**63 - 2])
+        assert col.add(["beta"]) == [2**63 - 1]
+        with pytest.raises(CollectionError, match="would not fit in 64 bits; pass ids=") as err:
+            col.add(["gamma"])
+        assert str(err.value).startswith(str(tmp_path / "c")) and col.count() == 2
+
+
+def test_stored_chunker_settings_the_tokenizer_refuses_are_damage(tmp_path):
+    db = _made(tmp_path / "c", chunker=None)
+    _sql(db, "UPDATE meta SET value = json_set(value, '$.chunker.chunk_size', 1000000) "
+             "WHERE key = 'settings'")
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        with pytest.raises(CollectionCorruptError, match="stored chunker settings are refused"):
+            col.add(["alpha beta"], ids=[100])
+
+
+def test_an_ivf_storage_the_flat_stage_cannot_hold_is_refused(tmp_path):
+    # An IVF collection is flat until it trains: its dtype must suit both.
+    with pytest.raises(ValueError, match="dense: unknown dtype 'sq8'"):
+        Collection.create(tmp_path / "new", encoder=HashEncoder(),
+                          dense={"kind": "ivf", "dtype": "sq8"})
+    db = _made(tmp_path / "c")
+    _sql(db, "UPDATE meta SET value = json_set(value, '$.dense', json('{\"kind\": \"ivf\", "
+             "\"dtype\": \"sq8\"}')) WHERE key = 'settings'")
+    _refused_at_open(tmp_path / "c", db, "settings are not valid")
+
+
+def test_a_header_with_an_unknown_schema_format_is_damage(tmp_path):
+    db = _made(tmp_path / "c")
+    with open(db, "r+b") as f:
+        f.seek(44)  # the schema format number (1 to 4)
+        f.write((9).to_bytes(4, "big"))
+    _refused_at_open(tmp_path / "c", db, "unsupported file format")

@@ -99,13 +99,19 @@ def dense_settings(dense) -> dict:
     if kind == "ivf":
         check_positive_int(out["nlist"], "dense['nlist']")
         check_positive_int(out["nprobe"], "dense['nprobe']")
-    if kind == "hnsw":
-        from ...dense.hnsw import HNSWIndex
+    from ...dense.flat import FlatIndex
+    from ...dense.hnsw import HNSWIndex
+    from ...dense.ivf import IVFIndex
 
-        try:  # every option checked now, before anything is written
+    try:  # every option checked now, before anything is written
+        if kind == "hnsw":
             HNSWIndex(1, out["metric"], out["M"], out["ef_construction"], out["dtype"], ef=out["ef"])
-        except ValueError as err:
-            raise ValueError(f"dense: {err}") from None
+        else:  # an IVF collection is flat until it has enough vectors to train
+            FlatIndex(1, metric=out["metric"], dtype=out["dtype"])
+        if kind == "ivf":
+            IVFIndex(1, out["nlist"], metric=out["metric"], dtype=out["dtype"])
+    except ValueError as err:
+        raise ValueError(f"dense: {err}") from None
     return out
 
 

@@ -833,7 +833,11 @@ class Collection:
             from ..chunking import Chunker
 
             tokenizer = self._encoder if checks.is_bi_encoder(self._encoder) else None
-            self._chunker = Chunker(tokenizer, cfg["chunk_size"], cfg["overlap"])
+            try:  # the stored settings: create checked them against this tokenizer
+                self._chunker = Chunker(tokenizer, cfg["chunk_size"], cfg["overlap"])
+            except ValueError as err:
+                raise store.damaged(os.path.join(self.path, store.DB_NAME),
+                                    f"the stored chunker settings are refused: {err}") from None
         return [(c.start, c.end, c.text) for c in self._chunker.chunk(text)]
 
     def _generated_ids(self, n: int) -> list:
@@ -842,6 +846,10 @@ class Collection:
                 "SELECT MAX(user_id) FROM documents WHERE typeof(user_id) = 'integer'"
             ).fetchone()[0]
             start = 0 if top is None else top + 1
+            if start + n > 2**63:
+                raise CollectionError(
+                    f"{self.path}: ids after the largest, {top}, would not fit in 64 bits; "
+                    "pass ids= to add (nothing was written)")
             return list(range(start, start + n))
         return [uuid.uuid4().hex for _ in range(n)]
 

@@ -136,19 +136,12 @@ def check_settings(db: str, settings) -> dict:
 
 
 def _check_dense(dense) -> dict:
-    """Options create accepts (checks.dense_settings), and a storage the index accepts."""
-    from ...dense.flat import FlatIndex
-    from ...dense.ivf import IVFIndex
+    """Options create accepts (checks.dense_settings builds an index of each)."""
     from . import checks
 
     if not isinstance(dense, dict):
         raise TypeError(f"dense {dense!r}")
-    cfg = checks.dense_settings(dense)
-    if cfg["kind"] == "flat":
-        FlatIndex(1, metric=cfg["metric"], dtype=cfg["dtype"])
-    elif cfg["kind"] == "ivf":
-        IVFIndex(1, cfg["nlist"], metric=cfg["metric"], dtype=cfg["dtype"])
-    return cfg
+    return checks.dense_settings(dense)
 
 
 def _check_first_rows(conn, db: str, id_type, dim) -> None:

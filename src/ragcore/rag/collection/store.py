@@ -61,7 +61,8 @@ def content_hash(text: str) -> bytes:
 _SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_FULL = 11, 26, 13
 # Errors of the store's own statements that only a changed schema causes (a table or
 # column dropped or renamed, a value of another type where the schema has a key).
-_SCHEMA_CHANGED = ("no such table", "no such column", "has no column named", "datatype mismatch")
+_SCHEMA_CHANGED = ("no such table", "no such column", "has no column named", "datatype mismatch",
+                   "unsupported file format")  # the last: a damaged header's schema format
 
 
 def damage_message(path: str, what: str) -> str:

@@ -25,13 +25,15 @@ Writes bench/results/sharded_collection.json (rendered in BENCHMARKS.md).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "distributed"))
+import _sharded_data  # noqa: E402  (the tests' word-hash encoder: one copy)
+from _sharded_data import WordHashEncoder  # noqa: E402
 from results_file import table, write_section  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -74,26 +76,6 @@ def write(rows: list, command: str, setup: str, notes=()) -> Path:
         tables=[table("", COLUMNS, rows, list(notes) + PAPER_MODEL)], peers=("ray",))
 
 
-class WordHashEncoder:
-    """Bag of hashed words, L2-normalised."""
-
-    def __init__(self, dim: int = 64):
-        self.dim = dim
-
-    def encode(self, texts):
-        texts = list(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().split():
-                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
-                out[i, h % self.dim] += 1.0 + (h >> 40) % 7 / 10.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms > 0, norms, 1.0)
-
-    def __repr__(self) -> str:
-        return f"WordHashEncoder(dim={self.dim})"
-
-
 def timed(fn, seconds: float) -> tuple[list, object]:
     result = fn()  # warm-up
     times, start = [], time.perf_counter()
@@ -131,6 +113,8 @@ def main() -> None:
 
     import ray
 
+    ray.cloudpickle.register_pickle_by_value(_sharded_data)  # the actors cannot import tests/
+
     from ragcore import Collection
     from ragcore.cli.datasets import stdlib_docs
     from ragcore.distributed import ShardedCollection
@@ -141,7 +125,7 @@ def main() -> None:
     questions = list(data.questions)
     reps = -(-max(args.batches) // len(questions))
     queries = (questions * reps)[: max(args.batches)]
-    encoder = WordHashEncoder()
+    encoder = WordHashEncoder(dim=64)
     vectors = encoder.encode(queries)
     cores = __import__("os").cpu_count() or 1
     ray.init(num_cpus=cores, include_dashboard=False, logging_level="ERROR", log_to_driver=False)

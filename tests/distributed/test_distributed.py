@@ -27,15 +27,7 @@ from _hits_check import assert_hits_equal  # noqa: E402
 CPUS = {"num_cpus": 0}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
-                 log_to_driver=False)
-    yield
-    if started:
-        ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # tests/distributed/conftest.py
 
 
 def integer_data(n, d, nq, seed):

@@ -22,15 +22,7 @@ ray.cloudpickle.register_pickle_by_value(_sharded_data)  # the actors cannot imp
 N_DOCS, N_QUERIES = 300, 12
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
-                 log_to_driver=False)
-    yield
-    if started:
-        ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # tests/distributed/conftest.py
 
 
 @pytest.fixture(scope="module")

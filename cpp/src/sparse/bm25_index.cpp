@@ -395,6 +395,21 @@ std::unique_ptr<Accumulator> Bm25Index::take_accumulator() const {
   return acc;
 }
 
+std::vector<uint8_t> Bm25Index::allowed_slots(const AllowFilter& allow) const {
+  std::vector<uint8_t> allowed;
+  if (allow.active()) {
+    allowed.resize(ext_ids_.size());
+    for (size_t d = 0; d < ext_ids_.size(); ++d)
+      allowed[d] = ext_ids_[d] >= 0 && allow.allows(d, ext_ids_[d]);
+  }
+  return allowed;
+}
+
+int Bm25Index::query_workers(size_t nq, int n_threads) {
+  if (nq <= 1) return 1;  // microseconds: not worth asking how many cores there are
+  return std::max(1, std::min<int>(resolve_threads(n_threads), static_cast<int>(nq)));
+}
+
 void Bm25Index::give_back(std::unique_ptr<Accumulator> acc) const {
   std::lock_guard<std::mutex> lock(pool_mutex_);
   pool_.push_back(std::move(acc));
@@ -406,16 +421,8 @@ void Bm25Index::search(const QueryBatch& queries, size_t k, QueryAlgorithm algor
   if (k == 0) throw std::invalid_argument("k must be >= 1");
   std::shared_lock<std::shared_mutex> lock(mutex_);
   // The filter by slot, once per batch: the algorithms test one byte per candidate.
-  std::vector<uint8_t> allowed;
-  if (allow.active()) {
-    allowed.resize(ext_ids_.size());
-    for (size_t d = 0; d < ext_ids_.size(); ++d)
-      allowed[d] = ext_ids_[d] >= 0 && allow.allows(d, ext_ids_[d]);
-  }
-  // One query runs inline, without asking how many cores there are (microseconds).
-  const int workers = queries.nq <= 1 ? 1
-                                      : std::max(1, std::min<int>(resolve_threads(n_threads),
-                                                                  static_cast<int>(queries.nq)));
+  const std::vector<uint8_t> allowed = allowed_slots(allow);
+  const int workers = query_workers(queries.nq, n_threads);
   auto run = [&](size_t qi, AccumulatorLease& acc) {
     const int64_t begin = queries.offsets[qi], end = queries.offsets[qi + 1];
     const PreparedQuery q = prepare(queries.terms + begin, queries.weights + begin,

@@ -74,15 +74,8 @@ void Bm25Index::search_with_statistics(const QueryBatch& queries, const Statisti
   std::shared_lock<std::shared_mutex> lock(mutex_);
   const size_t n_terms = queries.nq ? static_cast<size_t>(queries.offsets[queries.nq]) : 0;
   check_statistics(stats, queries.terms, n_terms);
-  std::vector<uint8_t> allowed;
-  if (allow.active()) {
-    allowed.resize(ext_ids_.size());
-    for (size_t d = 0; d < ext_ids_.size(); ++d)
-      allowed[d] = ext_ids_[d] >= 0 && allow.allows(d, ext_ids_[d]);
-  }
-  const int workers = queries.nq <= 1 ? 1
-                                      : std::max(1, std::min<int>(resolve_threads(n_threads),
-                                                                  static_cast<int>(queries.nq)));
+  const std::vector<uint8_t> allowed = allowed_slots(allow);
+  const int workers = query_workers(queries.nq, n_threads);
   std::vector<std::unique_ptr<Accumulator>> accs(static_cast<size_t>(workers));
   for (auto& a : accs) {
     a = take_accumulator();

@@ -166,6 +166,10 @@ class Bm25Index {
   void refresh_id_order();  // after every change: sets ids_ascending_
   std::unique_ptr<Accumulator> take_accumulator() const;
   void give_back(std::unique_ptr<Accumulator> acc) const;
+  // The filter by slot, one byte each (empty when allow is inactive); the workers of a batch
+  // of nq queries (one query runs inline, without asking how many cores there are).
+  std::vector<uint8_t> allowed_slots(const AllowFilter& allow) const;
+  static int query_workers(size_t nq, int n_threads);
 
   Bm25Params params_;
   std::vector<PostingList> lists_;

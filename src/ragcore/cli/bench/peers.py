@@ -114,16 +114,27 @@ class RagcoreIVFPq4(RagcoreIVF):
 
 
 class FaissIVFFlat(IvfSystem):
+    """faiss IndexIVFFlat; its subclasses change the lists' index (make_base), the coarse
+    quantizer and what wraps the lists (wrap)."""
     name, module = "faiss IndexIVFFlat", "faiss"
+    quantizer = "IndexFlatIP"
+
+    def make_base(self, quantizer, d):
+        import faiss
+
+        return faiss.IndexIVFFlat(quantizer, d, self.nlist, faiss.METRIC_INNER_PRODUCT)
+
+    def wrap(self, base):
+        return base
 
     def build(self, x, sample=None):
         import faiss
 
         faiss.omp_set_num_threads(self.threads)
-        self.quantizer = faiss.IndexFlatIP(x.shape[1])
-        self.index = faiss.IndexIVFFlat(self.quantizer, x.shape[1], self.nlist,
-                                        faiss.METRIC_INNER_PRODUCT)
-        self.index.cp.seed = self.seed
+        self.coarse = getattr(faiss, self.quantizer)(x.shape[1])
+        self.base = self.make_base(self.coarse, x.shape[1])
+        self.base.cp.seed = self.seed
+        self.index = self.wrap(self.base)
         self.index.train(np.ascontiguousarray(x if sample is None else sample))
         self.index.add(x)
 
@@ -131,7 +142,7 @@ class FaissIVFFlat(IvfSystem):
         import faiss
 
         faiss.omp_set_num_threads(self.threads)
-        self.index.nprobe = value
+        self.base.nprobe = value
         return self.index.search(queries, k)[1]
 
     def memory_bytes(self):
@@ -143,29 +154,17 @@ class FaissIVFFlat(IvfSystem):
 class FaissIVFRefined(FaissIVFFlat):
     """A faiss IVF code index (make_base) re-ranked by IndexRefineFlat (k_factor), so that
     its scores are exact as those of ragcore's code storages are."""
-    k_factor = 8
+    k_factor, quantizer = 8, "IndexFlatL2"
 
     def make_base(self, quantizer, d):
         raise NotImplementedError
 
-    def build(self, x, sample=None):
+    def wrap(self, base):
         import faiss
 
-        faiss.omp_set_num_threads(self.threads)
-        self.quantizer = faiss.IndexFlatL2(x.shape[1])
-        self.base = self.make_base(self.quantizer, x.shape[1])
-        self.base.cp.seed = self.seed
-        self.index = faiss.IndexRefineFlat(self.base)
-        self.index.k_factor = self.k_factor
-        self.index.train(np.ascontiguousarray(x if sample is None else sample))
-        self.index.add(x)
-
-    def search(self, queries, k, value):
-        import faiss
-
-        faiss.omp_set_num_threads(self.threads)
-        self.base.nprobe = value
-        return self.index.search(queries, k)[1]
+        index = faiss.IndexRefineFlat(base)
+        index.k_factor = self.k_factor
+        return index
 
 
 class FaissIVFRaBitQ(FaissIVFRefined):

@@ -72,3 +72,25 @@ def test_gpu_encoders_without_a_cuda_provider_writes_a_skipped_section(tmp_path)
     doc = json.loads(out.read_text())
     assert doc["status"] == "skipped" and doc["tables"][0]["rows"] == []
     assert "Status: skipped (skipped: onnxruntime CUDA provider" in _render(tmp_path, doc)
+
+
+def test_a_gpu_dense_report_renders_as_its_section(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    pytest.importorskip("ragcore._core")
+    import types
+
+    # the script imports ragcore._cuda at the top; only its result writing runs here
+    monkeypatch.setitem(sys.modules, "ragcore._cuda", types.ModuleType("ragcore._cuda"))
+    monkeypatch.delitem(sys.modules, "gpu_dense", raising=False)
+    import gpu_dense
+
+    row = {"corpus": "10M x 384 fp16", "n": 10_000_000, "d": 384, "dtype": "float16", "batch": 1,
+           "k": 10, "ragcore_ms": 3.21, "torch_ms": 2.04, "speedup_vs_torch": 0.6355,
+           "ragcore_batch1_pct_hbm": 57.2}
+    run = {"device": "NVIDIA H200", "torch": "2.13.0", "cupy": None,
+           "hbm": {"copy_GBps": 4000.0, "read_GBps": 4200.0}, "rows": [row]}
+    run.update(gpu_dense.section_fields(run, "python bench/gpu_dense.py --json OUT.json"))
+    section = _render(tmp_path, run).split('<a id="gpu_dense"></a>')[1]
+    assert "GPU NVIDIA H200" in section and "torch 2.13.0" in section
+    assert "| 10M x 384 fp16 | 1 | 10 | 3.21 | — | 2.04 | — | 0.64 | — | 57 |" in section
+    assert run["limits"] == {"hbm_read_gbps": 4200.0}

@@ -208,9 +208,13 @@ def render(results: Path, page: Path, plots: Path) -> str:
                  "unless it says otherwise.", ""]
     took = [d["elapsed_s"] for d in docs if d.get("elapsed_s")]
     if took:
-        head += [f"The tasks of these results took {sum(took) / 60:.1f} minutes in all (each "
-                 "section gives its own time); figures of a loaded machine move with the load, "
-                 "ratios measured in turns less so.", ""]
+        # one run of bench/run.py: one commit and one load line for all its tasks
+        runs = len({(d.get("commit"), d["machine"].get("load")) for d in docs
+                    if d.get("elapsed_s")})
+        head += [f"The tasks of these results took {sum(took) / 60:.1f} minutes in all"
+                 + (f", in {runs} runs at different loads" if runs > 1 else "")
+                 + " (each section gives its own time and load); figures of a loaded machine "
+                 "move with the load, ratios measured in turns less so.", ""]
     summary = summary_table(docs)
     if summary:
         head += ["## Summary", "",

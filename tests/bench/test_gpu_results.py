@@ -42,7 +42,8 @@ def test_a_gpu_bm25_report_renders_as_its_section(tmp_path):
     assert "GPU NVIDIA H100 80GB HBM3" in section.split("\n")[3]  # "measured on another machine"
     assert "python bench/gpu_bm25.py --sweep" in section
     assert "| 10 | 812.5 | 1500.0 | 4.25 | 240,941 | 25% | 9.50 | 191.2 | 352.9 | yes |" in section
-    assert "| dense_min_df=15625 | 5.00 | 50% |" in section and "| defaults | 4.00 | — |" in section
+    assert "| dense_min_df=15625 | 5.00 | 50% |" in section
+    assert "| defaults | 4.00 | — |" in section
 
 
 def test_a_gpu_encoders_dry_run_says_its_figures_are_not_a_gpus(tmp_path):

@@ -139,7 +139,7 @@ def test_gaussian_data_matches_the_cpu_index_within_rounding(runner, tmp_path, c
     want = index.search(queries, c["k"])
     real = want.ids != -1
     np.testing.assert_array_equal(got.ids == -1, ~real)
-    diff = np.abs(got.scores.astype(np.float64) - want.scores)[real]
+    diff = np.abs(got.scores[real].astype(np.float64) - want.scores[real])
     assert (diff <= np.broadcast_to(tol[:, None], real.shape)[real]).all(), diff.max()
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from ragcore.hits import Hits
+from .hits import Hits
 
 class _NativeEnum:
     """A pybind11 enum (not an enum.Enum): int-like members with a name and a value."""

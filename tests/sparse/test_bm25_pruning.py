@@ -53,7 +53,7 @@ def test_lucene_norms_and_extreme_parameters():
 
 
 # What auto runs (choose_algorithm in cpp/src/sparse/bm25_index.cpp; the measurement behind
-# it is in BENCHMARKS.md, "BM25 query algorithms: what `auto` runs"): exhaustive where
+# it: bench/calibrate/bm25_algorithms.py): exhaustive where
 # P * N < 1024 * k^2 (P: the summed lengths of the query's lists, N: the index's slots),
 # MaxScore otherwise, never Block-Max WAND.
 EXHAUSTIVE_BELOW = 1024

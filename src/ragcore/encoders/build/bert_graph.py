@@ -7,7 +7,7 @@ that each residual LayerNorm is Add, Add, LayerNormalization rather than the
 fused SkipLayerNormalization: onnxruntime 1.32's CPU SkipLayerNormalization is a
 scalar loop (Welford, one division per element), its LayerNormalization is
 vectorised, and the split graph runs faster than the fused one in fp32 and int8
-(BENCHMARKS.md, "Encoder throughput"). onnxruntime's optimizer would fuse
+(one thread, CPU). onnxruntime's optimizer would fuse
 the three back into SkipLayerNormalization; ragcore's CPU sessions turn that
 fusion off (_onnx.py). Output: last_hidden_state [batch, tokens, hidden]. The mask
 goes in as attention_mask and becomes per-text key lengths

@@ -16,9 +16,10 @@ namespace {
 constexpr size_t kBlockedFromBatchAvx512[kNumStorage] = {8, 16, 16};
 constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};
 constexpr size_t kBlockedFromBatchScalar = 4;
-// bf16 compute: the tile unit works on 16 queries at once, so one pass over the rows
-// for the whole batch wins from two queries on.
-constexpr size_t kBf16BlockedFromBatch[3] = {4, 8, 2};
+// bf16 compute: the AMX tile unit works on 16 queries at once, and the AVX512_BF16 kernel
+// repacks the rows of each call into panels, so one pass over the rows for the whole batch
+// wins from two queries on (the scan path would repack them for every query).
+constexpr size_t kBf16BlockedFromBatch[3] = {4, 2, 2};
 // Scan path: corpus rows per block, sized so a block stays in L1 across queries.
 constexpr size_t kScanBlockBytes = 32 * 1024;
 // One query reuses no row: a block only bounds the score buffer; its quarters are the

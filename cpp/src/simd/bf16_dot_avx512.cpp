@@ -19,6 +19,7 @@ constexpr size_t kPanelRows = 16;   // rows per panel: one per lane
 constexpr size_t kGroupPanels = 2;  // panels packed at once; they stay in L1 for every query
 constexpr size_t kBlockQueries = 8;  // queries whose broadcasts share each panel load
 constexpr size_t kPrefetchRows = 2 * kGroupPanels * kPanelRows;
+constexpr size_t kPrefetchRowsOneQuery = 2 * 4 * kPanelRows;
 
 // Elements [c, c + 32) of a row of d, zeros past d.
 __m512i load_chunk(const uint16_t* x, size_t c, size_t d) {
@@ -173,9 +174,52 @@ void group_queries(const Bf16Queries& q, size_t i0, size_t nq, const uint32_t* g
   }
 }
 
+// One query over up to 64 rows: each 16 x 32 piece of the rows is transposed in registers and
+// multiplied at once (no packing buffer, so the loads spread over the work), 4 panels' chains
+// side by side. The same chain per row as block().
+void one_query_rows(const uint16_t* qrow, const uint16_t* x, size_t ldx, size_t rows, size_t d,
+                    size_t depth, float* out, size_t ldo) {
+  constexpr int kPanels = 4;
+  __m512 acc[kPanels];
+  for (int b = 0; b < kPanels; ++b) acc[b] = _mm512_setzero_ps();
+  const size_t panels = (rows + kPanelRows - 1) / kPanelRows;
+  for (size_t c = 0; c < depth; c += kBf16Chunk) {
+    for (size_t b = 0; b < panels; ++b) {
+      const uint16_t* xb = x + b * kPanelRows * ldx;
+      const size_t valid = std::min(kPanelRows, rows - b * kPanelRows);
+      __m512i v[16];
+      for (size_t l = 0; l < kPanelRows; ++l) {
+        __builtin_prefetch(xb + (l + kPrefetchRowsOneQuery) * ldx + c);
+        v[l] = l < valid ? load_chunk(xb + l * ldx, c, d) : _mm512_setzero_si512();
+      }
+      transpose16(v);
+      for (size_t k = 0; k < 16; ++k)
+        acc[b] = _mm512_dpbf16_ps(acc[b], (__m512bh)v[k], broadcast_pair(qrow, c / 2 + k));
+    }
+  }
+  for (size_t b = 0; b < panels; ++b) {
+    const size_t valid = std::min(kPanelRows, rows - b * kPanelRows);
+    float* o = out + b * kPanelRows * ldo;
+    if (ldo == 1) {
+      _mm512_mask_storeu_ps(o, static_cast<__mmask16>((1u << valid) - 1), acc[b]);
+    } else {
+      alignas(64) float sums[kPanelRows];
+      _mm512_store_ps(sums, acc[b]);
+      for (size_t r = 0; r < valid; ++r) o[r * ldo] = sums[r];
+    }
+  }
+}
+
 void dot_rows_batch(const Bf16Queries& q, size_t i0, size_t nq, const uint16_t* x, size_t ldx,
                     size_t n_rows, size_t d, float* out, size_t ldo) {
   if (nq == 0 || n_rows == 0) return;
+  if (nq == 1) {  // no reuse of the rows: packing them would only add a pass
+    constexpr size_t kRows = 4 * kPanelRows;
+    for (size_t r = 0; r < n_rows; r += kRows)
+      one_query_rows(bf16_query_row(q, i0), x + r * ldx, ldx, std::min(kRows, n_rows - r), d,
+                     q.depth, out + r * ldo, ldo);
+    return;
+  }
   const size_t group_rows = kGroupPanels * kPanelRows;
   // One group of packed panels, reused for every group of the call.
   thread_local struct Buffer {

@@ -187,9 +187,11 @@ class HNSWIndex:
         """
         if ef is None:
             ef = self._ef
-        k = check_positive_int(k, "k")
+        if type(k) is not int or k < 1:  # the plain case costs one test
+            k = check_positive_int(k, "k")
         ef = check_ef(ef, "ef")
-        n_threads = check_threads(n_threads)
+        if type(n_threads) is not int or not 0 <= n_threads <= 1 << 16:
+            n_threads = check_threads(n_threads)
         if self._metric == "cosine":
             q = normalized(as_float_matrix(queries, "queries", self._dim), "queries")
         else:

@@ -19,8 +19,8 @@ from ._text import TextTokenizer, check_texts
 POOLINGS = ("mean", "cls", "graph")
 DEFAULT_TOKEN_BUDGET = 256
 # Padded tokens per model call when a call by count is cut into pieces of its rows:
-# a 32 x 256 call in 1,024-token pieces ran 1.06x (one thread, CPU time) and, side by
-# side, 1.45x the whole call on two intra-op threads (BENCHMARKS.md, "Encoder throughput").
+# a 32 x 256 call in 1,024-token pieces beats the whole call on one thread (CPU time) and,
+# side by side, on two intra-op threads (BENCHMARKS.md, "Encoder throughput").
 BY_COUNT_PIECE_TOKENS = 1024
 
 
@@ -207,9 +207,9 @@ class BiEncoder:
                 and (self._rows_independent or self._rows_scaled_per_call))
 
     def _workers(self) -> int:
-        # Only small calls gain side by side: two 32-text padded calls at once ran at
-        # 0.61x one at a time on intra-op threads, 256-token calls at 1.14x
-        # (BENCHMARKS.md, "Encoder throughput"), so whole calls by count stay sequential.
+        # Only small calls gain side by side: two 32-text padded calls at once are slower
+        # than one at a time on intra-op threads, 256-token calls faster (BENCHMARKS.md,
+        # "Encoder throughput"), so whole calls by count stay sequential.
         if not self.parallel_batches or self.provider != CPU_PROVIDER:
             return 1
         if self.token_budget is None and not self._cut_by_count():

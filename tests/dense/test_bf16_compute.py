@@ -46,9 +46,9 @@ def _exact_and_bound(q: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def test_worked_example_order_of_additions():
-    # Lane 0 holds elements 0, 1 and 32, 33. Odd first: 0 + 1 = 1, then 1 + 2**25 rounds to
-    # 2**25 (its float32 neighbours are 4 apart), then + 1 rounds back to 2**25, and
-    # - 2**25 gives 0, where the exact sum is 2.
+    # One chain takes the pairs in order, odd element first: 0 + 1 = 1, then 1 + 2**25 rounds
+    # to 2**25 (its float32 neighbours are 4 apart), the zero pairs leave it, then + 1 rounds
+    # back to 2**25, and - 2**25 gives 0, where the exact sum is 2.
     x = np.zeros((1, 34), dtype=np.float32)
     x[0, [0, 1, 32, 33]] = [2.0**25, 1.0, -(2.0**25), 1.0]
     q = np.ones((1, 34), dtype=np.float32)
@@ -56,6 +56,17 @@ def test_worked_example_order_of_additions():
     bits, _ = _bf16_rows(x)
     for level in EXACT_LEVELS:
         assert _core.bf16_dot(q, bits, level)[0, 0] == 0.0
+
+
+def test_worked_example_one_chain_per_row():
+    # Pair 0 (odd first): 2**25, then + 1 is lost; pair 1: - 2**25 gives 0, then + 1 gives 1.
+    # Sixteen lanes summed by a tree would give 0 here (each lane loses its 1); exact is 2.
+    x = np.array([[1.0, 2.0**25, 1.0, -(2.0**25)]], dtype=np.float32)
+    q = np.ones((1, 4), dtype=np.float32)
+    assert ref.bf16_dot_products(q, x)[0, 0] == 1.0
+    bits, _ = _bf16_rows(x)
+    for level in EXACT_LEVELS:
+        assert _core.bf16_dot(q, bits, level)[0, 0] == 1.0
 
 
 def test_worked_example_query_rounding():

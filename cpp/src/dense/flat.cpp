@@ -16,9 +16,10 @@ namespace {
 constexpr size_t kBlockedFromBatchAvx512[kNumStorage] = {8, 16, 16};
 constexpr size_t kBlockedFromBatchAvx2[kNumStorage] = {6, 12, 12};
 constexpr size_t kBlockedFromBatchScalar = 4;
-// bf16 compute: the tile unit works on 16 queries at once, so one pass over the rows
-// for the whole batch wins from two queries on.
-constexpr size_t kBf16BlockedFromBatch[3] = {4, 8, 2};
+// bf16 compute: the AMX tile unit works on 16 queries at once, and the AVX512_BF16 kernel
+// repacks the rows of each call into panels, so one pass over the rows for the whole batch
+// wins from two queries on (the scan path would repack them for every query).
+constexpr size_t kBf16BlockedFromBatch[3] = {4, 2, 2};
 // Scan path: corpus rows per block, sized so a block stays in L1 across queries.
 constexpr size_t kScanBlockBytes = 32 * 1024;
 // One query reuses no row: a block only bounds the score buffer; its quarters are the
@@ -236,12 +237,24 @@ class FlatSearch {
         const size_t nqb = std::min(kTileQueries, q1 - qb);
         // Rows in pieces that stay in L1 while every query of the block passes over them.
         for (size_t r0 = 0; r0 < nc; r0 += l1_rows) {
+          // The first block of queries reads the tile from memory: request the next piece
+          // into L2 while this one is multiplied (the later blocks find the tile there).
+          if (qb == q0 && !convert_tiles) prefetch_rows(jc + r0 + l1_rows, std::min(jc + r0 + 2 * l1_rows, j1));
           kern_.dot_rows_batch(a_.queries + qb * a_.query_stride, a_.query_stride, nqb,
                                x + r0 * ldx, ldx, std::min(l1_rows, nc - r0), d,
                                tile.data() + r0 * ld_tile, ld_tile);
         }
         select_from_tile(tile.data(), ld_tile, nc, jc, qb, nqb, qb - q0, hits.data(), top);
       }
+    }
+  }
+
+  // A hint to bring rows [r0, r1) of the corpus into L2 (never faults).
+  void prefetch_rows(size_t r0, size_t r1) const {
+    const size_t row_bytes = a_.d * storage_bytes(a_.storage);
+    for (size_t r = r0; r < r1; ++r) {
+      const char* row = static_cast<const char*>(corpus_row(r));
+      for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b, 0, 2);
     }
   }
 

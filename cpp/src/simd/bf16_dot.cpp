@@ -29,25 +29,18 @@ float flush_denormal(float f) {
 
 float bf16_value(uint16_t b) { return flush_denormal(bits_to_float(static_cast<uint32_t>(b) << 16)); }
 
-// One (query, row) pair as vdpbf16ps reduces it: 16 lanes, lane l takes the pair
-// (2l, 2l + 1) of every 32-element chunk, the odd product first, each added with one
-// rounding; then the lanes are summed by the tree of the AVX-512 horizontal sum.
+// One (query, row) pair as the kernels reduce it: one vdpbf16ps lane runs the row's whole
+// chain, pair by pair (elements 2p, 2p + 1) up to the padded depth, the odd product first,
+// each added with one rounding. No horizontal sum: the lanes of a step are different rows.
 float scalar_dot(const uint16_t* q, const uint16_t* x, size_t d, size_t depth) {
-  float lane[16];
-  for (size_t l = 0; l < 16; ++l) {
-    float acc = 0.0f;
-    for (size_t c = 0; c < depth; c += kBf16Chunk) {
-      const size_t p = c + 2 * l;
-      const float x_even = p < d ? bf16_value(x[p]) : 0.0f;
-      const float x_odd = p + 1 < d ? bf16_value(x[p + 1]) : 0.0f;
-      acc = flush_denormal(std::fma(x_odd, bf16_value(q[p + 1]), acc));
-      acc = flush_denormal(std::fma(x_even, bf16_value(q[p]), acc));
-    }
-    lane[l] = acc;
+  float acc = 0.0f;
+  for (size_t p = 0; p < depth; p += 2) {
+    const float x_even = p < d ? bf16_value(x[p]) : 0.0f;
+    const float x_odd = p + 1 < d ? bf16_value(x[p + 1]) : 0.0f;
+    acc = flush_denormal(std::fma(x_odd, bf16_value(q[p + 1]), acc));
+    acc = flush_denormal(std::fma(x_even, bf16_value(q[p]), acc));
   }
-  for (size_t width = 8; width >= 1; width /= 2)
-    for (size_t l = 0; l < width; ++l) lane[l] = lane[l] + lane[l + width];
-  return lane[0];
+  return acc;
 }
 
 void scalar_dot_rows_batch(const Bf16Queries& q, size_t i0, size_t nq, const uint16_t* x,

@@ -11,7 +11,7 @@ namespace {
 
 struct Avx512 {
   using Reg = __m512;
-  static constexpr size_t kBatchQueries = 4;  // dot_rows_batch: queries x 4 rows of accumulators
+  static constexpr size_t kBatchQueries = 6;  // dot_rows_batch: queries x 4 rows of accumulators
   static constexpr size_t kWidth = 16;
 
   static Reg zero() { return _mm512_setzero_ps(); }
@@ -66,6 +66,28 @@ struct Avx512 {
     _mm_storeu_ps(out + ldo, _mm512_extractf32x4_ps(total, 1));
     _mm_storeu_ps(out + 2 * ldo, _mm512_extractf32x4_ps(total, 2));
     _mm_storeu_ps(out + 3 * ldo, _mm512_extractf32x4_ps(total, 3));
+  }
+
+  // block_sum's tree for 8 accumulators v[i * 4 + r] (2 queries x 4 rows): the same
+  // additions, half of the vectors. Writes out[r * ldo + i].
+  static void block_sum_2x4(const Reg* v, float* out, size_t ldo) {
+    Reg h[4], s[2];
+    for (int m = 0; m < 4; ++m)
+      h[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (int n = 0; n < 2; ++n)  // block b: + 4 of v[4n + b]
+      s[n] = _mm512_add_ps(_mm512_shuffle_f32x4(h[2 * n], h[2 * n + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(h[2 * n], h[2 * n + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    // block b: + 2 of v[b], v[4 + b]
+    const Reg u = _mm512_add_ps(_mm512_shuffle_ps(s[0], s[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                _mm512_shuffle_ps(s[0], s[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    // block r, lane i (< 2): + 1 of v[4i + r]
+    const Reg total = _mm512_add_ps(_mm512_shuffle_ps(u, u, _MM_SHUFFLE(2, 0, 2, 0)),
+                                    _mm512_shuffle_ps(u, u, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm_storel_pi(reinterpret_cast<__m64*>(out), _mm512_castps512_ps128(total));
+    _mm_storel_pi(reinterpret_cast<__m64*>(out + ldo), _mm512_extractf32x4_ps(total, 1));
+    _mm_storel_pi(reinterpret_cast<__m64*>(out + 2 * ldo), _mm512_extractf32x4_ps(total, 2));
+    _mm_storel_pi(reinterpret_cast<__m64*>(out + 3 * ldo), _mm512_extractf32x4_ps(total, 3));
   }
 };
 

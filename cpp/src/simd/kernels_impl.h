@@ -153,8 +153,10 @@ void dot_block(const float* const* q, const float* const* q_tail, const float* c
       for (size_t r = 0; r < Rb; ++r) acc[i][r] = V::fma(qv, xv[r], acc[i][r]);
     }
   }
-  if constexpr (Qb == 4 && Rb == 4 && V::kHasBlockSum) {
+  if constexpr (Qb >= 4 && Rb == 4 && V::kHasBlockSum) {
     V::block_sum(&acc[0][0], out, ldo);
+    if constexpr (Qb == 6) V::block_sum_2x4(&acc[4][0], out + 4, ldo);
+    static_assert(Qb == 4 || Qb == 6, "block sums cover 4 or 6 queries");
   } else {
     for (size_t r = 0; r < Rb; ++r)
       for (size_t i = 0; i < Qb; ++i) out[r * ldo + i] = V::sum(acc[i][r]);
@@ -183,6 +185,7 @@ void dot_rows_batch(const float* q, size_t ldq, size_t nq, const float* x, size_
                     size_t n_rows, size_t d, float* out, size_t ldo) {
   constexpr size_t W = V::kWidth;
   constexpr size_t kQueries = V::kBatchQueries;
+  static_assert(kQueries <= 6, "the switch below covers blocks of up to 6 queries");
   const size_t full = d - d % W, tail = d - full;
   alignas(64) float tails[kQueries][W];
   for (size_t i0 = 0; i0 < nq; i0 += kQueries) {
@@ -197,6 +200,9 @@ void dot_rows_batch(const float* q, size_t ldq, size_t nq, const float* x, size_
     }
     float* o = out + i0;
     switch (qb) {
+      case 6: dot_query_block<V, (kQueries >= 6 ? 6 : 1)>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
+      case 5: dot_query_block<V, (kQueries >= 5 ? 4 : 1)>(qs, qt, x, ldx, n_rows, full, tail, o, ldo);
+              dot_query_block<V, 1>(qs + 4, qt + 4, x, ldx, n_rows, full, tail, o + 4, ldo); break;
       case 4: dot_query_block<V, (kQueries >= 4 ? 4 : 1)>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
       case 3: dot_query_block<V, (kQueries >= 3 ? 3 : 1)>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;
       case 2: dot_query_block<V, 2>(qs, qt, x, ldx, n_rows, full, tail, o, ldo); break;

@@ -1,11 +1,12 @@
-"""Inner products computed in bfloat16, as the AVX512_BF16 instruction vdpbf16ps computes
-them (and ragcore's scalar and AVX512_BF16 kernels, bit for bit).
+"""Inner products computed in bfloat16, as ragcore's scalar and AVX512_BF16 kernels compute
+them with the instruction vdpbf16ps (bit for bit).
 
 The query is rounded to bfloat16 (nearest, ties to even), as the stored rows were. Both are
-padded with zeros to a multiple of 32 elements. Lane l (of 16) takes, from every chunk of 32
-elements, the pair (2l, 2l + 1), and adds the odd product, then the even one, to its float32
-accumulator, each with one rounding; denormal inputs are read as zero and denormal results
-flushed to zero. The 16 lanes are then summed: lane j + lane j + 8, then + 4, + 2, + 1.
+padded with zeros to a multiple of 32 elements. The kernels give each row a lane of its own
+(rows side by side, the query's element pairs broadcast), so one float32 accumulator takes
+the pairs (2p, 2p + 1) in order, p = 0, 1, ..., adding the odd product, then the even one,
+each with one rounding; denormal inputs are read as zero and denormal results flushed to
+zero. There is no horizontal sum.
 
 A product of two bfloat16 values has at most 16 significant bits, so float32 holds it exactly
 (outside the denormal range) and ``acc + x * q`` in float32 is the instruction's fused step.
@@ -18,7 +19,7 @@ import numpy as np
 from .dense import round_to_storage
 
 _SMALLEST_NORMAL = np.float32(1.17549435e-38)
-_CHUNK = 32
+_CHUNK = 32  # queries and rows are zero-padded to a multiple of this
 
 
 def _flush(x: np.ndarray) -> np.ndarray:
@@ -34,16 +35,10 @@ def bf16_dot_products(queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
     depth = -(-d // _CHUNK) * _CHUNK
     q = np.pad(q, ((0, 0), (0, depth - d)))
     x = np.pad(x, ((0, 0), (0, depth - d)))
-    lanes = np.zeros((q.shape[0], x.shape[0], 16), dtype=np.float32)
+    acc = np.zeros((q.shape[0], x.shape[0]), dtype=np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
-        for chunk in range(0, depth, _CHUNK):
-            for lane in range(16):
-                even = chunk + 2 * lane
-                for p in (even + 1, even):  # the odd product first
-                    products = np.outer(q[:, p], x[:, p]).astype(np.float32)
-                    lanes[:, :, lane] = _flush(lanes[:, :, lane] + products)
-        width = 8
-        while width >= 1:
-            lanes[:, :, :width] = lanes[:, :, :width] + lanes[:, :, width:2 * width]
-            width //= 2
-    return lanes[:, :, 0].copy()
+        for even in range(0, depth, 2):
+            for p in (even + 1, even):  # the odd product first
+                products = np.outer(q[:, p], x[:, p]).astype(np.float32)
+                acc = _flush(acc + products)
+    return acc

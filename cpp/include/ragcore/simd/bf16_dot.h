@@ -4,9 +4,12 @@
 // Levels, chosen at run time:
 //  - Scalar: the arithmetic of vdpbf16ps written out (the reference the others are tested
 //    against, and the path on CPUs without bf16 instructions);
-//  - Avx512Bf16: vdpbf16ps; bit-identical to Scalar;
+//  - Avx512Bf16: vdpbf16ps with one row per lane (rows repacked side by side, the query's
+//    element pairs broadcast); bit-identical to Scalar;
 //  - Amx: AMX tiles (tdpbf16ps). The tile unit accumulates in its own order, so its scores
 //    differ from the other levels in the last bits, within the bound checked in the tests.
+// Scalar and Avx512Bf16 reduce a (query, row) pair by one float32 chain over the element
+// pairs (2p, 2p + 1) in order, odd product first, each step rounded (vdpbf16ps's lane).
 // Within a level each (query, row) pair is reduced by one fixed sequence, whatever the other
 // queries and rows of the call: a query's scores do not depend on its batch.
 #pragma once

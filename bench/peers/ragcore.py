@@ -178,6 +178,7 @@ class Ingest:
         # leaves out the model's loading, as it does for the peers
         encoder = default_encoder(threads=threads) if self.precision is None else \
             default_encoder(self.precision, threads=threads)
+        encoder.encode(["warm up " * 100] * 2)  # two model calls: the per-core sessions load
         self.col = C.create(path, encoder=encoder)
 
     def add(self, documents, passages):

@@ -63,6 +63,25 @@ def measure(texts, tokenizer, systems, reference, grid, limits, suffix):
     return rows, lengths
 
 
+def padding_note(lengths, grid) -> str:
+    """Padded tokens per text token at each batch: sentence-transformers pads a call's
+    texts to its longest; ragcore's fp32 cuts a call by length into calls of at most
+    256 padded tokens (its int8 runs one text per call: no padding)."""
+    from ragcore.encoders._batching import plan_batches
+    from ragcore.encoders.bi_encoder import DEFAULT_TOKEN_BUDGET
+
+    lengths = np.asarray(lengths)
+    parts = []
+    for batch in grid["batches"]:
+        calls = [lengths[i:i + batch] for i in range(0, len(lengths), batch)]
+        st = sum(c.max() * len(c) for c in calls)
+        rc = sum(c[b].max() * len(b) for c in calls
+                 for b in plan_batches(c, 64, DEFAULT_TOKEN_BUDGET))
+        parts.append(f"batch {batch}: sentence-transformers {st / lengths.sum():.2f}, "
+                     f"ragcore fp32 {rc / lengths.sum():.2f}")
+    return "Padded tokens per text token, " + "; ".join(parts) + "."
+
+
 def summarise(rows, grid, label) -> list[dict]:
     summary = []
     for batch in grid["batches"]:
@@ -111,8 +130,9 @@ def run(grid, out_dir, command, limits):
                f"max {max(lengths)}), and {len(chunks)} man-page chunks, {sum(man_lengths):,} "
                f"tokens (mean {np.mean(man_lengths):.0f}), {threads} thread(s). "
                + " ".join(__doc__.split())),
-        tables=[table("Standard-library docstring paragraphs", columns, rows, notes),
-                table("Man-page chunks", columns, man_rows, [])],
+        tables=[table("Standard-library docstring paragraphs", columns, rows,
+                      notes + [padding_note(lengths, grid)]),
+                table("Man-page chunks", columns, man_rows, [padding_note(man_lengths, grid)])],
         peers=distributions("encode"),
         plot={"table": 0, "x": "batch", "y": "texts_s", "series": "peer", "logx": True,
               "xlabel": "texts per call", "ylabel": "texts/s"},

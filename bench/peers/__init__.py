@@ -9,6 +9,8 @@ The interfaces (every adapter has a `name`; ids are int64 row numbers of the cor
   encode      Cls(threads); encode(texts, batch) -> float32[n, d]
   collection  Cls(path); add(ids, texts, vectors, buckets); reopen();
               search(vector, k, below: int | None) -> ids   (filter: bucket < below)
+  ingest      Cls(path, threads); add(documents: list[str], passages: list[list[str]]) (each
+              document's chunks, for stores that do not chunk); close()
 A module lists its classes in TASKS = {task: [classes]} and names the import it needs in
 LIBRARY and its distribution in DISTRIBUTION; `adapters(task)` gives the classes of every
 module whose library is installed, ragcore's first.

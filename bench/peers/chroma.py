@@ -1,4 +1,6 @@
-"""Chroma (embedded, on disk): its HNSW index with ragcore's HNSW settings (collection)."""
+"""Chroma (embedded, on disk): its HNSW index with ragcore's HNSW settings (collection), and
+the ingest pipeline a user would write around it: sentence-transformers encodes, Chroma
+stores (ingest; needs sentence-transformers too)."""
 
 from __future__ import annotations
 
@@ -38,4 +40,35 @@ class Collection:
         return [int(i) for i in got["ids"][0]]
 
 
-TASKS = {"collection": [Collection]}
+class Ingest:
+    """The passages encoded by sentence-transformers (the same all-MiniLM-L6-v2 weights,
+    torch fp32, on `threads` threads, its default batch of 32), then added to a Chroma
+    collection with the collection task's settings, texts and ids included."""
+
+    name = "sentence-transformers + chroma"
+
+    def __init__(self, path, threads):
+        import chromadb
+        from peers.sentence_transformers import load_minilm, torch_threads
+
+        self.threads, self.torch_threads = threads, torch_threads
+        torch_threads(threads)
+        self.model = load_minilm()
+        self.client = chromadb.PersistentClient(
+            path=path, settings=chromadb.config.Settings(anonymized_telemetry=False))
+        self.col = self.client.create_collection("bench", metadata=Collection.settings)
+
+    def add(self, documents, passages):
+        self.torch_threads(self.threads)
+        texts = [p for doc in passages for p in doc]
+        vectors = self.model.encode(texts, batch_size=32, normalize_embeddings=True,
+                                    show_progress_bar=False, convert_to_numpy=True)
+        for s in range(0, len(texts), BATCH):
+            self.col.add(ids=[str(i) for i in range(s, min(s + BATCH, len(texts)))],
+                         documents=texts[s:s + BATCH], embeddings=vectors[s:s + BATCH])
+
+    def close(self):
+        del self.col, self.client
+
+
+TASKS = {"collection": [Collection], "ingest": [Ingest]}

@@ -50,7 +50,7 @@ def test_every_task_writes_a_schema_file(smoke):
 
 
 def test_every_installed_adapter_produced_rows(smoke):
-    for task in ("exact", "ann", "bm25", "encode", "collection"):
+    for task in ("exact", "ann", "bm25", "encode", "ingest", "collection"):
         table = json.loads((smoke / f"{task}.json").read_text())["tables"][0]
         rows, notes = table["rows"], " ".join(table["notes"])
         seen = {r["peer"] for r in rows}

@@ -264,7 +264,7 @@ def test_auto_precision_follows_the_cpu(int8, fused):
     assert defaults.auto_precision(set()) == "fp32"
     expected = int8 if cpu_features.fast_int8() else fused
     assert defaults.default_encoder(precision="auto", providers="cpu").model.path == expected
-    assert defaults.default_encoder(providers="cpu").model.path == fused  # the default: fp32
+    assert defaults.default_encoder(providers="cpu").model.path == expected  # the default: auto
     by_precision = defaults.default_encoder(precision="int8", providers="cpu")
     assert by_precision.model.path == int8 and by_precision.batch_size == 1  # batch-independent
     assert defaults.default_encoder(precision="int8", batch_size=8).batch_size == 8

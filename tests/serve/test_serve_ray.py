@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,28 +15,12 @@ import pytest
 pytest.importorskip("ray.serve")
 pytest.importorskip("fastapi")
 
-import ragcore  # noqa: E402
+from _serve_process import TEXTS, serving  # noqa: E402
 from ragcore import FilterError, ServiceError  # noqa: E402
 from ragcore.client import Client  # noqa: E402
 from ragcore.rag.collection import Collection  # noqa: E402
 
 KEY = "ray-test-key"
-# The directory holding the ragcore package this test imported (src/ in a checkout with the
-# module built beside it, site-packages once installed): the server runs the same package.
-SRC = Path(ragcore.__file__).resolve().parents[1]
-TEXTS = [f"{topic} note {i}: {body}" for i, (topic, body) in enumerate(
-    [("json", "parsing json documents with the json module"),
-     ("regex", "regular expressions match patterns in strings"),
-     ("sockets", "network sockets send and receive bytes"),
-     ("threads", "threads run code concurrently with a lock"),
-     ("csv", "reading and writing comma separated files"),
-     ("dates", "dates, times and time zones with datetime")] * 5)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _descendants(root: int) -> list[int]:
@@ -76,35 +56,8 @@ def served(tmp_path_factory):
     with Collection.create(path, chunker="none") as col:
         col.add(TEXTS, ids=list(range(len(TEXTS))),
                 metadata=[{"n": i % 3} for i in range(len(TEXTS))])
-    port = _free_port()
-    env = {**os.environ, "RAGCORE_TEST_KEY": KEY,
-           "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "ragcore", "serve", str(path), "--port", str(port),
-         "--num-cpus", "2", "--api-key-env", "RAGCORE_TEST_KEY", "--max-batch", "32"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 240
-        while True:
-            assert server.poll() is None, "ragcore serve exited"
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200 and \
-                        httpx.get(url + "/stats", headers={"X-API-Key": KEY},
-                                  timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.time() < deadline, "ragcore serve did not answer within 240 s"
-            time.sleep(0.5)
+    with serving(path, KEY, "--max-batch", "32") as (url, server):
         yield url, path, server
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(90)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(30)
 
 
 def test_answers_equal_the_embedded_collection(served):

@@ -1,4 +1,4 @@
-"""``ragcore serve``: a Collection behind a JSON API on Ray Serve.
+"""``ragcore serve``: a Collection (or a ShardedCollection) behind a JSON API on Ray Serve.
 
 Concurrent single-query requests are gathered (Ray Serve's ``@serve.batch``) into one
 batched call of the Collection (one encoder call, one native dense and BM25 scan for the

@@ -1,6 +1,7 @@
 """The Ray Serve application: ``ragcore`` (the ingress, which is also the batching reader:
 a request makes one hop from the HTTP proxy, and ``@serve.batch`` gathers it there) and
-``ragcore-writer`` (one replica holding the writable Collection)."""
+``ragcore-writer`` (one replica holding the writable Collection, or the ShardedCollection,
+which it also searches for the readers)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,10 @@ def ray_environment(ingress: str) -> dict:
 
 
 class WriterReplica:
+    """The writable collection. A ShardedCollection is searched here too (search, get,
+    count): its one driver keeps the shard actors and the BM25 statistics that writes
+    invalidate, so the readers gather requests into batches and send each batch here."""
+
     def __init__(self, path: str):
         from .writer import Writer
 
@@ -46,6 +51,57 @@ class WriterReplica:
 
     def delete(self, ids, missing_ok) -> dict:
         return self._writer.delete(ids, missing_ok)
+
+    def search(self, queries, options: dict):
+        """Collection.search's results, or as_reply's dict for a refusal."""
+        from .request_errors import as_reply, search_refusal
+
+        try:
+            return self._writer.collection.search(queries, **options)
+        except Exception as err:  # noqa: BLE001 (a refusal is answered; a fault re-raised)
+            refused = search_refusal(err, options.get("query_vector") is not None)
+            if refused is None:
+                raise
+            return as_reply(refused)
+
+    def get(self, ids):
+        from .request_errors import as_reply
+
+        try:
+            return self._writer.collection.get(ids)
+        except (ValueError, TypeError) as err:
+            return as_reply(refusal(422, "id", str(err)))
+
+    def count(self) -> int:
+        return self._writer.collection.count()
+
+
+class HeldCollection:
+    """The collection the writer deployment holds, with Collection's search, get and count
+    (blocking: the Searcher calls them from a worker thread). A refusal there is raised
+    here as the same ServiceError; a writer that is gone is a 503."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def search(self, queries, **options):
+        return self._call("search", queries, options)
+
+    def get(self, ids):
+        return self._call("get", ids)
+
+    def count(self) -> int:
+        return self._call("count")
+
+    def _call(self, method: str, *args):
+        from .request_errors import from_reply
+
+        try:
+            reply = getattr(self._handle, method).remote(*args).result()
+        except Exception as err:  # noqa: BLE001 (the holder died or is being replaced)
+            raise refusal(503, "service", f"the collection is unavailable "
+                                          f"({type(err).__name__}); retry") from err
+        return from_reply(reply)
 
 
 class HandleWriter:
@@ -71,14 +127,15 @@ class HandleWriter:
 
 class ReaderIngress:
     def __init__(self, path: str, writer, max_batch: int, batch_wait_ms: float,
-                 key_digest: bytes | None):
+                 key_digest: bytes | None, sharded: bool = False):
         from ray import serve
 
         from .backend import Backend
         from .searcher import Searcher
 
         searcher = Searcher(path, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
-                            batch=serve.batch)
+                            batch=serve.batch,
+                            collection=HeldCollection(writer) if sharded else None)
         self._backend = Backend(searcher, HandleWriter(writer))
         self._key_digest = key_digest
 
@@ -91,10 +148,14 @@ class ReaderIngress:
 def application(path, replicas: int = 1, max_batch: int = 64, batch_wait_ms: float = 2.0,
                 key_digest: bytes | None = None):
     """The bound application for serve.run. Each reader replica takes up to
-    max(256, 4 * max_batch) requests at once (so batches can fill)."""
+    max(256, 4 * max_batch) requests at once (so batches can fill). A ShardedCollection
+    directory is held by the writer deployment, which also runs the readers' batches."""
     from ray import serve
 
+    from ..distributed import is_sharded_collection
+
     path = os.path.abspath(os.fspath(path))
+    sharded = is_sharded_collection(path)
     writer = serve.deployment(WriterReplica, name=f"{APP_NAME}-writer", num_replicas=1,
                               max_ongoing_requests=32, ray_actor_options={"num_cpus": 0})
     reader = serve.deployment(serve.ingress()(ReaderIngress), name=APP_NAME,
@@ -102,7 +163,7 @@ def application(path, replicas: int = 1, max_batch: int = 64, batch_wait_ms: flo
                               max_ongoing_requests=max(256, 4 * max_batch),
                               ray_actor_options={"num_cpus": 0},
                               logging_config={"enable_access_log": False})
-    return reader.bind(path, writer.bind(path), max_batch, batch_wait_ms, key_digest)
+    return reader.bind(path, writer.bind(path), max_batch, batch_wait_ms, key_digest, sharded)
 
 
 def check_options(replicas: int, max_batch: int, batch_wait_ms: float) -> None:
@@ -130,10 +191,12 @@ def start(path, host: str = "127.0.0.1", port: int = 8000, replicas: int = 1,
     returns once it answers. ingress: "proxy" or "haproxy" (INGRESS_KINDS); it takes
     effect when this call is the first in the process to import Ray Serve and starts
     Ray (the processes Ray starts inherit it)."""
+    from ..distributed import is_sharded_collection
     from ..rag.collection import Collection
 
     check_options(replicas, max_batch, batch_wait_ms)
-    Collection.open(path, readonly=True).close()  # a clear error before Ray starts
+    if not is_sharded_collection(path):  # (which reads the manifest if there is one)
+        Collection.open(path, readonly=True).close()  # a clear error before Ray starts
     if api_key is not None and not api_key:
         raise ValueError("api_key: an empty key")
     os.environ.update(ray_environment(ingress))

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import CollectionCorruptError, RagcoreError
 from ..errors import ServiceError
-from .request_errors import from_collection_error, refusal
+from .request_errors import refusal, search_refusal
 from .schemas import SearchRequest
 from .stats import ServiceStats
 
@@ -48,11 +47,11 @@ def make_job(req: SearchRequest) -> SearchJob:
             raise refusal(422, field, f"{len(rows)} vectors for {len(queries)} queries")
         if len({len(r) for r in rows}) != 1:
             raise refusal(422, field, "the vectors differ in length")
-        wide = np.asarray(rows, dtype=np.float64)
-        if not (np.isfinite(wide).all() and (np.abs(wide) <= np.finfo(np.float32).max).all()):
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond float32: inf, refused
+            vectors = np.array(rows, dtype=np.float32)
+        if not np.isfinite(vectors).all():
             raise refusal(422, field, "a vector has a NaN or infinite entry (or one "
                                            "beyond float32's range)")
-        vectors = wide.astype(np.float32)
     fusion = req.fusion if req.fusion is None or isinstance(req.fusion, str) \
         else req.fusion.model_dump(exclude_none=True)
     key = (req.k, req.k0, req.mode, req.by, vectors is not None, vectors.shape[1] if
@@ -71,23 +70,29 @@ class Searcher:
     max_batch: the most queries in one batched call; batch_wait_ms: how long the first
     request of a batch waits for others (Ray Serve's batch_wait_timeout_s). max_batch 1
     is one-request-at-a-time serving. batch: the gathering decorator (``serve.batch`` in
-    a Ray Serve replica; by default gather.local_batch).
+    a Ray Serve replica; by default gather.local_batch). collection: what is searched
+    instead of path's Collection opened readonly (anything with Collection's search, get
+    and count: a ShardedCollection, or one held elsewhere); it is not closed here.
     """
 
     def __init__(self, path, max_batch: int = 64, batch_wait_ms: float = 2.0, encoder=None,
-                 batch=None):
-        from ..rag.collection import Collection
-
+                 batch=None, collection=None):
         if batch is None:
             from .gather import local_batch as batch
-        self.collection = Collection.open(path, readonly=True, encoder=encoder)
+        self._owned = collection is None
+        if collection is None:
+            from ..rag.collection import Collection
+
+            collection = Collection.open(path, readonly=True, encoder=encoder)
+        self.collection = collection
         self.stats = ServiceStats()
         self.max_batch = max_batch
         self._batched = batch(max_batch_size=max_batch, batch_wait_timeout_s=batch_wait_ms / 1e3,
                               batch_size_fn=job_size)(self._run_batch)
 
     async def search(self, req: SearchRequest) -> list:
-        """A list (one per query) of lists of matches (dicts)."""
+        """A list (one per query) of lists of matches (Match objects, or dicts without the
+        text; search_body.dumps writes either)."""
         job = make_job(req)
         if len(job.queries) > self.max_batch:  # larger than any batch: alone, at once
             outcome = (await self._run_batch([job]))[0]
@@ -132,11 +137,13 @@ class Searcher:
             return self.collection.search(queries, k=req.k, mode=req.mode, filter=req.filter,
                                           fusion=fusion, by=req.by, query_vector=vectors,
                                           **options)
-        except CollectionCorruptError as err:
-            raise refusal(503, "collection", str(err)) from err
-        except (RagcoreError, ValueError, TypeError) as err:
-            field = "vectors" if vectors is not None and "query_vector" in str(err) else "query"
-            raise from_collection_error(err, field) from err
+        except Exception as err:
+            refused = search_refusal(err, vectors is not None)
+            if refused is None:
+                raise
+            if refused is err:
+                raise
+            raise refused from err
 
     async def get(self, doc_id) -> dict | None:
         found = await asyncio.to_thread(self.collection.get, [doc_id])
@@ -149,11 +156,15 @@ class Searcher:
         return await asyncio.to_thread(self.collection.count)
 
     def close(self) -> None:
-        self.collection.close()
+        if self._owned:
+            self.collection.close()
 
 
 def _matches(results, include_text: bool) -> list:
+    """The matches as the answer holds them: the Match objects themselves (search_body.dumps
+    writes their fields), or without their text."""
+    if include_text:
+        return list(results)
     return [{"id": m.id, "chunk_id": m.chunk_id, "position": m.position, "start": m.start,
-             "end": m.end, "score": m.score, "metadata": m.metadata,
-             **({"text": m.text} if include_text else {})} for m in results]
+             "end": m.end, "score": m.score, "metadata": m.metadata} for m in results]
 

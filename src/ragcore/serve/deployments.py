@@ -26,13 +26,17 @@ def ray_environment(ingress: str) -> dict:
     starts, for this ingress kind."""
     if ingress not in INGRESS_KINDS:
         raise ValueError(f"ingress: {ingress!r}; expected one of {', '.join(INGRESS_KINDS)}")
+    # Both: the replica runs our code on its own event loop (no second loop and thread to
+    # hop to per request: the code never blocks it, searches run in a worker thread), the
+    # router of handle calls too, and request logs are written in blocks.
+    common = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+              "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+              "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000"}
     if ingress == "haproxy":
-        return {"RAY_SERVE_ENABLE_HA_PROXY": "1",
-                "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
-                "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000",
+        return {**common, "RAY_SERVE_ENABLE_HA_PROXY": "1",
                 "RAY_SERVE_HAPROXY_STATS_PORT": str(_free_port()),
                 "RAY_SERVE_HAPROXY_METRICS_PORT": str(_free_port())}
-    return {"RAY_SERVE_ENABLE_HA_PROXY": "0", "RAY_SERVE_ENABLE_DIRECT_INGRESS": "0",
+    return {**common, "RAY_SERVE_ENABLE_HA_PROXY": "0", "RAY_SERVE_ENABLE_DIRECT_INGRESS": "0",
             "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": PROXY_CALLBACK}
 
 

@@ -1,5 +1,5 @@
 """The Ray Serve application: ``ragcore`` (the ingress, which is also the batching reader:
-a request makes one hop from the HTTP proxy, and ``@serve.batch`` gathers it there) and
+a request makes one hop from the HTTP proxy, and is gathered into a batch there) and
 ``ragcore-writer`` (one replica holding the writable Collection, or the ShardedCollection,
 which it also searches for the readers)."""
 
@@ -132,13 +132,12 @@ class HandleWriter:
 class ReaderIngress:
     def __init__(self, path: str, writer, max_batch: int, batch_wait_ms: float,
                  key_digest: bytes | None, sharded: bool = False):
-        from ray import serve
-
         from .backend import Backend
         from .searcher import Searcher
 
+        # Gathered by gather.local_batch: serve.batch's contract, without the timed wait,
+        # the metric and the recount of the batch it makes per arrival.
         searcher = Searcher(path, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
-                            batch=serve.batch,
                             collection=HeldCollection(writer) if sharded else None)
         self._backend = Backend(searcher, HandleWriter(writer))
         self._key_digest = key_digest

@@ -1,6 +1,6 @@
 """The read side of the service: a read-only Collection whose searches are gathered
-(Ray Serve's ``@serve.batch``) into one batched Collection.search per group of requests
-that share their options; documents looked up by id."""
+(gather.local_batch) into one batched Collection.search per group of requests that share
+their options; documents looked up by id."""
 
 from __future__ import annotations
 
@@ -55,9 +55,13 @@ def make_job(req: SearchRequest) -> SearchJob:
     fusion = req.fusion if req.fusion is None or isinstance(req.fusion, str) \
         else req.fusion.model_dump(exclude_none=True)
     key = (req.k, req.k0, req.mode, req.by, vectors is not None, vectors.shape[1] if
-           vectors is not None else 0, json.dumps(req.filter, sort_keys=True),
-           json.dumps(fusion, sort_keys=True))
+           vectors is not None else 0, _canonical(req.filter), _canonical(fusion))
     return SearchJob(key, queries, vectors, req)
+
+
+def _canonical(value):
+    """value (None, a str, or JSON data) as a hashable key that equal values share."""
+    return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
 def job_size(jobs) -> int:
@@ -68,11 +72,11 @@ class Searcher:
     """A read-only Collection searched in batches.
 
     max_batch: the most queries in one batched call; batch_wait_ms: how long the first
-    request of a batch waits for others (Ray Serve's batch_wait_timeout_s). max_batch 1
-    is one-request-at-a-time serving. batch: the gathering decorator (``serve.batch`` in
-    a Ray Serve replica; by default gather.local_batch). collection: what is searched
-    instead of path's Collection opened readonly (anything with Collection's search, get
-    and count: a ShardedCollection, or one held elsewhere); it is not closed here.
+    request of a batch waits for others while none runs. max_batch 1 is one-request-at-a-
+    time serving. batch: the gathering decorator (by default gather.local_batch; Ray
+    Serve's ``serve.batch`` has the same contract). collection: what is searched instead
+    of path's Collection opened readonly (anything with Collection's search, get and
+    count: a ShardedCollection, or one held elsewhere); it is not closed here.
     """
 
     def __init__(self, path, max_batch: int = 64, batch_wait_ms: float = 2.0, encoder=None,

@@ -114,20 +114,22 @@ def test_concurrent_clients_get_what_one_client_gets(served):
     assert all(ids == alone[q] for q, ids in got)
 
 
-def test_a_killed_replica_fails_requests_clearly_and_recovers(served):
-    url, _, server = served
+def _kill_the_replica_under_load(url: str, server) -> tuple[list, bool]:
+    """Eight clients search while the reader replica is killed: each answer's (status,
+    content type) or the client's error, and whether a new replica answered within 120 s."""
     replicas = [p for p in _descendants(server.pid)
                 if "ServeReplica:ragcore:ragcore " in _cmdline(p) + " "]
     assert len(replicas) == 1, [_cmdline(p) for p in _descendants(server.pid)]
-    statuses, stop = [], threading.Event()
+    answers, stop = [], threading.Event()
 
     def load():
         with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60) as http:
             while not stop.is_set():
                 try:
-                    statuses.append(http.post("/search", json={"query": "json"}).status_code)
+                    r = http.post("/search", json={"query": "json"})
+                    answers.append((r.status_code, r.headers.get("content-type", "")))
                 except httpx.HTTPError as err:
-                    statuses.append(type(err).__name__)
+                    answers.append((type(err).__name__, ""))
 
     threads = [threading.Thread(target=load) for _ in range(8)]
     for t in threads:
@@ -149,7 +151,30 @@ def test_a_killed_replica_fails_requests_clearly_and_recovers(served):
     stop.set()
     for t in threads:
         t.join()
-    assert recovered, "no new replica answered within 120 s"
     assert server.poll() is None
+    return answers, recovered
+
+
+def test_a_killed_replica_fails_requests_clearly_and_recovers(served):
+    url, _, server = served
+    answers, recovered = _kill_the_replica_under_load(url, server)
+    assert recovered, "no new replica answered within 120 s"
+    statuses = [status for status, _ in answers]
     assert set(statuses) <= {200, 503}, sorted(set(map(str, statuses)))
     assert statuses.count(200) > 0
+
+
+def test_behind_haproxy_a_killed_replica_is_a_plain_500_and_the_service_recovers(
+        tmp_path_factory):
+    """What --ingress haproxy answers for the requests a dying replica held: Ray's HAProxy
+    configuration turns HAProxy's 502/503/504 into a plain-text 500, which is not the JSON
+    503 of the default proxy (README says so); the service recovers as well."""
+    path = tmp_path_factory.mktemp("served-haproxy") / "col"
+    with Collection.create(path, chunker="none") as col:
+        col.add(TEXTS, ids=list(range(len(TEXTS))))
+    with serving(path, KEY, "--ingress", "haproxy") as (url, server):
+        answers, recovered = _kill_the_replica_under_load(url, server)
+    assert recovered, "no new replica answered within 120 s"
+    failed = {a for a in answers if a[0] != 200}
+    assert failed <= {(500, "text/plain"), (503, "application/json")}, sorted(map(str, failed))
+    assert any(status == 200 for status, _ in answers)

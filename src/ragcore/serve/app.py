@@ -12,7 +12,7 @@ from .guards import Guard
 from ..errors import ServiceError
 from .request_errors import body, refusal
 from .schemas import AddRequest, DeleteRequest, SearchRequest
-from .search_body import dumps
+from .answer_json import dumps
 
 
 def build_app(backend, api_key: str | None = None, key_digest: bytes | None = None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from . import limits
-from .request_errors import refusal
+from .request_errors import from_reply, refusal
 
 APP_NAME = "ragcore"
 PROXY_CALLBACK = "ragcore.serve.replica_loss:proxy_middlewares"
@@ -80,48 +80,31 @@ class WriterReplica:
         return self._writer.collection.count()
 
 
-class HeldCollection:
-    """The collection the writer deployment holds, with Collection's search, get and count
-    (blocking: the Searcher calls them from a worker thread). A refusal there is raised
-    here as the same ServiceError; a writer that is gone is a 503."""
-
-    def __init__(self, handle):
-        self._handle = handle
-
-    def search(self, queries, **options):
-        return self._call("search", queries, options)
-
-    def get(self, ids):
-        return self._call("get", ids)
-
-    def count(self) -> int:
-        return self._call("count")
-
-    def _call(self, method: str, *args):
-        from .request_errors import from_reply
-
-        try:
-            reply = getattr(self._handle, method).remote(*args).result()
-        except Exception as err:  # noqa: BLE001 (the holder died or is being replaced)
-            raise refusal(503, "service", f"the collection is unavailable "
-                                          f"({type(err).__name__}); retry") from err
-        return from_reply(reply)
-
-
 class HandleWriter:
-    """The writer deployment behind its handle, answering Writer's dicts; a writer that
-    is gone (restarting) is a 503."""
+    """The writer deployment behind its handle: add and delete answer Writer's dicts;
+    search, get and count are Collection's, as coroutines, for the ShardedCollection it
+    holds (a refusal there is raised here as the same ServiceError). A writer that is gone
+    (restarting) is a 503."""
 
     def __init__(self, handle):
         self._handle = handle
 
     async def add(self, *args) -> dict:
-        return await self._call("add", args)
+        return await self._call("add", *args)
 
     async def delete(self, *args) -> dict:
-        return await self._call("delete", args)
+        return await self._call("delete", *args)
 
-    async def _call(self, method: str, args) -> dict:
+    async def search(self, queries, **options):
+        return from_reply(await self._call("search", queries, options))
+
+    async def get(self, ids):
+        return from_reply(await self._call("get", ids))
+
+    async def count(self) -> int:
+        return await self._call("count")
+
+    async def _call(self, method: str, *args):
         try:
             return await getattr(self._handle, method).remote(*args)
         except Exception as err:  # noqa: BLE001 (the writer died or is being replaced)
@@ -137,9 +120,10 @@ class ReaderIngress:
 
         # Gathered by gather.local_batch: serve.batch's contract, without the timed wait,
         # the metric and the recount of the batch it makes per arrival.
+        writer = HandleWriter(writer)
         searcher = Searcher(path, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
-                            collection=HeldCollection(writer) if sharded else None)
-        self._backend = Backend(searcher, HandleWriter(writer))
+                            collection=writer if sharded else None)
+        self._backend = Backend(searcher, writer)
         self._key_digest = key_digest
 
     def __serve_build_asgi_app__(self):

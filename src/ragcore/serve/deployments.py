@@ -29,9 +29,13 @@ def ray_environment(ingress: str) -> dict:
     # Both: the replica runs our code on its own event loop (no second loop and thread to
     # hop to per request: the code never blocks it, searches run in a worker thread), the
     # router of handle calls too, and request logs are written in blocks.
+    # The proxy (or HAProxy) gets a minute to start, not Ray's 5 s: on a small, busy
+    # machine Ray otherwise kills it while it starts, and the start fails.
     common = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
               "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
-              "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000"}
+              "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000",
+              "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60",
+              "RAY_SERVE_HAPROXY_STARTUP_TIMEOUT_S": "60"}
     if ingress == "haproxy":
         return {**common, "RAY_SERVE_ENABLE_HA_PROXY": "1",
                 "RAY_SERVE_HAPROXY_STATS_PORT": str(_free_port()),

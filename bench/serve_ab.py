@@ -33,7 +33,20 @@ from results_file import table, write_section
 from serve_load import PEERS, SRC, build_collection, corpus, free_port, load, wait_healthy
 
 
-def one_turn(path, max_batch, ingress, bodies, clients, seconds, tmp, src=SRC) -> dict:
+def one_turn(path, max_batch, ingress, bodies, clients, seconds, tmp, src=SRC,
+             tries: int = 3) -> dict:
+    """One turn's load; a server that does not come up (Ray's start can fail on a busy
+    machine) is started again, up to `tries` times."""
+    for attempt in range(tries):
+        try:
+            return _turn(path, max_batch, ingress, bodies, clients, seconds, tmp, src)
+        except RuntimeError as err:
+            if attempt == tries - 1:
+                raise
+            print(f"retrying the turn: {err}", file=sys.stderr, flush=True)
+
+
+def _turn(path, max_batch, ingress, bodies, clients, seconds, tmp, src) -> dict:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
     server = subprocess.Popen([sys.executable, "-m", "ragcore", "serve", path, "--port", str(port),
@@ -42,7 +55,16 @@ def one_turn(path, max_batch, ingress, bodies, clients, seconds, tmp, src=SRC) -
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
-        wait_healthy(url, timeout=240)
+        deadline = time.time() + 240
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"ragcore serve exited ({server.returncode})")
+            try:
+                wait_healthy(url, timeout=2)
+                break
+            except RuntimeError:
+                if time.time() > deadline:
+                    raise
         time.sleep(2)
         row = load(url + "/search", bodies, clients, seconds, tmp)
     finally:

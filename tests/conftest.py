@@ -11,7 +11,7 @@ SLOW_PATHS = ("tests/encoders/", "tests/distributed/", "tests/gpu/test_gpu_bm25_
               "tests/gpu/test_gpu_flat_emulated.py",
               "tests/rag/test_collection_kill.py", "tests/evaluate/test_evaluate_ranx.py",
               "tests/rag/test_fusion_ranx.py", "tests/bench/test_bench_smoke.py",
-              "tests/serve/test_serve_ray.py")
+              "tests/serve/test_serve_ray.py", "tests/serve/test_serve_sharded.py")
 SLOW_TESTS = {"test_batched_maxscore_equals_the_top_k_of_all_scores",
               "test_batched_maxscore_with_an_allow_filter",
               "test_memory_stays_flat_over_a_million_distinct_query_words",

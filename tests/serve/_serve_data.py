@@ -46,3 +46,25 @@ def make_collection(path, n: int = 60) -> None:
     with Collection.create(path, encoder=WordHashEncoder(), chunker="none",
                            metadata_schema={"year": "int"}) as col:
         col.add(texts, ids=ids, metadata=metadata)
+
+
+def make_sharded(path, texts, ids, metadata=None, n_shards: int = 2, encoder=None) -> None:
+    """A ShardedCollection directory (replicas=1) as ShardedCollection.create lays it out: the
+    manifest, and each shard's Collection holding the documents routed to it. Written
+    without Ray, so that the server under test starts the only Ray."""
+    import os
+
+    from ragcore.distributed import document_shards
+    from ragcore.distributed._manifest import replica_dir, write
+    from ragcore.rag.collection import Collection
+
+    os.makedirs(path)
+    write(os.fspath(path), n_shards, 1, {})
+    shard_of = document_shards(ids, n_shards).tolist()
+    for s in range(n_shards):
+        at = [i for i, t in enumerate(shard_of) if t == s]
+        replica = os.path.join(path, replica_dir(s, 0))
+        os.makedirs(replica)
+        with Collection.create(replica, encoder=encoder, chunker="none") as col:
+            col.add([texts[i] for i in at], ids=[ids[i] for i in at],
+                    metadata=None if metadata is None else [metadata[i] for i in at])

@@ -71,3 +71,43 @@ def test_a_failing_batch_fails_its_callers_and_the_next_batch_runs():
     assert isinstance(bad, ValueError) and good == "good"
     with pytest.raises(ValueError):
         asyncio.run(call("bad"))
+
+
+def test_calls_that_arrive_during_a_batch_run_next_without_waiting_again():
+    """The wait is for an idle gatherer: here it is far longer than the test may take, yet
+    the calls queued behind a running batch run as soon as it ends (and a full batch does
+    not wait at all)."""
+    batches = []
+
+    async def main():
+        release = asyncio.Event()
+
+        async def work(items):
+            batches.append(list(items))
+            if items == ["a", "b"]:
+                await release.wait()
+            return items
+
+        call = local_batch(2, 3600.0, len)(work)
+        first = [asyncio.ensure_future(call(x)) for x in "ab"]
+        while not batches:
+            await asyncio.sleep(0)
+        later = [asyncio.ensure_future(call(x)) for x in "cde"]
+        await asyncio.sleep(0)
+        release.set()
+        return await asyncio.wait_for(asyncio.gather(*first, *later), 60)
+
+    assert asyncio.run(main()) == list("abcde")
+    assert batches == [["a", "b"], ["c", "d"], ["e"]]
+
+
+def test_a_batch_without_a_result_for_each_call_fails_its_callers():
+    async def work(items):
+        return items[:1]
+
+    call = local_batch(4, 0.01, len)(work)
+
+    async def main():
+        return await asyncio.gather(call(1), call(2), return_exceptions=True)
+
+    assert all(isinstance(r, RuntimeError) for r in asyncio.run(main()))

@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,28 +15,12 @@ import pytest
 pytest.importorskip("ray.serve")
 pytest.importorskip("fastapi")
 
-import ragcore  # noqa: E402
+from _serve_process import TEXTS, serving  # noqa: E402
 from ragcore import FilterError, ServiceError  # noqa: E402
 from ragcore.client import Client  # noqa: E402
 from ragcore.rag.collection import Collection  # noqa: E402
 
 KEY = "ray-test-key"
-# The directory holding the ragcore package this test imported (src/ in a checkout with the
-# module built beside it, site-packages once installed): the server runs the same package.
-SRC = Path(ragcore.__file__).resolve().parents[1]
-TEXTS = [f"{topic} note {i}: {body}" for i, (topic, body) in enumerate(
-    [("json", "parsing json documents with the json module"),
-     ("regex", "regular expressions match patterns in strings"),
-     ("sockets", "network sockets send and receive bytes"),
-     ("threads", "threads run code concurrently with a lock"),
-     ("csv", "reading and writing comma separated files"),
-     ("dates", "dates, times and time zones with datetime")] * 5)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _descendants(root: int) -> list[int]:
@@ -70,41 +50,21 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _is_reader(pid: int) -> bool:
+    """A reader replica's process ("ray::ServeReplica:ragcore:ragcore", with the method it
+    runs after a dot while it runs one), not the writer's."""
+    title = _cmdline(pid).split(" ")[0]
+    return title.split(".")[0] == "ray::ServeReplica:ragcore:ragcore"
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     path = tmp_path_factory.mktemp("served") / "col"
     with Collection.create(path, chunker="none") as col:
         col.add(TEXTS, ids=list(range(len(TEXTS))),
                 metadata=[{"n": i % 3} for i in range(len(TEXTS))])
-    port = _free_port()
-    env = {**os.environ, "RAGCORE_TEST_KEY": KEY,
-           "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "ragcore", "serve", str(path), "--port", str(port),
-         "--num-cpus", "2", "--api-key-env", "RAGCORE_TEST_KEY", "--max-batch", "32"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 240
-        while True:
-            assert server.poll() is None, "ragcore serve exited"
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200 and \
-                        httpx.get(url + "/stats", headers={"X-API-Key": KEY},
-                                  timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.time() < deadline, "ragcore serve did not answer within 240 s"
-            time.sleep(0.5)
+    with serving(path, KEY, "--max-batch", "32") as (url, server):
         yield url, path, server
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(90)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(30)
 
 
 def test_answers_equal_the_embedded_collection(served):
@@ -161,20 +121,21 @@ def test_concurrent_clients_get_what_one_client_gets(served):
     assert all(ids == alone[q] for q, ids in got)
 
 
-def test_a_killed_replica_fails_requests_clearly_and_recovers(served):
-    url, _, server = served
-    replicas = [p for p in _descendants(server.pid)
-                if "ServeReplica:ragcore:ragcore " in _cmdline(p) + " "]
+def _kill_the_replica_under_load(url: str, server) -> tuple[list, bool]:
+    """Eight clients search while the reader replica is killed: each answer's (status,
+    content type) or the client's error, and whether a new replica answered within 120 s."""
+    replicas = [p for p in _descendants(server.pid) if _is_reader(p)]
     assert len(replicas) == 1, [_cmdline(p) for p in _descendants(server.pid)]
-    statuses, stop = [], threading.Event()
+    answers, stop = [], threading.Event()
 
     def load():
         with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60) as http:
             while not stop.is_set():
                 try:
-                    statuses.append(http.post("/search", json={"query": "json"}).status_code)
+                    r = http.post("/search", json={"query": "json"})
+                    answers.append((r.status_code, r.headers.get("content-type", "")))
                 except httpx.HTTPError as err:
-                    statuses.append(type(err).__name__)
+                    answers.append((type(err).__name__, ""))
 
     threads = [threading.Thread(target=load) for _ in range(8)]
     for t in threads:
@@ -189,14 +150,41 @@ def test_a_killed_replica_fails_requests_clearly_and_recovers(served):
             try:
                 r = http.post("/search", json={"query": "json"})
                 recovered = r.status_code == 200 and r.json()["results"] and \
-                    any(p != replicas[0] and "ServeReplica:ragcore:ragcore " in _cmdline(p) + " "
-                        for p in _descendants(server.pid))
+                    any(p != replicas[0] and _is_reader(p) for p in _descendants(server.pid))
             except httpx.HTTPError:
                 pass
     stop.set()
     for t in threads:
         t.join()
-    assert recovered, "no new replica answered within 120 s"
     assert server.poll() is None
+    return answers, recovered
+
+
+def test_a_killed_replica_fails_requests_clearly_and_recovers(served):
+    url, _, server = served
+    answers, recovered = _kill_the_replica_under_load(url, server)
+    assert recovered, "no new replica answered within 120 s"
+    statuses = [status for status, _ in answers]
     assert set(statuses) <= {200, 503}, sorted(set(map(str, statuses)))
     assert statuses.count(200) > 0
+
+
+def test_behind_haproxy_a_killed_replica_is_a_plain_500_and_the_service_recovers(
+        tmp_path_factory):
+    """What --ingress haproxy answers for the requests a dying replica held: a plain-text
+    500 (Ray's HAProxy configuration turns HAProxy's 502/503/504 into it) or a connection
+    closed without an answer, not the JSON 503 of the default proxy (README says so); the
+    service recovers as well."""
+    path = tmp_path_factory.mktemp("served-haproxy") / "col"
+    with Collection.create(path, chunker="none") as col:
+        col.add(TEXTS, ids=list(range(len(TEXTS))))
+    with serving(path, KEY, "--ingress", "haproxy") as (url, server):
+        answers, recovered = _kill_the_replica_under_load(url, server)
+    assert recovered, "no new replica answered within 120 s"
+    failed = {a for a in answers if a[0] != 200}
+    # a 5xx (seen: 500 text/plain, from HAProxy's error file or the replica's server) or a
+    # connection closed without an answer (the client's error name): never a 4xx or a
+    # wrong 200
+    assert all(isinstance(status, str) or 500 <= status < 600 for status, _ in failed), \
+        sorted(map(str, failed))
+    assert any(status == 200 for status, _ in answers)

@@ -1,4 +1,5 @@
-"""``ragcore serve PATH``: a Collection behind the HTTP API of ragcore.serve, on Ray Serve."""
+"""``ragcore serve PATH``: a Collection (or a ShardedCollection) behind the HTTP API of
+ragcore.serve, on Ray Serve."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import threading
 def add_arguments(sub) -> None:
     p = sub.add_parser("serve", help="serve a collection over HTTP (JSON) on Ray Serve; "
                                      "concurrent queries are searched in batches")
-    p.add_argument("path", help="the collection's directory")
+    p.add_argument("path", help="the directory of a Collection or of a ShardedCollection")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="default 8000")

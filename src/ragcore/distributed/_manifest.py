@@ -30,6 +30,16 @@ def write(path: str, n_shards: int, replicas: int, options: dict) -> dict:
     return manifest
 
 
+def present(path) -> bool:
+    """True when path holds a ShardedCollection; its manifest is then read and checked
+    (a damaged or foreign one is a CollectionError)."""
+    path = os.fspath(path)
+    if not os.path.isfile(os.path.join(path, MANIFEST)):
+        return False
+    read(path)
+    return True
+
+
 def read(path: str) -> dict:
     file = os.path.join(path, MANIFEST)
     if not os.path.isfile(file):

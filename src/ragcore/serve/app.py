@@ -12,16 +12,18 @@ from .guards import Guard
 from ..errors import ServiceError
 from .request_errors import body, refusal
 from .schemas import AddRequest, DeleteRequest, SearchRequest
+from .answer_json import dumps
 
 
 def build_app(backend, api_key: str | None = None, key_digest: bytes | None = None,
               max_body: int = limits.MAX_BODY_BYTES):
-    """A FastAPI app serving backend. api_key (or key_digest, its guards.key_digest):
-    required on every route but /health."""
+    """An ASGI app serving backend: the guard (API key, body bound, UTF-8; it answers
+    well-formed searches itself) in front of the FastAPI app of the routes (its ``.app``).
+    api_key (or key_digest, its guards.key_digest): required on every route but /health."""
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, Response
 
     from importlib.metadata import PackageNotFoundError, version
 
@@ -57,7 +59,7 @@ def build_app(backend, api_key: str | None = None, key_digest: bytes | None = No
     async def search(req: SearchRequest):
         """Searches one query (``query``: ``results`` is a list of matches) or several
         (``queries``: a list of such lists)."""
-        return JSONResponse(await run_search(req))
+        return Response(dumps(await run_search(req)), media_type="application/json")
 
     @app.post("/documents")
     async def add_documents(req: AddRequest):
@@ -108,8 +110,9 @@ def build_app(backend, api_key: str | None = None, key_digest: bytes | None = No
         return JSONResponse({"error": str(err.detail), "field": field},
                             status_code=err.status_code, headers=err.headers)
 
-    app.add_middleware(Guard, key_digest=key_digest, max_body=max_body, search=run_search)
-    return app
+    # The guard goes in front of the framework (not inside its middleware stack): a search
+    # it answers passes through nothing else.
+    return Guard(app, key_digest=key_digest, max_body=max_body, search=run_search)
 
 
 _TYPE_TAGS = {"str", "int", "float", "bool", "list", "dict", "none", "json-or-python"}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from .request_errors import refusal
+from ..distributed import is_sharded_collection
+from .request_errors import from_reply, refusal
 from .schemas import AddRequest, DeleteRequest, SearchRequest
 from .searcher import Searcher
 
@@ -39,11 +40,11 @@ class Backend:
             raise refusal(422, "ids", f"{len(req.ids)} ids for {len(req.texts)} texts")
         if req.upsert and req.ids is None:
             raise refusal(422, "ids", "upsert needs ids (the documents to replace or add)")
-        return _answer(await self.writer.add(req.texts, req.ids, req.metadata, req.embeddings,
-                                             req.upsert))
+        return from_reply(await self.writer.add(req.texts, req.ids, req.metadata,
+                                                req.embeddings, req.upsert))
 
     async def delete(self, req: DeleteRequest) -> dict:
-        return _answer(await self.writer.delete(req.ids, req.missing_ok))
+        return from_reply(await self.writer.delete(req.ids, req.missing_ok))
 
     async def summary(self) -> dict:
         return {"documents": await self.searcher.count(), **self.stats.snapshot()}
@@ -69,9 +70,13 @@ class LocalWriter:
 
 class LocalBackend(Backend):
     """Reader and writer in this process (no Ray cluster): ``build_app(LocalBackend(path))``
-    serves a collection from any ASGI server, or tests the routes in-process."""
+    serves a collection from any ASGI server, or tests the routes in-process. A
+    ShardedCollection needs Ray: ``ragcore serve`` serves it."""
 
     def __init__(self, path, max_batch: int = 64, batch_wait_ms: float = 2.0, encoder=None):
+        if is_sharded_collection(path):
+            raise ValueError(f"path: {path} holds a ShardedCollection, whose shards live in "
+                             "Ray actors; serve it with ragcore serve (Ray Serve)")
         writer = LocalWriter(path, encoder=encoder)
         try:
             searcher = Searcher(path, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
@@ -84,12 +89,6 @@ class LocalBackend(Backend):
     def close(self) -> None:
         self.searcher.close()
         self.writer.close()
-
-
-def _answer(reply: dict) -> dict:
-    if "error" in reply:
-        raise refusal(reply["status"], reply["field"], reply["error"])
-    return reply
 
 
 def _is_int(text: str) -> bool:

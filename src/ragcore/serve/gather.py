@@ -1,11 +1,16 @@
-"""Gathering single calls into batches, outside a Ray Serve replica (where ``@serve.batch``
-cannot run): the same contract as ``serve.batch`` with one batch at a time. The first
-call of a batch waits at most ``batch_wait_timeout_s`` for others; a batch holds at most
-``max_batch_size`` (as counted by ``batch_size_fn``) unless one call alone is larger."""
+"""Gathering single calls into batches, one batch at a time: the contract of Ray Serve's
+``@serve.batch`` with ``max_concurrent_batches=1``, at a smaller cost per call (no timer
+task and no metric per arrival). A batch holds at most ``max_batch_size`` (as counted by
+``batch_size_fn``) unless one call alone is larger. When no batch is running, the first
+call waits at most ``batch_wait_timeout_s`` for others (less if the batch fills); calls
+that arrive while a batch runs go in the next one, which starts as soon as it ends (they
+have waited already).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 
 
 def local_batch(max_batch_size: int, batch_wait_timeout_s: float, batch_size_fn=len):
@@ -21,50 +26,65 @@ def local_batch(max_batch_size: int, batch_wait_timeout_s: float, batch_size_fn=
 class _Gatherer:
     def __init__(self, fn, max_size: int, wait_s: float, size_fn):
         self._fn, self._max, self._wait, self._size = fn, max_size, wait_s, size_fn
-        self._queue: asyncio.Queue | None = None
-        self._worker: asyncio.Task | None = None
+        self._loop = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._queue = collections.deque()  # (item, its size, its future)
+        self._queued = 0                   # the sum of their sizes
+        self._running = False
+        self._timer = None
 
     async def __call__(self, item):
-        if self._queue is None or self._worker is None or self._worker.done():
-            self._queue = asyncio.Queue()
-            self._worker = asyncio.get_running_loop().create_task(self._run())
-        future = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((item, future))
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # (a new event loop: nothing of the old one carries over)
+            self._loop = loop
+            self._reset()
+        future = loop.create_future()
+        size = self._size([item])
+        self._queue.append((item, size, future))
+        self._queued += size
+        if not self._running:
+            if self._queued >= self._max or self._wait <= 0:
+                self._start()
+            elif self._timer is None:
+                self._timer = loop.call_later(self._wait, self._start)
         return await future
 
-    async def _run(self):
-        queue = self._queue
-        loop = asyncio.get_running_loop()
-        held = None  # an item that did not fit the previous batch
-        while True:
-            batch = [held] if held is not None else [await queue.get()]
-            held = None
-            deadline = loop.time() + self._wait
-            while self._size([i for i, _ in batch]) < self._max:
-                try:
-                    if queue.empty():
-                        left = deadline - loop.time()
-                        if left <= 0:
-                            break
-                        nxt = await asyncio.wait_for(queue.get(), left)
-                    else:
-                        nxt = queue.get_nowait()
-                except asyncio.TimeoutError:
-                    break
-                if self._size([i for i, _ in batch] + [nxt[0]]) > self._max:
-                    held = nxt
-                    break
-                batch.append(nxt)
-            live = [(i, f) for i, f in batch if not f.done()]
-            if not live:
-                continue
-            try:
-                results = await self._fn([i for i, _ in live])
-            except Exception as err:  # noqa: BLE001 (handed to every caller of the batch)
-                for _, f in live:
-                    if not f.done():
-                        f.set_exception(err)
-                continue
-            for (_, f), r in zip(live, results):
-                if not f.done():
-                    f.set_result(r)
+    def _start(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._running:
+            return
+        batch, size = [], 0
+        while self._queue:
+            item, n, future = self._queue[0]
+            if batch and size + n > self._max:
+                break
+            self._queue.popleft()
+            self._queued -= n
+            if not future.done():  # (a caller that went away)
+                batch.append((item, future))
+                size += n
+        if batch:
+            self._running = True
+            self._loop.create_task(self._run(batch))
+
+    async def _run(self, batch: list) -> None:
+        try:
+            results = await self._fn([item for item, _ in batch])
+            if len(results) != len(batch):
+                raise RuntimeError(f"a batch of {len(batch)} calls gave {len(results)} results")
+        except Exception as err:  # noqa: BLE001 (handed to every caller of the batch)
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(err)
+        else:
+            for (_, future), result in zip(batch, results):
+                if not future.done():
+                    future.set_result(result)
+        finally:
+            self._running = False
+            if self._queue:
+                self._start()

@@ -6,16 +6,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CollectionCorruptError, FilterError, RagcoreError
+from ..errors import CollectionCorruptError, FilterError, RagcoreError, ShardError
 
 _FIELDS = ("ids", "metadata", "embeddings", "texts")
 
 
-class Writer:
-    def __init__(self, path, encoder=None):
-        from ..rag.collection import Collection
+def open_writable(path, encoder=None):
+    """path's Collection, or its ShardedCollection (a directory with the sharded manifest:
+    its shard actors start on the Ray this process is connected to, or a local one)."""
+    from ..distributed import ShardedCollection, is_sharded_collection
+    from ..rag.collection import Collection
 
-        self.collection = Collection.open(path, encoder=encoder)
+    if is_sharded_collection(path):
+        return ShardedCollection.open(path, encoder=encoder)
+    return Collection.open(path, encoder=encoder)
+
+
+class Writer:
+    """collection: an open Collection or ShardedCollection to write (left open by close);
+    by default path's, opened here."""
+
+    def __init__(self, path, encoder=None, collection=None):
+        self._owned = collection is None
+        self.collection = open_writable(path, encoder) if collection is None else collection
 
     def add(self, texts, ids=None, metadata=None, embeddings=None, upsert=False) -> dict:
         try:
@@ -32,11 +45,12 @@ class Writer:
             return _refusal(err, "ids")
 
     def close(self) -> None:
-        self.collection.close()
+        if self._owned:
+            self.collection.close()
 
 
 def _refusal(err: Exception, default_field: str) -> dict:
-    if isinstance(err, CollectionCorruptError):
+    if isinstance(err, (CollectionCorruptError, ShardError)):  # retry later
         return {"error": str(err), "field": "collection", "status": 503}
     if isinstance(err, FilterError) or not isinstance(err, (RagcoreError, ValueError, TypeError)):
         raise err

@@ -37,6 +37,13 @@ class CollectionHost:
     def pid(self) -> int:
         return os.getpid()
 
+    def bundled_precision(self) -> str | None:
+        """The precision of the bundled model this replica's vectors were made with, or None
+        when they were made with another encoder."""
+        from ..encoders.defaults import bundled_precision
+
+        return bundled_precision(self._collection._fingerprint)
+
     # ---- writes: each returns the change number it committed ------------------
 
     def write(self, op: str, args: tuple, kwargs: dict) -> int:

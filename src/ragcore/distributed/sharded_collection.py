@@ -399,9 +399,7 @@ class ShardedCollection:
             return x
         encoder = self._encoder
         if encoder is None:
-            from ..encoders import default_encoder
-
-            encoder = self._encoder = default_encoder()
+            encoder = self._encoder = self._bundled_encoder()
         if hasattr(encoder, "encode_queries"):
             vectors = encoder.encode_queries(queries)
         elif checks.is_bi_encoder(encoder):
@@ -409,6 +407,19 @@ class ShardedCollection:
         else:
             vectors = encoder.encode(queries)
         return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def _bundled_encoder(self):
+        """The bundled model at the precision the shards' vectors were made with: queries of
+        a collection made under an earlier default, or another machine's "auto", are encoded
+        as its documents were."""
+        from ..encoders import default_encoder
+
+        precisions = set(self._read("bundled_precision", lambda s: (), "search"))
+        if len(precisions) != 1:
+            raise CollectionError(f"the shards of {self.path} were made with different encoders "
+                                  f"({sorted(map(str, precisions))}); pass encoder= to open")
+        precision = precisions.pop()
+        return default_encoder() if precision is None else default_encoder(precision)
 
     # ---- lifecycle ------------------------------------------------------------------
 

@@ -119,7 +119,9 @@ def stdlib_embeddings(n: int, n_queries: int, seed: int) -> tuple[np.ndarray, np
                          f"{n_queries} queries; lower --n")
     order = np.random.default_rng(seed).permutation(len(texts))[: n + n_queries]
     chosen = [texts[i] for i in order]
-    cache = EmbeddingCache(default_encoder(), show_progress=False)
+    # fp32, not the default precision: the benchmark data must not depend on the CPU's
+    # int8 support (the default "auto" picks int8 where it has VNNI or AMX)
+    cache = EmbeddingCache(default_encoder("fp32"), show_progress=False)
     parts = []
     for start in range(0, len(chosen), _ENCODE_SLICE):
         parts.append(cache.encode(chosen[start : start + _ENCODE_SLICE]))

@@ -87,4 +87,28 @@ inline pybind11::object make_hits(ResultArrays&& found) {
   return hits;
 }
 
+// What an IVF search reports besides its hits (IVFIndex.last_stage_seconds and
+// last_search_counts): kept per thread by the search entries and read by ivf_last_report
+// only when asked, so that a search builds no dict for it. owner names the index (0: not
+// recorded); a report of another owner reads as empty.
+struct IvfReport {
+  uint64_t owner = 0;
+  bool has_stages = false;
+  double coarse = 0.0, scan = 0.0, rescore = 0.0;
+  bool has_counts = false;
+  uint64_t scanned = 0, rescored = 0;
+};
+
+// This thread's last report (ivf_bindings.cpp).
+IvfReport& ivf_report();
+
+// Starts this thread's report of a search by owner (nothing is kept for owner 0).
+inline IvfReport* begin_ivf_report(uint64_t owner) {
+  if (owner == 0) return nullptr;
+  IvfReport& r = ivf_report();
+  r = IvfReport{};
+  r.owner = owner;
+  return &r;
+}
+
 }  // namespace ragcore_bindings

@@ -128,14 +128,16 @@ class IVFIndex:
 
     @property
     def last_stage_seconds(self) -> dict:
-        """Seconds per stage (coarse, scan, rescore) of this thread's last search; empty
-        for the pq4 and rabitq scans, which take none."""
+        """Seconds per stage (coarse, scan, rescore) of this thread's last IVF search, when
+        it was on this index (empty otherwise); empty for the pq4 and rabitq scans, which
+        take none. Kept natively per thread and read only here: a search builds no dict."""
         return _core.ivf_last_report(self._storage.owner)[0]
 
     @property
     def last_search_counts(self) -> dict:
-        """Rows scanned and exactly re-scored (all queries) by this thread's last search
-        (dtype="rabitq"; empty for the other storages)."""
+        """Rows scanned and exactly re-scored (all queries) by this thread's last IVF search,
+        when it was on this index (dtype="rabitq"; empty for the other storages and
+        otherwise)."""
         return _core.ivf_last_report(self._storage.owner)[1]
 
     def memory_bytes(self) -> int:

@@ -46,17 +46,20 @@ def test_keyword_only_arguments_refuse_positional_use():
 def test_keyword_calls_work():
     hits = _core.flat_search(X, len(X), Q, 2, storage=F32, metric=IP)
     assert isinstance(hits, Hits) and hits.ids.shape == (2, 2) and hits.ids[0, 0] == 5
-    _, ids, stages = _core.ivf_search(X, Q, 2, storage=F32, metric=IP, **_ivf_arrays())
-    assert ids.shape == (2, 2) and set(stages) == {"coarse", "scan", "rescore"}
+    hits = _core.ivf_search(X, Q, 2, storage=F32, metric=IP, owner=7, **_ivf_arrays())
+    assert isinstance(hits, Hits) and hits.ids.shape == (2, 2)
+    stages, counts = _core.ivf_last_report(7)
+    assert set(stages) == {"coarse", "scan", "rescore"} and counts == {}
+    assert _core.ivf_last_report(8) == ({}, {})  # this thread's last search was another's
 
 
 def test_search_entries_take_positional_arguments():
     assert _core.flat_search(X, len(X), Q, 2, F32, IP).ids.tolist() == [[5, 4], [5, 4]]
     assert _core.flat_search(X, 3, Q[0], 2, F32, IP).ids.tolist() == [[2, 1]]  # rows [0, n)
     a = _ivf_arrays()
-    _, ids, _ = _core.ivf_search(X, Q, 2, a["centroids"], a["centroid_sq_norms"],
-                                 a["list_offsets"], F32, a["ids"], None, IP, 2)
-    assert ids.tolist() == [[5, 4], [5, 4]]
+    hits = _core.ivf_search(X, Q, 2, a["centroids"], a["centroid_sq_norms"],
+                            a["list_offsets"], F32, a["ids"], None, IP, 2)
+    assert hits.ids.tolist() == [[5, 4], [5, 4]]
     native = _core.Bm25Index(k1=1.5, b=0.75, delta=0.5, variant=_core.Variant.Lucene,
                              lucene_norms=False)
     assert native.num_docs == 0

@@ -188,11 +188,11 @@ def test_ivf_search_skips_probes_of_nan_centroids():
     offsets = np.array([0, 10, 20, 30, 40], dtype=np.int64)
     ids = np.arange(40, dtype=np.int64)
     for _ in range(20):
-        scores, out_ids, _ = _core.ivf_search(
+        out_ids = _core.ivf_search(
             rows, _data(16, seed=4), 5, centroids=centroids, centroid_sq_norms=norms,
             list_offsets=offsets, storage=_core.Storage.F32, ids=ids, sq_norms=None,
             metric=_core.Metric.InnerProduct, nprobe=4, code_min=None, code_scale=None,
-            exact_rows=None, rescore=1, allow=None, allow_by_row=False, n_threads=2)
+            exact_rows=None, rescore=1, allow=None, allow_by_row=False, n_threads=2).ids
         assert ((out_ids >= -1) & (out_ids < 40)).all()
 
 

@@ -219,13 +219,14 @@ IvfPq4SearchArgs ivf_index_args(const py::array& centroids, const py::array& cen
   return a;
 }
 
-py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq_norms,
+py::object ivf_search_py(const py::array& centroids, const py::array& centroid_sq_norms,
                         const py::array& list_offsets, const py::array& block_offsets,
                         const py::array& packed, size_t m, const py::array& codebooks,
                         const py::array& exact, const std::optional<py::array>& sq_norms,
                         const py::array& ids, Metric metric, const py::array& queries, size_t k,
                         size_t nprobe, size_t rescore, const std::optional<py::array>& allow,
-                        bool allow_by_row, int n_threads, const std::optional<SimdLevel>& simd_level) {
+                        bool allow_by_row, int n_threads, const std::optional<SimdLevel>& simd_level,
+                        uint64_t owner) {
   IvfPq4SearchArgs a = ivf_index_args(centroids, centroid_sq_norms, list_offsets, block_offsets,
                                       packed, m, codebooks, exact, sq_norms, ids, metric);
   a.allow = allow_filter(allow, allow_by_row);
@@ -235,8 +236,9 @@ py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq
   a.rescore = rescore;
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
-  const ResultArrays found = run_search(a, k, ivf_pq4_search);
-  return py::make_tuple(found.scores, found.ids);
+  ResultArrays found = run_search(a, k, ivf_pq4_search);
+  begin_ivf_report(owner);  // no stages, no counts: the report of this owner is empty
+  return make_hits(std::move(found));
 }
 
 }  // namespace
@@ -278,7 +280,7 @@ void register_codes(py::module_& m) {
         py::arg("codebooks"), py::arg("exact"), py::arg("sq_norms"), py::arg("ids"),
         py::arg("metric"), py::arg("queries"), py::arg("k"), py::arg("nprobe"),
         py::arg("rescore") = 4, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
-        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
+        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(), py::arg("owner") = 0,
         "IVF over 4-bit PQ lists: candidates re-scored exactly, for queries (one row or a "
-        "batch); returns (scores, ids). Positional arguments: the per-call path.");
+        "batch); returns ragcore.Hits. owner != 0: ivf_last_report(owner) reads empty.");
 }

@@ -71,12 +71,22 @@ size_t remove_py(HnswIndex& g, const py::array& ids, int n_threads) {
   return g.remove(id, n, n_threads);
 }
 
-py::tuple search_py(const HnswIndex& g, const py::array& queries, size_t k, size_t ef,
-                    const std::optional<py::array>& allow,
-                    const std::optional<py::array>& allow_ids, size_t exact_below,
-                    int n_threads) {
+// Hits; filter_out (int64 [2]), when given, receives whether the allowed set was scored
+// exactly and the allowed count.
+py::object search_py(const HnswIndex& g, const py::array& queries, size_t k, size_t ef,
+                     const std::optional<py::array>& allow,
+                     const std::optional<py::array>& allow_ids, size_t exact_below,
+                     int n_threads, std::optional<py::array> filter_out) {
   if (k == 0) fail("k", "must be >= 1");
   if (ef == 0) fail("ef", "must be >= 1");
+  int64_t* filter = nullptr;
+  if (filter_out) {
+    if (!py::isinstance<py::array_t<int64_t>>(*filter_out) || filter_out->ndim() != 1 ||
+        filter_out->shape(0) != 2 || !filter_out->writeable() ||
+        !(filter_out->flags() & py::array::c_style))
+      fail("filter_out", "expected a writeable contiguous int64 array of 2");
+    filter = static_cast<int64_t*>(filter_out->mutable_data());
+  }
   HnswSearchArgs a;
   const QueryRows q = query_rows(queries, g.params().d);
   a.queries = q.data;
@@ -97,16 +107,19 @@ py::tuple search_py(const HnswIndex& g, const py::array& queries, size_t k, size
   }
   a.exact_below = exact_below;
   a.n_threads = n_threads;
-  py::array_t<float> scores = result_array<float>(a.nq, k);
-  py::array_t<int64_t> out_ids = result_array<int64_t>(a.nq, k);
-  a.out_scores = scores.mutable_data();
-  a.out_ids = out_ids.mutable_data();
+  ResultArrays found{result_array<float>(a.nq, k), result_array<int64_t>(a.nq, k)};
+  a.out_scores = found.scores.mutable_data();
+  a.out_ids = found.ids.mutable_data();
   HnswSearchStats stats;
   {
     py::gil_scoped_release release;
     stats = g.search(a);
   }
-  return py::make_tuple(scores, out_ids, stats.exact, stats.allowed);
+  if (filter) {
+    filter[0] = stats.exact ? 1 : 0;
+    filter[1] = static_cast<int64_t>(stats.allowed);
+  }
+  return make_hits(std::move(found));
 }
 
 py::dict snapshot_py(const HnswIndex& g) {
@@ -214,8 +227,9 @@ void register_hnsw(py::module_& m) {
       .def("search", &search_py, py::arg("queries"), py::arg("k"), py::arg("ef"),
            py::arg("allow") = py::none(), py::arg("allow_ids") = py::none(),
            py::arg("exact_below") = 0, py::arg("n_threads") = 0,
-           "Top-k of queries (one row or a batch); returns (scores, ids, whether the allowed "
-           "set was scored exactly, allowed count). Positional arguments: the per-call path.")
+           py::arg("filter_out") = py::none(),
+           "Top-k of queries (one row or a batch) as ragcore.Hits; filter_out (int64 [2]), "
+           "when given, receives whether the allowed set was scored exactly and its count.")
       .def("size", &HnswIndex::size)
       .def("slots", &HnswIndex::slots)
       .def("memory_bytes", &HnswIndex::memory_bytes)

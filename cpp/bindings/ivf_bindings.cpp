@@ -117,15 +117,15 @@ void set_index_args(IvfIndexArgs& out, const py::array& rows, const py::array& c
   }
 }
 
-py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t k,
-                        const py::array& centroids, const py::array& centroid_sq_norms,
-                        const py::array& list_offsets, Storage storage, const py::array& ids,
-                        const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
-                        const std::optional<py::array>& code_min,
-                        const std::optional<py::array>& code_scale,
-                        const std::optional<py::array>& exact_rows, size_t rescore,
-                        const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
-                        const std::optional<SimdLevel>& simd_level) {
+py::object ivf_search_py(const py::array& rows, const py::array& queries, size_t k,
+                         const py::array& centroids, const py::array& centroid_sq_norms,
+                         const py::array& list_offsets, Storage storage, const py::array& ids,
+                         const std::optional<py::array>& sq_norms, Metric metric, size_t nprobe,
+                         const std::optional<py::array>& code_min,
+                         const std::optional<py::array>& code_scale,
+                         const std::optional<py::array>& exact_rows, size_t rescore,
+                         const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
+                         const std::optional<SimdLevel>& simd_level, uint64_t owner) {
   IvfIndexArgs index;
   set_index_args(index, rows, centroids, centroid_sq_norms, list_offsets, storage, ids, sq_norms,
                  metric, code_min, code_scale, exact_rows);
@@ -142,15 +142,43 @@ py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t 
   a.simd_level = simd_level_code(simd_level);
   IvfStageTimes times;
   a.stages = &times;
-  const ResultArrays found = run_search(a, k, ivf_search);
-  py::dict stages;
-  stages["coarse"] = times.coarse;
-  stages["scan"] = times.scan;
-  stages["rescore"] = times.rescore;
-  return py::make_tuple(found.scores, found.ids, stages);
+  ResultArrays found = run_search(a, k, ivf_search);
+  if (IvfReport* r = begin_ivf_report(owner)) {
+    r->has_stages = true;
+    r->coarse = times.coarse;
+    r->scan = times.scan;
+    r->rescore = times.rescore;
+  }
+  return make_hits(std::move(found));
+}
+
+// (seconds per stage, counts) of this thread's last search by owner; empty dicts for
+// what that search did not report, or when this thread's last search was another's.
+py::tuple ivf_last_report_py(uint64_t owner) {
+  const IvfReport& r = ivf_report();
+  py::dict stages, counts;
+  if (owner != 0 && r.owner == owner) {
+    if (r.has_stages) {
+      stages["coarse"] = r.coarse;
+      stages["scan"] = r.scan;
+      stages["rescore"] = r.rescore;
+    }
+    if (r.has_counts) {
+      counts["scanned"] = r.scanned;
+      counts["rescored"] = r.rescored;
+    }
+  }
+  return py::make_tuple(stages, counts);
 }
 
 }  // namespace
+
+namespace ragcore_bindings {
+IvfReport& ivf_report() {
+  thread_local IvfReport report;
+  return report;
+}
+}  // namespace ragcore_bindings
 
 void register_ivf(py::module_& m) {
   py::enum_<KMeansInit>(m, "KMeansInit", "How k-means picks its first centres.")
@@ -171,7 +199,10 @@ void register_ivf(py::module_& m) {
         py::arg("metric"), py::arg("nprobe"), py::arg("code_min") = py::none(),
         py::arg("code_scale") = py::none(), py::arg("exact_rows") = py::none(),
         py::arg("rescore") = 4, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
-        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
+        py::arg("n_threads") = 0, py::arg("simd_level") = py::none(), py::arg("owner") = 0,
         "Approximate top-k over inverted lists of queries (one row or a batch); returns "
-        "(scores, ids, seconds per stage). Positional arguments are the per-call path.");
+        "ragcore.Hits. owner != 0: the seconds per stage are kept for ivf_last_report(owner).");
+  m.def("ivf_last_report", &ivf_last_report_py, py::arg("owner"),
+        "(seconds per stage, counts) of this thread's last IVF search given this owner; "
+        "empty dicts for what it did not report or when the thread's last search was another's.");
 }

@@ -132,9 +132,10 @@ void set_queries(RabitqSearchArgs& a, const py::array& queries) {
   a.nq = q.nq;
 }
 
-// Result arrays, then the search without the GIL; returns (scores, ids, counts).
-py::tuple run_search(RabitqSearchArgs& a, size_t k, size_t nprobe, RabitqRescore rescore,
-                     size_t rescore_count, float epsilon, int n_threads) {
+// Result arrays, then the search without the GIL; returns Hits, the counts kept for
+// ivf_last_report(owner).
+py::object search_and_report(RabitqSearchArgs& a, size_t k, size_t nprobe, RabitqRescore rescore,
+                      size_t rescore_count, float epsilon, int n_threads, uint64_t owner) {
   if (rescore < RabitqRescore::Bound || rescore > RabitqRescore::All) fail("rescore", "unknown value");
   a.k = k;
   a.nprobe = nprobe;
@@ -142,24 +143,18 @@ py::tuple run_search(RabitqSearchArgs& a, size_t k, size_t nprobe, RabitqRescore
   a.rescore_count = rescore_count;
   a.epsilon = epsilon;
   a.n_threads = n_threads;
-  check_result_size(a.nq, k, a.n);
-  py::array_t<float> scores = result_array<float>(a.nq, k);
-  py::array_t<int64_t> out_ids = result_array<int64_t>(a.nq, k);
-  a.out_scores = scores.mutable_data();
-  a.out_ids = out_ids.mutable_data();
   RabitqSearchStats stats;
   a.stats = &stats;
-  {
-    py::gil_scoped_release release;
-    rabitq_ivf_search(a);
+  ResultArrays found = run_search(a, k, rabitq_ivf_search);
+  if (IvfReport* r = begin_ivf_report(owner)) {
+    r->has_counts = true;
+    r->scanned = stats.scanned;
+    r->rescored = stats.rescored;
   }
-  py::dict st;
-  st["scanned"] = stats.scanned;
-  st["rescored"] = stats.rescored;
-  return py::make_tuple(scores, out_ids, st);
+  return make_hits(std::move(found));
 }
 
-py::tuple search_py(const py::array& rows, const py::array& queries, size_t k,
+py::object search_py(const py::array& rows, const py::array& queries, size_t k,
                     const py::array& centroids, const py::array& centroid_sq_norms,
                     const py::array& rotation, size_t bits, const py::array& list_offsets,
                     const py::array& ids, const py::array& exact_rows,
@@ -167,14 +162,14 @@ py::tuple search_py(const py::array& rows, const py::array& queries, size_t k,
                     RabitqRescore rescore, size_t rescore_count, float epsilon,
                     const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
                     const std::optional<SimdLevel>& simd_level,
-                    const std::optional<py::array>& fast_blocks) {
+                    const std::optional<py::array>& fast_blocks, uint64_t owner) {
   std::vector<int64_t> offsets;
   RabitqSearchArgs a = index_args(rows, centroids, centroid_sq_norms, rotation, bits, list_offsets,
                                   offsets, ids, exact_rows, sq_norms, metric, fast_blocks);
   set_queries(a, queries);
   a.allow = allow_filter(allow, allow_by_row);
   a.simd_level = simd_level_code(simd_level);
-  return run_search(a, k, nprobe, rescore, rescore_count, epsilon, n_threads);
+  return search_and_report(a, k, nprobe, rescore, rescore_count, epsilon, n_threads, owner);
 }
 
 py::tuple estimates_py(const py::array& rows, const py::array& query, size_t list,
@@ -227,9 +222,9 @@ void register_rabitq(py::module_& m) {
         py::arg("rescore") = RabitqRescore::Bound, py::arg("rescore_count") = 4,
         py::arg("epsilon") = 1.9f, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(),
-        py::arg("fast_blocks") = py::none(),
+        py::arg("fast_blocks") = py::none(), py::arg("owner") = 0,
         "IVF top-k over RaBitQ codes, re-scored exactly, for queries (one row or a batch); "
-        "returns (scores, ids, counts). Positional arguments: the per-call path. "
+        "returns ragcore.Hits. owner != 0: the counts are kept for ivf_last_report(owner). "
         "fast_blocks: rabitq_fast_pack of 1-bit rows, scanned by the fast-scan kernel.");
   m.def("rabitq_estimates", &estimates_py, py::arg("rows"), py::arg("query"), py::arg("list"),
         py::kw_only(), py::arg("centroids"), py::arg("centroid_sq_norms"), py::arg("rotation"),

@@ -61,9 +61,10 @@ ResultArrays run_search(Args& a, size_t k, void (*search)(const Args&)) {
   return found;
 }
 
-// ragcore.Hits of arrays a native search has just written, made as Hits.of_native makes
-// it (no constructor checks) but without a Python frame: a search entry that returns this
-// is the whole cost of a one-query call, so every fixed cost here is paid per call.
+// ragcore.Hits of arrays a native search has just written (float32 and int64 [nq, k], ids
+// >= 0 or -1), made without the constructor's checks and without a Python frame: a search
+// entry that returns this is the whole cost of a one-query call, so every fixed cost here
+// is paid per call.
 inline pybind11::object make_hits(ResultArrays&& found) {
   // Imported on first use (the package is loaded by then) and kept for the process; the
   // import may let another thread run, hence pybind11's GIL-safe once.
@@ -80,11 +81,35 @@ inline pybind11::object make_hits(ResultArrays&& found) {
   auto hits = pybind11::reinterpret_steal<pybind11::object>(
       PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(hits_type), no_args, nullptr));
   if (!hits) throw pybind11::error_already_set();
-  // object.__setattr__: past the frozen dataclass's __setattr__, as of_native does.
+  // object.__setattr__: past the frozen dataclass's __setattr__.
   if (PyObject_GenericSetAttr(hits.ptr(), scores_name, found.scores.ptr()) != 0 ||
       PyObject_GenericSetAttr(hits.ptr(), ids_name, found.ids.ptr()) != 0)
     throw pybind11::error_already_set();
   return hits;
+}
+
+// What an IVF search reports besides its hits (IVFIndex.last_stage_seconds and
+// last_search_counts): kept per thread by the search entries and read by ivf_last_report
+// only when asked, so that a search builds no dict for it. owner names the index (0: not
+// recorded); a report of another owner reads as empty.
+struct IvfReport {
+  uint64_t owner = 0;
+  bool has_stages = false;
+  double coarse = 0.0, scan = 0.0, rescore = 0.0;
+  bool has_counts = false;
+  uint64_t scanned = 0, rescored = 0;
+};
+
+// This thread's last report (ivf_bindings.cpp).
+IvfReport& ivf_report();
+
+// Starts this thread's report of a search by owner (nothing is kept for owner 0).
+inline IvfReport* begin_ivf_report(uint64_t owner) {
+  if (owner == 0) return nullptr;
+  IvfReport& r = ivf_report();
+  r = IvfReport{};
+  r.owner = owner;
+  return &r;
 }
 
 }  // namespace ragcore_bindings

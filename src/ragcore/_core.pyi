@@ -267,12 +267,18 @@ def ivf_search(
     allow_by_row: bool = False,
     n_threads: int = 0,
     simd_level: SimdLevel | None = None,
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, float]]:
+    owner: int = 0,
+) -> Hits:
     """Approximate top-k over inverted lists; storage SQ8 = uint8 codes (needs
-    code_min, code_scale and exact_rows). Returns (scores, ids, seconds per
-    stage: coarse, scan, rescore). Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
+    code_min, code_scale and exact_rows). Returns ragcore.Hits; owner != 0 keeps the
+    seconds per stage (coarse, scan, rescore) for ivf_last_report(owner). Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
     (checked here; ValueError naming the first bad row). Positional arguments are the
     per-call path (keyword parsing costs more than a small search)."""
+
+def ivf_last_report(owner: int) -> tuple[dict[str, float], dict[str, int]]:
+    """(seconds per stage, {"scanned", "rescored"} counts) of this thread's last IVF search
+    (ivf_search, ivf_pq4_search, rabitq_ivf_search) given this owner; empty dicts for what
+    that search did not report, or when the thread's last search was another owner's."""
 
 def rabitq_encode(rot_residuals: npt.NDArray[np.float32], rot_centroids: npt.NDArray[np.float32],
                   labels: npt.NDArray[np.int64], *, bits: int,
@@ -293,10 +299,10 @@ def rabitq_ivf_search(
     rescore: RabitqRescore = ..., rescore_count: int = 4, epsilon: float = 1.9,
     allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None = None,
     allow_by_row: bool = False, n_threads: int = 0, simd_level: SimdLevel | None = None,
-    fast_blocks: npt.NDArray[np.uint8] | None = None,
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], dict[str, int]]:
-    """IVF top-k over RaBitQ codes, re-scored exactly; returns (scores, ids,
-    {"scanned", "rescored"} row counts). fast_blocks: rabitq_fast_pack of 1-bit rows,
+    fast_blocks: npt.NDArray[np.uint8] | None = None, owner: int = 0,
+) -> Hits:
+    """IVF top-k over RaBitQ codes, re-scored exactly; returns ragcore.Hits; owner != 0
+    keeps the {"scanned", "rescored"} row counts for ivf_last_report(owner). fast_blocks: rabitq_fast_pack of 1-bit rows,
     then scanned by the fast-scan kernel. Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
     (checked here; ValueError naming the first bad row). Positional arguments are the
     per-call path (keyword parsing costs more than a small search)."""
@@ -342,8 +348,9 @@ class HnswIndex:
     def search(self, queries: npt.NDArray[np.float32], k: int, ef: int,
                allow: npt.NDArray[np.uint8] | None = None,
                allow_ids: npt.NDArray[np.int64] | None = None, exact_below: int = 0,
-               n_threads: int = 0) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], bool, int]:
-        """Returns (scores, ids, whether the allowed set was scored exactly, allowed count).
+               n_threads: int = 0, filter_out: npt.NDArray[np.int64] | None = None) -> Hits:
+        """Returns ragcore.Hits; filter_out (int64 [2]), when given, receives whether the
+        allowed set was scored exactly (0 or 1) and the allowed count.
         Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
         (checked here; ValueError naming the first bad row). Positional arguments are the
         per-call path (keyword parsing costs more than a small search)."""
@@ -402,8 +409,9 @@ def ivf_pq4_search(centroids: npt.NDArray[np.float32], centroid_sq_norms: npt.ND
                    ids: npt.NDArray[np.int64], metric: Metric, queries: npt.NDArray[np.float32],
                    k: int, nprobe: int, rescore: int = 4, allow: npt.NDArray[Any] | None = None,
                    allow_by_row: bool = False, n_threads: int = 0,
-                   simd_level: SimdLevel | None = None) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-    """IVF over 4-bit PQ lists: candidates re-scored exactly; returns (scores, ids).
+                   simd_level: SimdLevel | None = None, owner: int = 0) -> Hits:
+    """IVF over 4-bit PQ lists: candidates re-scored exactly; returns ragcore.Hits (owner
+    != 0: ivf_last_report(owner) reads empty).
     codebooks: by dimension, [m, dim / m, 16]. Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
     (checked here; ValueError naming the first bad row). Positional arguments are the
     per-call path (keyword parsing costs more than a small search)."""

@@ -35,17 +35,6 @@ class Hits:
             raise ValueError(f"Hits.ids must be >= 0, or {PADDING_ID} for padding; got "
                              f"{int(self.ids.min())}")
 
-    @classmethod
-    def of_native(cls, scores: np.ndarray, ids: np.ndarray) -> Hits:
-        """Hits of arrays that a native search has just written (float32 and int64
-        [nq, k], ids >= 0 or -1), without the constructor's checks: for one small query
-        they cost more than the search."""
-        hits = object.__new__(cls)
-        fields = hits.__dict__  # a frozen dataclass: its fields live in __dict__
-        fields["scores"] = scores
-        fields["ids"] = ids
-        return hits
-
     @property
     def nq(self) -> int:
         """Number of queries (rows)."""

@@ -87,8 +87,8 @@ def test_int8_walk_on_one_graph_finds_the_same_nodes_at_every_level(level):
     # kernel computes exactly; only the float32 re-scores' rounding may differ by level.
     got = graph_at(level, snap, 40, 6).search(q, 10, ef=10, n_threads=1)
     want = graph_at(_core.SimdLevel.Scalar, snap, 40, 6).search(q, 10, ef=10, n_threads=1)
-    np.testing.assert_array_equal(np.sort(got[1], axis=1), np.sort(want[1], axis=1))
-    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.sort(got.ids, axis=1), np.sort(want.ids, axis=1))
+    np.testing.assert_allclose(got.scores, want.scores, rtol=1e-5, atol=1e-6)
 
 
 def test_estimates_approach_the_float_scores():
@@ -165,11 +165,12 @@ def test_filtered_int8_walk_returns_allowed_ids_with_exact_scores(n, fraction, s
     index = ragcore.HNSWIndex(16, metric, M=4, ef_construction=16, dtype="int8")
     index.add(x, n_threads=1)
     # exact_below=0: the walk itself, never the exact scoring of the allowed set
-    scores, ids, exact, _ = index._graph.search(q, 5, ef=n, allow_ids=allowed, exact_below=0,
-                                                n_threads=1)
-    assert not exact
+    report = np.full(2, -1, dtype=np.int64)
+    got = index._graph.search(q, 5, ef=n, allow_ids=allowed, exact_below=0, n_threads=1,
+                              filter_out=report)
+    assert report[0] == 0 and report[1] == len(allowed)  # the walk, all of them allowed
     flat = ragcore.FlatIndex(16, metric)
     flat.add(x)
     want = flat.search(q, 5, allow=allowed)
-    np.testing.assert_array_equal(ids, want.ids)
-    np.testing.assert_array_equal(scores, want.scores)
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_array_equal(got.scores, want.scores)

@@ -1,5 +1,7 @@
 """IVFIndex search against FlatIndex and the reference."""
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -107,3 +109,19 @@ def test_stage_times_are_reported():
     index = _ivf(x, 4, dtype="sq8")
     index.search(x[:3], 5, nprobe=2)
     assert set(index.last_stage_seconds) == {"coarse", "scan", "rescore"}
+
+
+def test_stage_times_belong_to_the_index_and_thread_that_searched():
+    x = clustered(500, 8, 4, seed=0)
+    first, second = _ivf(x, 4), _ivf(x, 4)
+    assert first.last_stage_seconds == {}  # no search yet
+    first.search(x[:3], 5, nprobe=2)
+    assert set(first.last_stage_seconds) == {"coarse", "scan", "rescore"}
+    second.search(x[:3], 5, nprobe=2)
+    assert first.last_stage_seconds == {}  # this thread's last search was the second's
+    assert set(second.last_stage_seconds) == {"coarse", "scan", "rescore"}
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(second.last_stage_seconds))
+    worker.start()
+    worker.join()
+    assert seen == [{}]  # another thread has searched nothing

@@ -226,13 +226,13 @@ def test_every_level_of_the_fast_search_finds_the_exact_top_k(level):
     kw = dict(centroids=index._coarse.centroids, centroid_sq_norms=index._coarse.sq_norms,
               rotation=index._storage.rotation, bits=1, list_offsets=lists.offsets, ids=lists.ids,
               exact_rows=lists.exact, sq_norms=None, metric=_core.Metric.InnerProduct)
-    scores, ids, _ = _core.rabitq_ivf_search(lists.rows, q, 10, nprobe=8, epsilon=5.0,
-                                             simd_level=level, fast_blocks=blocks, **kw)
+    got = _core.rabitq_ivf_search(lists.rows, q, 10, nprobe=8, epsilon=5.0, simd_level=level,
+                                  fast_blocks=blocks, **kw)
     flat = ragcore.FlatIndex(40)
     flat.add(x)
     want = flat.search(q, 10)
-    np.testing.assert_array_equal(ids, want.ids)
-    np.testing.assert_allclose(scores, want.scores, rtol=1e-6, atol=1e-5)
+    np.testing.assert_array_equal(got.ids, want.ids)
+    np.testing.assert_allclose(got.scores, want.scores, rtol=1e-6, atol=1e-5)
     for l in range(8):
         est, err = _core.rabitq_estimates(lists.rows, q[:1], l, simd_level=level, fast_blocks=blocks, **kw)
         ref_est, ref_err = _core.rabitq_estimates(lists.rows, q[:1], l, simd_level=_core.SimdLevel.Scalar,

@@ -128,8 +128,8 @@ def test_bad_calls():
 
 
 def test_one_query_path_returns_the_hits_of_the_batch_path():
-    # The str fast path wraps the native arrays with Hits.of_native (no re-checks): they
-    # must be what the checked constructor would accept, and equal the batch's row.
+    # One str's hits are made natively without the constructor's checks: they must be
+    # what the checked constructor would accept, and equal the batch's row.
     index = BM25Index(stopwords=None)
     index.add(zipf_corpus(500, seed=3), ids=np.arange(500) * 3 + 1)
     for q in zipf_queries(20, seed=4):

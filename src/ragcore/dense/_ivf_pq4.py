@@ -10,7 +10,8 @@ import numpy as np
 from .. import _core
 from .._util.file_checks import FileFields
 from . import _pq4_codes as codes_
-from ._ivf_storage_base import Coarse, Found, IvfStorage, Snapshot
+from ._ivf_storage_base import Coarse, IvfStorage, Snapshot
+from ..hits import Hits
 from ._lists import Lists
 
 
@@ -49,13 +50,13 @@ class Pq4Storage(IvfStorage):
         return Snapshot(lists, codes_.pack_lists(lists.rows, lists.offsets))
 
     def search(self, snapshot: Snapshot, coarse: Coarse, q, k, nprobe, rescore, mask, by_row,
-               n_threads) -> Found:
+               n_threads) -> Hits:
         lists, (packed, block_offsets) = snapshot.lists, snapshot.derived
-        scores, ids = _core.ivf_pq4_search(
+        return _core.ivf_pq4_search(
             coarse.centroids, coarse.sq_norms, lists.offsets, block_offsets, packed,
             self.m, self.by_dim, lists.exact, lists.sq_norms, lists.ids, coarse.metric,
-            np.ascontiguousarray(q), k, nprobe, rescore, mask, by_row, n_threads)
-        return Found(scores, ids, {}, {})
+            np.ascontiguousarray(q), k, nprobe, rescore, mask, by_row, n_threads, None,
+            self.owner)
 
     def scanned_bytes(self) -> int:
         return (self.m + 1) // 2

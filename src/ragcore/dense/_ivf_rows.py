@@ -7,7 +7,8 @@ import numpy as np
 
 from .. import _core
 from .._util.file_checks import FileFields
-from ._ivf_storage_base import Coarse, Found, IvfStorage, Snapshot
+from ._ivf_storage_base import Coarse, IvfStorage, Snapshot
+from ..hits import Hits
 from ._sq8 import checked_ranges, encode_sq8, train_sq8
 from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, to_float32, to_storage
 
@@ -28,14 +29,14 @@ class FloatStorage(IvfStorage):
         return self.dim * np.dtype(NUMPY_DTYPE[self.dtype]).itemsize
 
     def search(self, snapshot: Snapshot, coarse: Coarse, q, k, nprobe, rescore, mask, by_row,
-               n_threads) -> Found:
+               n_threads) -> Hits:
         lists = snapshot.lists
         code_min, code_scale = self._code_ranges()
-        scores, ids, stages = _core.ivf_search(
+        return _core.ivf_search(
             lists.rows, q, k, coarse.centroids, coarse.sq_norms, lists.offsets,
             NATIVE_STORAGE[self.dtype], lists.ids, lists.sq_norms, coarse.metric, nprobe,
-            code_min, code_scale, lists.exact, rescore, mask, by_row, n_threads)
-        return Found(scores, ids, stages, {})
+            code_min, code_scale, lists.exact, rescore, mask, by_row, n_threads, None,
+            self.owner)
 
     def _code_ranges(self) -> tuple:
         """(code_min, code_scale) of the 8-bit codes; None, None for float rows."""

@@ -6,14 +6,16 @@ quantizer, the ids, the list layout and the checks every storage shares."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from itertools import count
 
 import numpy as np
 
 from .._util.arrays import check_positive_int
 from .._util.file_checks import FileFields
 from ._lists import Lists
+from ..hits import Hits
 
+_OWNERS = count(1)  # 0 asks the native search to keep no report
 DEFAULT_RESCORE = 4  # candidates re-scored exactly per result, where rescore is a count
 
 
@@ -37,14 +39,6 @@ class Snapshot:
         self.derived = derived
 
 
-class Found(NamedTuple):
-    """A storage's search answer: hits, and what its thread reports for this search."""
-    scores: np.ndarray
-    ids: np.ndarray
-    stages: dict  # seconds per stage (last_stage_seconds)
-    counts: dict  # rows scanned and re-scored (last_search_counts)
-
-
 class IvfStorage:
     """One way of keeping an IVFIndex's vectors; one instance per index, holding the
     storage's options and what it learns in training (code ranges, codebooks, rotation).
@@ -57,6 +51,8 @@ class IvfStorage:
 
     def __init__(self, dtype: str, dim: int, metric: str, seed: int):
         self.dtype, self.dim, self.metric, self.seed = dtype, dim, metric, seed
+        # Names this storage's searches to the native per-thread report (ivf_last_report).
+        self.owner = next(_OWNERS)
 
     @property
     def options(self) -> dict:
@@ -104,7 +100,9 @@ class IvfStorage:
         return check_positive_int(DEFAULT_RESCORE if rescore is None else rescore, "rescore")
 
     def search(self, snapshot: Snapshot, coarse: Coarse, q: np.ndarray, k: int, nprobe: int,
-               rescore, mask, by_row: bool, n_threads: int) -> Found:
+               rescore, mask, by_row: bool, n_threads: int) -> Hits:
+        """Hits made by the native scan, which keeps what it reports (stages, counts)
+        for _core.ivf_last_report(self.owner)."""
         raise NotImplementedError
 
     # ---- sizes -------------------------------------------------------------

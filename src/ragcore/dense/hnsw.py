@@ -196,18 +196,17 @@ class HNSWIndex:
             q = normalized(as_float_matrix(queries, "queries", self._dim), "queries")
         else:
             q = as_query_rows(queries, self._dim)  # values checked natively, once
-        mask = allow_ids = None
-        exact_below = 0
-        if allow is not None:
-            mask, by_row = allow_mask(allow, _NO_ROWS)
-            if by_row:  # ids too sparse for a mask by id: the graph maps them to slots itself
-                mask, allow_ids = None, np.ascontiguousarray(raw_ids(allow, "allow"), dtype=np.int64)
-            exact_below = exact_filter_limit(len(self), ef, self._M)
-        scores, ids, exact, allowed = self._graph.search(q, k, ef, mask, allow_ids, exact_below,
-                                                         n_threads)
-        if allow is not None:
-            self._local.last = {"exact": bool(exact), "allowed": int(allowed)}
-        return Hits.of_native(scores, ids)
+        if allow is None:
+            return self._graph.search(q, k, ef, None, None, 0, n_threads)
+        mask, by_row = allow_mask(allow, _NO_ROWS)
+        allow_ids = None
+        if by_row:  # ids too sparse for a mask by id: the graph maps them to slots itself
+            mask, allow_ids = None, np.ascontiguousarray(raw_ids(allow, "allow"), dtype=np.int64)
+        report = np.zeros(2, dtype=np.int64)  # whether scored exactly, the allowed count
+        hits = self._graph.search(q, k, ef, mask, allow_ids, exact_filter_limit(len(self), ef, self._M),
+                                  n_threads, report)
+        self._local.last = {"exact": bool(report[0]), "allowed": int(report[1])}
+        return hits
 
     # ---- persistence ----------------------------------------------------
 

@@ -82,7 +82,6 @@ class IVFIndex:
         self._storage: IvfStorage = make_storage(self._dtype, self._dim, self._metric,
                                                  self._seed, options)
         self._lock = threading.Lock()
-        self._local = threading.local()
         self._coarse: Coarse | None = None
         self._training: dict = {}
         self._set_lists(self._storage.empty_lists(self._nlist))
@@ -129,15 +128,17 @@ class IVFIndex:
 
     @property
     def last_stage_seconds(self) -> dict:
-        """Seconds per stage (coarse, scan, rescore) of this thread's last search; empty
-        for the pq4 and rabitq scans, which take none."""
-        return dict(getattr(self._local, "stages", {}))
+        """Seconds per stage (coarse, scan, rescore) of this thread's last IVF search, when
+        it was on this index (empty otherwise); empty for the pq4 and rabitq scans, which
+        take none. Kept natively per thread and read only here: a search builds no dict."""
+        return _core.ivf_last_report(self._storage.owner)[0]
 
     @property
     def last_search_counts(self) -> dict:
-        """Rows scanned and exactly re-scored (all queries) by this thread's last search
-        (dtype="rabitq"; empty for the other storages)."""
-        return dict(getattr(self._local, "counts", {}))
+        """Rows scanned and exactly re-scored (all queries) by this thread's last IVF search,
+        when it was on this index (dtype="rabitq"; empty for the other storages and
+        otherwise)."""
+        return _core.ivf_last_report(self._storage.owner)[1]
 
     def memory_bytes(self) -> int:
         """Bytes held by the index arrays (centroids, rows, ids, norms, exact rows, and the
@@ -324,10 +325,8 @@ class IVFIndex:
         snapshot = self._snapshot  # one for the whole search
         lists = snapshot.lists
         mask, by_row = (None, False) if allow is None else allow_mask(allow, lists.ids)
-        found = self._storage.search(snapshot, self._coarse, q, k, nprobe, rescore, mask, by_row,
-                                     n_threads)
-        self._local.stages, self._local.counts = found.stages, found.counts
-        return Hits.of_native(found.scores, found.ids)
+        return self._storage.search(snapshot, self._coarse, q, k, nprobe, rescore, mask, by_row,
+                                    n_threads)
 
     # ---- persistence ----------------------------------------------------
 

@@ -15,7 +15,8 @@ import numpy as np
 from .. import _core
 from .._util.arrays import MAX_NORM
 from .._util.file_checks import FileFields
-from ._ivf_storage_base import Coarse, Found, IvfStorage, Snapshot
+from ._ivf_storage_base import Coarse, IvfStorage, Snapshot
+from ..hits import Hits
 from ._rabitq import (
     DEFAULT_EPSILON, FAST_SCAN_MAX_DIM, LAYOUT, MAX_BITS, check_bits, check_epsilon,
     checked_factors, checked_rotation, code_bytes, dense_rotation, native_rescore, padded_dim,
@@ -126,13 +127,13 @@ class RabitqStorage(IvfStorage):
         return self._native_rescore if rescore is None else native_rescore(rescore)
 
     def search(self, snapshot: Snapshot, coarse: Coarse, q, k, nprobe, rescore, mask, by_row,
-               n_threads) -> Found:
+               n_threads) -> Hits:
         lists, (mode, count) = snapshot.lists, rescore
-        scores, ids, counts = _core.rabitq_ivf_search(
+        return _core.rabitq_ivf_search(
             lists.rows, q, k, coarse.centroids, coarse.sq_norms, self.rotation, self.bits,
             lists.offsets, lists.ids, lists.exact, lists.sq_norms, coarse.metric, nprobe, mode,
-            count, self.epsilon, mask, by_row, n_threads, None, self._fast_blocks(snapshot))
-        return Found(scores, ids, {}, counts)
+            count, self.epsilon, mask, by_row, n_threads, None, self._fast_blocks(snapshot),
+            self.owner)
 
     def estimates(self, snapshot: Snapshot, coarse: Coarse, q: np.ndarray, list_number: int):
         """(estimated scores, one-standard-deviation error bounds) of one list's rows."""

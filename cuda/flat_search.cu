@@ -145,7 +145,7 @@ Plan make_plan(const GpuSearchArgs& a, Storage storage, size_t n, size_t padded,
   int scan_max = kScanMaxQueries;
   while (scan_max > 0 && static_cast<size_t>(scan_max) * padded * sizeof(float) > lim.shared_optin)
     scan_max /= 2;
-  // On an H200 (BENCHMARKS.md, "GPU exact top-k"): the scan streams the corpus fastest
+  // On an H200 (BENCHMARKS.md, "Exact top-k on a GPU"): the scan streams the corpus fastest
   // for one query; from two queries on, tensor cores (16-bit storage) or the
   // tiled kernel (float32 beyond 16 queries) win.
   const bool tensor_cores = split_terms(storage) > 0;

@@ -457,7 +457,7 @@ void HnswIndex::walk(const float* q, float qnorm, Scored entry, int level, size_
     // their scores in one gathered kernel call (four rows at a time, the next four
     // fetched meanwhile): the loads overlap instead of each waiting for memory in turn.
     // Without a branch: whether a neighbour was visited is a coin toss to the
-    // predictor, so each one could cost a mispredict (not measured apart: BENCHMARKS.md).
+    // predictor, so each one could cost a mispredict.
     size_t fresh = 0;
     for (size_t j = 0; j < count; ++j) {
       const uint32_t nb = nbs[j];

@@ -55,7 +55,7 @@ constexpr size_t kGroupedQueries = 8;
 
 // A batch without a filter: each thread takes a share of the queries, finds their
 // lists (the coarse step, on its own thread: done once for the whole batch before the
-// shares, it kept the other threads waiting; BENCHMARKS.md, IVF with 4-bit PQ) and
+// shares, it kept the other threads waiting) and
 // scans every list its queries probe once, for all of them at a time (up to 8 per load
 // of the codes: pq4_scan_select_many), as faiss's IVF fast scan does for batches. A
 // query's candidates are the want smallest (loss, row) keys offered, whatever the order

@@ -51,11 +51,11 @@ class MaxScoreQuery {
   // parts are collected first, then each non-essential list, highest bound
   // first, is probed for every candidate still able to enter. The probes of one
   // list are independent of each other, so their cache misses (doc bits, score
-  // parts) overlap instead of each waiting on the last candidate's branches
-  // (BENCHMARKS.md, "BM25"). The checks use the threshold at
-  // the start of the batch's probes, which only rises: a lower one keeps more
-  // candidates, never fewer, and every kept candidate is scored exactly, so the
-  // hits are the same as checking each candidate against the newest threshold.
+  // parts) overlap instead of each waiting on the last candidate's branches.
+  // The checks use the threshold at the start of the batch's probes, which only
+  // rises: a lower one keeps more candidates, never fewer, and every kept
+  // candidate is scored exactly, so the hits are the same as checking each
+  // candidate against the newest threshold.
   template <bool kShortcuts>
   void batched_loop() {
     update_essential();
@@ -100,7 +100,7 @@ class MaxScoreQuery {
         if (c.doc() == doc) {
           const size_t position = c.position();
           const double v = lanes_[i].score(position);
-          // Two lines ahead: a small gain measured on the 1M zipf corpus (BENCHMARKS.md).
+          // Two lines ahead: far enough for the load to arrive before its use.
           if (position + kPartsAhead < c.size())
             __builtin_prefetch(lanes_[i].excess + position + kPartsAhead);
           values[lanes_[i].slot] = v;

@@ -52,11 +52,10 @@ def test_lucene_norms_and_extreme_parameters():
         assert_same_as_exhaustive(build(corpus, **kw), qs, 10)
 
 
-# What auto runs (choose_algorithm in cpp/src/sparse/bm25_index.cpp; the measurement behind
-# it is in BENCHMARKS.md, "BM25 query algorithms: what `auto` runs"): exhaustive where
-# P * N < 1024 * k^2 (P: the summed lengths of the query's lists, N: the index's slots),
-# MaxScore otherwise, never Block-Max WAND.
-EXHAUSTIVE_BELOW = 1024
+# What auto runs (choose_algorithm in cpp/src/sparse/bm25_index.cpp, which says how the bound
+# was measured): exhaustive where P * N < 16384 * k^2 (P: the summed lengths of the query's
+# lists, N: the index's slots), MaxScore otherwise, never Block-Max WAND.
+EXHAUSTIVE_BELOW = 16384
 
 
 def expected_auto(index, query, k, n_slots=None):

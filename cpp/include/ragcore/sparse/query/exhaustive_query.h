@@ -53,8 +53,12 @@ struct Accumulator {
         const auto d = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
         const auto score = static_cast<float>(base + sum[d]);
         sum[d] = 0.0;
-        if (score >= kept.entry() && (!allowed || allowed[d]))
-          kept.push(score, ext_ids ? ext_ids[d] : int64_t{d});
+        if (score < kept.entry() || (allowed && !allowed[d])) continue;
+        if (ext_ids) {
+          kept.push(score, ext_ids[d]);
+        } else {
+          kept.push_slot(score, d);
+        }
       }
       touched[w] = 0;
     }

@@ -218,6 +218,8 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--bm25-docs", type=int, default=20_000)
     p.add_argument("--bm25-queries", type=int, default=1000)
+    p.add_argument("--note", action="append", default=[],
+                   help="a line for the results table's notes (what the builds are, the load)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
@@ -230,7 +232,7 @@ def main() -> None:
         order = names if r % 2 == 0 else names[::-1]
         rounds.append({name: run_build(builds[name], args) for name in order})
     command = " ".join(["python", "bench/entry_latency.py", *sys.argv[1:]])
-    print(write(rounds, builds, command))
+    print(write(rounds, builds, command, args.note))
     columns, rows = summary(rounds, names)
     for row in rows:
         print("  ".join(str(row[c["key"]]) for c in columns))

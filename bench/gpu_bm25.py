@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 import ragcore
-from _gpu_output import write_report
+from _gpu_output import command_line, section_fields, write_report
 from _zipf import zipf_corpus  # the CPU benchmark's corpus, same seed and law
 
 
@@ -99,6 +99,43 @@ def run(args) -> dict:
     return report
 
 
+COLUMNS = [{"key": "k", "label": "k"},
+           {"key": "cpu_all_ms", "label": "CPU all cores ms", "format": ".1f"},
+           {"key": "cpu_1t_ms", "label": "CPU 1 thread ms", "format": ".1f"},
+           {"key": "gpu_ms", "label": "GPU ms", "format": ".2f"},
+           {"key": "gpu_qps", "label": "GPU QPS", "format": ",.0f"},
+           {"key": "fell_back", "label": "fell back", "format": ".0%"},
+           {"key": "gpu_exhaustive_ms", "label": "GPU exhaustive ms", "format": ".2f"},
+           {"key": "vs_cpu_all", "label": "CPU all cores / GPU", "format": ".1f"},
+           {"key": "vs_cpu_1t", "label": "CPU 1 thread / GPU", "format": ".1f"},
+           {"key": "same_hits", "label": "same hits"}]
+SWEEP_COLUMNS = [{"key": "setting", "label": "setting"},
+                 {"key": "gpu_ms", "label": "GPU ms", "format": ".2f"},
+                 {"key": "fell_back", "label": "fell back", "format": ".0%"}]
+
+
+def section(report, command: str) -> dict:
+    """The ragcore-bench/1 fields (bench/README.md) of a run's report."""
+    notes = [f"Postings on the device: {report['device_bytes'] / 2**20:,.0f} MiB; host share of a "
+             f"GPU search (tokenize and weigh the batch): {report['host_prepare_ms']:.1f} ms; "
+             f"'fell back': the share of queries the pruned plan handed to the exhaustive one."]
+    tables = [{"title": "", "columns": COLUMNS, "rows": report["rows"], "notes": notes}]
+    if report.get("sweep"):
+        rows = [{"setting": ", ".join(f"{k}={v}" for k, v in p["options"].items()) or "defaults",
+                 "gpu_ms": p["gpu_ms"], "fell_back": p.get("fell_back")} for p in report["sweep"]]
+        tables.append({"title": "The GPU index's choices, k = 10", "columns": SWEEP_COLUMNS,
+                       "rows": rows, "notes": []})
+    return section_fields(
+        "gpu_bm25", "BM25 on a GPU", command, order=91, device=report["device"],
+        intro=(f"GpuBM25Index against the CPU BM25Index in the same run: {report['n']:,} "
+               f"documents of a Zipfian corpus (bench/_zipf.py), one batch of {report['batch']:,} "
+               f"queries, variant lucene; the CPU with every core ({report['cpu_cores']}) and "
+               "with one thread, the GPU with its default (pruned) plan and with the exhaustive "
+               "one forced. Median of repeated batches after a warm-up, query tokenizing and "
+               "weighing included; the GPU's ids and scores are compared with the CPU's."),
+        tables=tables)
+
+
 def markdown(report) -> str:
     lines = [
         f"Device: {report['device']}, host with {report['cpu_cores']} cores; "
@@ -136,6 +173,7 @@ def main() -> None:
     if args.quick:
         args.n = 100_000
     report = run(args)
+    report.update(section(report, command_line()))
     write_report(report, args.json, args.markdown, markdown(report))
     if not all(r["same_hits"] for r in report["rows"]):
         raise SystemExit("GPU hits differ from the CPU index's")

@@ -23,7 +23,6 @@ import argparse
 import json
 import platform
 import statistics
-import sys
 import time
 
 import numpy as np
@@ -31,6 +30,7 @@ import torch
 
 import ragcore
 from ragcore import _cuda
+import _gpu_output
 from _gpu_output import write_json, write_report
 
 BATCHES = (1, 16, 256, 4096)
@@ -165,23 +165,15 @@ COLUMNS = [{"key": "corpus", "label": "corpus"}, {"key": "batch", "label": "batc
 
 
 def section_fields(report, command: str) -> dict:
-    """The ragcore-bench/1 fields (bench/README.md), so that the JSON file, copied to
-    bench/results/gpu_dense.json, is rendered as BENCHMARKS.md's GPU section."""
-    from results_file import SCHEMA, commit, machine
-
-    import datetime
-
-    return {"schema": SCHEMA, "task": "gpu_dense", "title": "Exact top-k on a GPU", "order": 90,
-            "intro": ("GpuFlatIndex against torch (topk of q @ X.T) and cupy (matmul, "
-                      "argpartition, sort); median of repeated calls after a warm-up, queries as "
-                      "float32 CUDA tensors, results left on the device. 'other kernel': the "
-                      "kernel the automatic choice did not pick."),
-            "command": command, "commit": commit(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "machine": {**machine(1), "gpu": report["device"]},
-            "versions": {"torch": report["torch"], "cupy": report["cupy"]},
-            "limits": {"hbm_read_gbps": report["hbm"].get("read_GBps")},
-            "tables": [{"title": "", "columns": COLUMNS, "rows": report["rows"], "notes": []}]}
+    return _gpu_output.section_fields(
+        "gpu_dense", "Exact top-k on a GPU", command, order=90, device=report["device"],
+        intro=("GpuFlatIndex against torch (topk of q @ X.T) and cupy (matmul, argpartition, "
+               "sort); median of repeated calls after a warm-up, queries as float32 CUDA "
+               "tensors, results left on the device. 'other kernel': the kernel the automatic "
+               "choice did not pick."),
+        versions={"torch": report["torch"], "cupy": report["cupy"]},
+        limits={"hbm_read_gbps": report["hbm"].get("read_GBps")},
+        tables=[{"title": "", "columns": COLUMNS, "rows": report["rows"], "notes": []}])
 
 
 def markdown(report) -> str:
@@ -224,7 +216,7 @@ def main() -> None:
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "cupy": getattr(cp, "__version__", None), "python": platform.python_version(),
               "hbm": bw, "rows": []}
-    report.update(section_fields(report, " ".join(["python", "bench/gpu_dense.py", *sys.argv[1:]])))
+    report.update(section_fields(report, _gpu_output.command_line()))
     for name, n, d, dtype in corpora:
         report["rows"] += run_corpus(name, n, d, dtype, args, cp, bw)
         report["tables"][0]["rows"] = report["rows"]

@@ -31,12 +31,15 @@ import json
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from _gpu_output import command_line, section_fields
 
 SKIPPED = "skipped: onnxruntime CUDA provider not available"
 # Per-text cosine to CPU fp32. fp32 on CUDA differs by kernel order (and TF32
@@ -175,6 +178,44 @@ def run(args, report: dict) -> int:
     return 1 if failed else 0
 
 
+COLUMNS = [{"key": "precision", "label": "precision"}, {"key": "provider", "label": "provider"},
+           {"key": "io_binding", "label": "IO binding"},
+           {"key": "texts_per_s", "label": "texts/s", "format": ",.0f"},
+           {"key": "min_cosine_to_cpu_fp32", "label": "min cosine to CPU fp32", "format": ".5f"},
+           {"key": "nearest_neighbour_agreement", "label": "same nearest neighbour",
+            "format": ".1%"},
+           {"key": "passed", "label": "passed"}]
+
+
+def gpu_name() -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0] if out else None
+
+
+def section(report: dict, command: str, device: str | None) -> dict:
+    """The ragcore-bench/1 fields (bench/README.md) of a run's report; a skipped, failed or
+    dry run says so in its notes (a dry run's figures are the CPU's)."""
+    notes = [f"Status: {report.get('status')}" + (f" ({report['reason']})" if report.get("reason")
+                                                  else "") + "."]
+    if report.get("status") == "dry-run":
+        notes.append("Dry run: the CPU provider stood in for CUDA; these figures say nothing "
+                     "about GPUs.")
+    return section_fields(
+        "gpu_encoders", "The bi-encoder on a GPU", command, order=92, device=device,
+        intro=(f"all-MiniLM-L6-v2 (ONNX) fp32 and fp16 on onnxruntime's CUDA provider, with IO "
+               f"binding and without, against the CPU provider: {report.get('n_texts', 0):,} "
+               f"texts (stdlib documents), batch {report.get('batch', 0)}; texts per second, "
+               "the median of repeated passes after a warm-up; every text's embedding compared "
+               "with CPU fp32 (cosine; the limits are MIN_COSINE in bench/gpu_encoders.py)."),
+        versions={"onnxruntime": report.get("onnxruntime")},
+        tables=[{"title": "", "columns": COLUMNS, "rows": report.get("runs", []), "notes": []}],
+        notes=notes)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="JSON report")
@@ -201,6 +242,8 @@ def main() -> int:
             print(f"gpu_encoders: {err}", file=sys.stderr)
             report.update(status="failed", reason=str(err))
             code = 2
+    report.update(section(report, command_line(),
+                          None if args.dry_run_on_cpu or not has_cuda else gpu_name()))
     out.write_text(json.dumps(report, indent=1))
     print(f"status: {report['status']} (exit code {code}); report: {out}")
     return code

@@ -73,12 +73,13 @@ def commit() -> str | None:
         return None
 
 
-def write_section(name: str, title: str, command: str, *, tables: list[dict], threads: int,
-                  order: int = 100, intro: str = "", plot: dict | None = None,
-                  summary: list[dict] | None = None, notes: list[str] | None = None,
-                  limits: dict | None = None, peers: tuple[str, ...] = (),
-                  extra: dict | None = None, out_dir: Path | None = None) -> Path:
-    """Writes bench/results/<name>.json (or out_dir/<name>.json) and returns its path."""
+def document(name: str, title: str, command: str, *, tables: list[dict], threads: int,
+             order: int = 100, intro: str = "", plot: dict | None = None,
+             summary: list[dict] | None = None, notes: list[str] | None = None,
+             limits: dict | None = None, peers: tuple[str, ...] = (),
+             extra: dict | None = None) -> dict:
+    """One result file's contents: the fields given, with this machine, the versions of
+    ragcore, numpy and `peers`, the date and the commit filled in."""
     doc = {"schema": SCHEMA, "task": name, "title": title, "order": order, "intro": intro,
            "command": command,
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -87,10 +88,20 @@ def write_section(name: str, title: str, command: str, *, tables: list[dict], th
            "notes": notes or []}
     if extra:
         doc.update(extra)
-    path = (out_dir or RESULTS) / f"{name}.json"
+    return doc
+
+
+def write(doc: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1, default=float) + "\n")
     return path
+
+
+def write_section(name: str, title: str, command: str, *, out_dir: Path | None = None,
+                  **fields) -> Path:
+    """Writes bench/results/<name>.json (or out_dir/<name>.json) and returns its path; the
+    fields are those of document()."""
+    return write(document(name, title, command, **fields), (out_dir or RESULTS) / f"{name}.json")
 
 
 def table(title: str, columns: list, rows: list[dict], notes: list[str] | None = None) -> dict:

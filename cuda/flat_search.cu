@@ -186,52 +186,34 @@ Plan make_plan(const GpuSearchArgs& a, Storage storage, size_t n, size_t padded,
   return plan;
 }
 
-}  // namespace
-
-void DeviceCorpus::search(const GpuSearchArgs& a) const {
+// Arguments checked before the device is touched; false when there is nothing to search.
+bool check_search_args(const GpuSearchArgs& a, size_t dim) {
   if (a.k == 0) throw std::invalid_argument("k: must be >= 1");
-  if (a.nq == 0) return;
-  if (a.query_stride < dim_) throw std::invalid_argument("queries: row stride below dim");
+  if (a.nq == 0) return false;
+  if (a.query_stride < dim) throw std::invalid_argument("queries: row stride below dim");
   if (a.k > static_cast<size_t>(INT_MAX) || a.nq > static_cast<size_t>(INT_MAX))
     throw std::invalid_argument("k and the number of queries must be below 2**31");
-  auto st = snapshot();
-  int previous = 0;
-  RAGCORE_CUDA_CHECK(cudaGetDevice(&previous));
-  RAGCORE_CUDA_CHECK(cudaSetDevice(device_));
-  struct Restore {
-    int device;
-    ~Restore() { cudaSetDevice(device); }
-  } restore{previous};
-  // The legacy default stream orders this work after whatever torch or cupy
-  // queued on their default streams, so zero-copy inputs are ready when read.
-  const cudaStream_t stream = 0;
-  if (a.queries_on_device) check_device_pointer(a.queries, device_, "queries");
-  if (a.out_on_device) {
-    check_device_pointer(a.out_scores, device_, "out_scores");
-    check_device_pointer(a.out_ids, device_, "out_ids");
-  }
+  return true;
+}
 
-  const int nq = static_cast<int>(a.nq);
-  const int64_t k = static_cast<int64_t>(a.k);
-  const size_t padded = padded_dim_;
-  const float* queries_in = a.queries;
-  int64_t in_stride = static_cast<int64_t>(a.query_stride);
-  Scratch host_copy(a.queries_on_device ? 0 : a.nq * dim_ * sizeof(float), stream);
-  if (!a.queries_on_device) {
-    RAGCORE_CUDA_CHECK(cudaMemcpy2DAsync(host_copy.as<void>(), dim_ * sizeof(float), a.queries,
-                                         a.query_stride * sizeof(float), dim_ * sizeof(float),
-                                         a.nq, cudaMemcpyHostToDevice, stream));
-    queries_in = host_copy.as<float>();
-    in_stride = static_cast<int64_t>(dim_);
+// The caller's device arrays must be on the index's device.
+void check_device_arrays(const GpuSearchArgs& a, int device) {
+  if (a.queries_on_device) check_device_pointer(a.queries, device, "queries");
+  if (a.out_on_device) {
+    check_device_pointer(a.out_scores, device, "out_scores");
+    check_device_pointer(a.out_ids, device, "out_ids");
   }
-  Scratch prepared(a.nq * padded * sizeof(float), stream);
-  Scratch q_sq_norms(metric_ == Metric::L2 ? a.nq * sizeof(float) : 0, stream);
+}
+
+// Runs prepare_kernel over nq rows of `in` and throws for the first offending
+// row of each kind, in the order the CPU index checks them.
+void prepare_and_check(const float* in, int64_t in_stride, int nq, int dim, int padded,
+                       bool normalize, float* out, float* out_sq_norms, cudaStream_t stream) {
   Scratch bad(kNumBad * sizeof(int), stream);
   const int no_bad[kNumBad] = {INT_MAX, INT_MAX, INT_MAX};
   RAGCORE_CUDA_CHECK(cudaMemcpyAsync(bad.as<int>(), no_bad, sizeof(no_bad), cudaMemcpyHostToDevice, stream));
-  prepare_kernel<<<nq, 256, 0, stream>>>(queries_in, in_stride, static_cast<int>(dim_),
-                                         static_cast<int>(padded), a.normalize_queries,
-                                         prepared.as<float>(), q_sq_norms.as<float>(), bad.as<int>());
+  prepare_kernel<<<nq, 256, 0, stream>>>(in, in_stride, dim, padded, normalize, out, out_sq_norms,
+                                         bad.as<int>());
   RAGCORE_CUDA_CHECK(cudaGetLastError());
   int found[kNumBad];
   RAGCORE_CUDA_CHECK(cudaMemcpyAsync(found, bad.as<int>(), sizeof(found), cudaMemcpyDeviceToHost, stream));
@@ -245,93 +227,158 @@ void DeviceCorpus::search(const GpuSearchArgs& a) const {
   if (found[kZeroNorm] != INT_MAX)
     throw std::invalid_argument("queries row " + std::to_string(found[kZeroNorm]) +
                                 " is all zeros; cosine similarity is undefined for it");
+}
 
-  Scratch out_scores_dev(a.out_on_device ? 0 : a.nq * a.k * sizeof(float), stream);
-  Scratch out_ids_dev(a.out_on_device ? 0 : a.nq * a.k * sizeof(int64_t), stream);
-  float* out_scores = a.out_on_device ? a.out_scores : out_scores_dev.as<float>();
-  int64_t* out_ids = a.out_on_device ? a.out_ids : out_ids_dev.as<int64_t>();
+// The queries as the kernels read them: on the device, checked, normalised for
+// cosine, padded to padded_dim, with their squared norms for L2.
+struct PreparedQueries {
+  PreparedQueries(const GpuSearchArgs& a, size_t dim, size_t padded, bool l2, cudaStream_t stream)
+      : host_copy(a.queries_on_device ? 0 : a.nq * dim * sizeof(float), stream),
+        rows(a.nq * padded * sizeof(float), stream),
+        sq_norms(l2 ? a.nq * sizeof(float) : 0, stream) {
+    const float* in = a.queries;
+    int64_t in_stride = static_cast<int64_t>(a.query_stride);
+    if (!a.queries_on_device) {
+      RAGCORE_CUDA_CHECK(cudaMemcpy2DAsync(host_copy.as<void>(), dim * sizeof(float), a.queries,
+                                           a.query_stride * sizeof(float), dim * sizeof(float),
+                                           a.nq, cudaMemcpyHostToDevice, stream));
+      in = host_copy.as<float>();
+      in_stride = static_cast<int64_t>(dim);
+    }
+    prepare_and_check(in, in_stride, static_cast<int>(a.nq), static_cast<int>(dim),
+                      static_cast<int>(padded), a.normalize_queries, rows.as<float>(),
+                      sq_norms.as<float>(), stream);
+  }
+  Scratch host_copy;  // the caller's rows, when they are on the host
+  Scratch rows;       // nq x padded floats
+  Scratch sq_norms;   // nq floats (L2), else none
+};
 
-  const DeviceLimits lim = device_limits(device_);
-  const Plan plan = make_plan(a, storage_, st->n, padded, lim);
-  Selection sel;
-  sel.k = k;
-  sel.stride = k + plan.capacity;
-  const int64_t slots = static_cast<int64_t>(plan.group) * sel.stride;
-  Scratch candidates(slots * sizeof(uint64_t), stream), sorted(slots * sizeof(uint64_t), stream);
-  Scratch per_query(plan.group * (2 * sizeof(uint32_t) + sizeof(float) + 2 * sizeof(int64_t)), stream);
-  sel.candidates = candidates.as<uint64_t>();
-  sel.sorted = sorted.as<uint64_t>();
-  sel.begin = per_query.as<int64_t>();
-  sel.end = sel.begin + plan.group;
-  sel.thresholds = reinterpret_cast<float*>(sel.end + plan.group);
-  sel.counts = reinterpret_cast<uint32_t*>(sel.thresholds + plan.group);
-  sel.kept = sel.counts + plan.group;
-  sel.n_queries = plan.group;
-  sel.sort_temp_bytes = selection_sort_temp_bytes(plan.group, sel.stride);
-  Scratch sort_temp(sel.sort_temp_bytes, stream);
-  sel.sort_temp = sort_temp.as<void>();
+// Where the hits are written: the caller's device arrays, or device scratch
+// copied to the caller's host arrays at the end.
+struct Output {
+  Output(const GpuSearchArgs& a, cudaStream_t stream)
+      : scores_dev(a.out_on_device ? 0 : a.nq * a.k * sizeof(float), stream),
+        ids_dev(a.out_on_device ? 0 : a.nq * a.k * sizeof(int64_t), stream),
+        scores(a.out_on_device ? a.out_scores : scores_dev.as<float>()),
+        ids(a.out_on_device ? a.out_ids : ids_dev.as<int64_t>()) {}
+  void copy_to_host(const GpuSearchArgs& a, cudaStream_t stream) const {
+    if (a.out_on_device) return;
+    RAGCORE_CUDA_CHECK(cudaMemcpyAsync(a.out_scores, scores, a.nq * a.k * sizeof(float),
+                                       cudaMemcpyDeviceToHost, stream));
+    RAGCORE_CUDA_CHECK(cudaMemcpyAsync(a.out_ids, ids, a.nq * a.k * sizeof(int64_t),
+                                       cudaMemcpyDeviceToHost, stream));
+  }
+  Scratch scores_dev, ids_dev;
+  float* scores;
+  int64_t* ids;
+};
 
-  const int terms = plan.kernel == Kernel::kMmaNarrow || plan.kernel == Kernel::kMmaWide
-                        ? split_terms(storage_) : 0;
-  Scratch split(static_cast<size_t>(terms) * a.nq * padded * 2, stream);
-  Scratch inv_scales(terms ? a.nq * sizeof(float) : 0, stream);
-  if (storage_ == Storage::F16 && terms)
-    split_queries<__half>(prepared.as<float>(), nq, static_cast<int>(padded), split.as<void>(),
-                          inv_scales.as<float>(), stream);
-  if (storage_ == Storage::BF16 && terms)
-    split_queries<__nv_bfloat16>(prepared.as<float>(), nq, static_cast<int>(padded),
-                                 split.as<void>(), inv_scales.as<float>(), stream);
+// The queries split into 16-bit terms for the tensor-core kernels (none for
+// the other kernels).
+struct SplitQueries {
+  SplitQueries(const Plan& plan, Storage storage, const PreparedQueries& q, size_t nq,
+               size_t padded, cudaStream_t stream)
+      : terms(plan.kernel == Kernel::kMmaNarrow || plan.kernel == Kernel::kMmaWide
+                  ? split_terms(storage) : 0),
+        split(static_cast<size_t>(terms) * nq * padded * 2, stream),
+        inv_scales(terms ? nq * sizeof(float) : 0, stream) {
+    if (storage == Storage::F16 && terms)
+      split_queries<__half>(q.rows.as<float>(), static_cast<int>(nq), static_cast<int>(padded),
+                            split.as<void>(), inv_scales.as<float>(), stream);
+    if (storage == Storage::BF16 && terms)
+      split_queries<__nv_bfloat16>(q.rows.as<float>(), static_cast<int>(nq),
+                                   static_cast<int>(padded), split.as<void>(),
+                                   inv_scales.as<float>(), stream);
+  }
+  int terms;
+  Scratch split, inv_scales;
+};
 
+// The parts of a chunk's parameters that are the same for every group and chunk.
+ChunkParams corpus_params(const DeviceCorpus::State& st, bool l2, size_t nq, size_t padded,
+                          const Selection& sel) {
   ChunkParams p{};
-  p.split_stride = static_cast<int64_t>(a.nq) * padded;
-  p.rows = st->rows ? st->rows->as<void>() : nullptr;
-  p.sq_norms = metric_ == Metric::L2 && st->sq_norms ? st->sq_norms->as<float>() : nullptr;
-  p.ranks = st->ranks ? st->ranks->as<int32_t>() : nullptr;
+  p.split_stride = static_cast<int64_t>(nq) * padded;
+  p.rows = st.rows ? st.rows->as<void>() : nullptr;
+  p.sq_norms = l2 && st.sq_norms ? st.sq_norms->as<float>() : nullptr;
+  p.ranks = st.ranks ? st.ranks->as<int32_t>() : nullptr;
   p.padded_dim = static_cast<int>(padded);
   p.thresholds = sel.thresholds;
   p.counts = sel.counts;
   p.candidates = sel.candidates;
   p.stride = sel.stride;
-  p.offset = k;
-  const int64_t n = static_cast<int64_t>(st->n);
+  p.offset = sel.k;
+  return p;
+}
 
+// Points p at the queries [g0, g0 + n_queries).
+void point_at_group(ChunkParams& p, int g0, int n_queries, const PreparedQueries& q,
+                    const SplitQueries& split, size_t padded) {
+  p.queries = q.rows.as<float>() + static_cast<int64_t>(g0) * padded;
+  p.q_sq_norms = q.sq_norms.as<float>() ? q.sq_norms.as<float>() + g0 : nullptr;
+  p.n_queries = n_queries;
+  if (split.terms) {
+    p.split_queries = split.split.as<uint16_t>() + static_cast<int64_t>(g0) * padded;
+    p.inv_scales = split.inv_scales.as<float>() + g0;
+  }
+}
+
+// Scores the corpus's n rows against p's queries, chunk by chunk: the first
+// chunk densely, each later one up to 8 times larger (at most plan.capacity
+// rows), merging the candidates into sel's top k after each.
+void score_chunks(const Plan& plan, Storage storage, int sms, int64_t n, ChunkParams& p,
+                  const Selection& sel, cudaStream_t stream) {
+  selection_reset(sel, stream);
+  int64_t chunk = plan.first;
+  for (int64_t row = 0; row < n; row += p.row_count) {
+    p.row_begin = row;
+    p.row_count = std::min({chunk, n - row, plan.capacity});
+    p.dense = row == 0;
+    if (p.dense) selection_set_counts(sel, static_cast<uint32_t>(p.row_count), stream);
+    switch (plan.kernel) {
+      case Kernel::kScan: launch_scan_for(storage, next_pow2(sel.n_queries), p, sms, stream); break;
+      case Kernel::kTiled: launch_tiled_for(storage, p, stream); break;
+      case Kernel::kMmaNarrow: launch_mma_for(storage, false, p, stream); break;
+      case Kernel::kMmaWide: launch_mma_for(storage, true, p, stream); break;
+    }
+    selection_merge(sel, stream);
+    chunk = std::min<int64_t>(plan.capacity, chunk * 8);
+  }
+}
+
+}  // namespace
+
+void DeviceCorpus::search(const GpuSearchArgs& a) const {
+  if (!check_search_args(a, dim_)) return;
+  auto st = snapshot();
+  DeviceGuard guard(device_);
+  // The legacy default stream orders this work after whatever torch or cupy
+  // queued on their default streams, so zero-copy inputs are ready when read.
+  const cudaStream_t stream = 0;
+  check_device_arrays(a, device_);
+  const bool l2 = metric_ == Metric::L2;
+  const PreparedQueries queries(a, dim_, padded_dim_, l2, stream);
+  const Output out(a, stream);
+
+  const DeviceLimits lim = device_limits(device_);
+  const Plan plan = make_plan(a, storage_, st->n, padded_dim_, lim);
+  const int64_t k = static_cast<int64_t>(a.k);
+  SelectionBuffers selection(k, plan.capacity, plan.group, stream);
+  Selection& sel = selection.sel;
+  const SplitQueries split(plan, storage_, queries, a.nq, padded_dim_, stream);
+
+  ChunkParams p = corpus_params(*st, l2, a.nq, padded_dim_, sel);
+  const int64_t* sorted_ids = st->sorted_ids ? st->sorted_ids->as<int64_t>() : nullptr;
+  const int nq = static_cast<int>(a.nq);
   for (int g0 = 0; g0 < nq; g0 += plan.group) {
     sel.n_queries = std::min(plan.group, nq - g0);
-    selection_reset(sel, stream);
-    p.queries = prepared.as<float>() + static_cast<int64_t>(g0) * padded;
-    p.q_sq_norms = metric_ == Metric::L2 ? q_sq_norms.as<float>() + g0 : nullptr;
-    p.n_queries = sel.n_queries;
-    if (terms) {
-      p.split_queries = split.as<uint16_t>() + static_cast<int64_t>(g0) * padded;
-      p.inv_scales = inv_scales.as<float>() + g0;
-    }
-    int64_t chunk = plan.first;
-    for (int64_t row = 0; row < n; row += p.row_count) {
-      p.row_begin = row;
-      p.row_count = std::min({chunk, n - row, plan.capacity});
-      p.dense = row == 0;
-      if (p.dense) selection_set_counts(sel, static_cast<uint32_t>(p.row_count), stream);
-      switch (plan.kernel) {
-        case Kernel::kScan:
-          launch_scan_for(storage_, next_pow2(sel.n_queries), p, lim.sms, stream);
-          break;
-        case Kernel::kTiled: launch_tiled_for(storage_, p, stream); break;
-        case Kernel::kMmaNarrow: launch_mma_for(storage_, false, p, stream); break;
-        case Kernel::kMmaWide: launch_mma_for(storage_, true, p, stream); break;
-      }
-      selection_merge(sel, stream);
-      chunk = std::min<int64_t>(plan.capacity, chunk * 8);
-    }
-    const int64_t* sorted_ids = st->sorted_ids ? st->sorted_ids->as<int64_t>() : nullptr;
-    selection_write(sel, sorted_ids, out_scores + static_cast<int64_t>(g0) * k,
-                    out_ids + static_cast<int64_t>(g0) * k, stream);
+    point_at_group(p, g0, sel.n_queries, queries, split, padded_dim_);
+    score_chunks(plan, storage_, lim.sms, static_cast<int64_t>(st->n), p, sel, stream);
+    selection_write(sel, sorted_ids, out.scores + static_cast<int64_t>(g0) * k,
+                    out.ids + static_cast<int64_t>(g0) * k, stream);
   }
-  if (!a.out_on_device) {
-    RAGCORE_CUDA_CHECK(cudaMemcpyAsync(a.out_scores, out_scores, a.nq * a.k * sizeof(float),
-                                       cudaMemcpyDeviceToHost, stream));
-    RAGCORE_CUDA_CHECK(cudaMemcpyAsync(a.out_ids, out_ids, a.nq * a.k * sizeof(int64_t),
-                                       cudaMemcpyDeviceToHost, stream));
-  }
+  out.copy_to_host(a, stream);
   RAGCORE_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

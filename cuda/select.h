@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "device_buffer.cuh"
+
 namespace ragcore::gpu {
 
 struct Selection {
@@ -44,5 +46,31 @@ void selection_merge(const Selection& s, cudaStream_t stream);
 // row-major n_queries x k.
 void selection_write(const Selection& s, const int64_t* sorted_ids, float* out_scores,
                      int64_t* out_ids, cudaStream_t stream);
+
+// The top-k selection of a group of queries and the device memory it works in: the
+// candidates, their sorted copy, the per-query bounds, thresholds and counts, and the
+// segmented sort's scratch.
+struct SelectionBuffers {
+  SelectionBuffers(int64_t k, int64_t capacity, int64_t group, cudaStream_t stream)
+      : candidates(group * (k + capacity) * sizeof(uint64_t), stream),
+        sorted(group * (k + capacity) * sizeof(uint64_t), stream),
+        per_query(group * (2 * sizeof(uint32_t) + sizeof(float) + 2 * sizeof(int64_t)), stream),
+        sort_temp(selection_sort_temp_bytes(static_cast<int>(group), k + capacity), stream) {
+    sel.k = k;
+    sel.stride = k + capacity;
+    sel.n_queries = static_cast<int>(group);
+    sel.candidates = candidates.as<uint64_t>();
+    sel.sorted = sorted.as<uint64_t>();
+    sel.begin = per_query.as<int64_t>();
+    sel.end = sel.begin + group;
+    sel.thresholds = reinterpret_cast<float*>(sel.end + group);
+    sel.counts = reinterpret_cast<uint32_t*>(sel.thresholds + group);
+    sel.kept = sel.counts + group;
+    sel.sort_temp_bytes = selection_sort_temp_bytes(sel.n_queries, sel.stride);
+    sel.sort_temp = sort_temp.as<void>();
+  }
+  Scratch candidates, sorted, per_query, sort_temp;
+  Selection sel;
+};
 
 }  // namespace ragcore::gpu

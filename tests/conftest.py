@@ -8,6 +8,7 @@ import ragcore
 # only it, CI runs both. Folders whose fixtures derive models or start Ray, the CUDA
 # emulator, the kill tests, the comparisons with ranx, and the longest property runs.
 SLOW_PATHS = ("tests/encoders/", "tests/distributed/", "tests/gpu/test_gpu_bm25_emulated.py",
+              "tests/gpu/test_gpu_flat_emulated.py",
               "tests/rag/test_collection_kill.py", "tests/evaluate/test_evaluate_ranx.py",
               "tests/rag/test_fusion_ranx.py", "tests/bench/test_bench_smoke.py",
               "tests/serve/test_serve_ray.py")

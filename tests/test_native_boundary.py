@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ragcore import _core
+from ragcore.hits import Hits
 from ragcore.dense import _metric, _storage, ivf
 from ragcore.sparse import bm25
 from ragcore.sparse.variants import VARIANTS
@@ -43,15 +44,15 @@ def test_keyword_only_arguments_refuse_positional_use():
 
 
 def test_keyword_calls_work():
-    scores, ids = _core.flat_search(X, len(X), Q, 2, storage=F32, metric=IP)
-    assert ids.shape == (2, 2) and ids[0, 0] == 5
+    hits = _core.flat_search(X, len(X), Q, 2, storage=F32, metric=IP)
+    assert isinstance(hits, Hits) and hits.ids.shape == (2, 2) and hits.ids[0, 0] == 5
     _, ids, stages = _core.ivf_search(X, Q, 2, storage=F32, metric=IP, **_ivf_arrays())
     assert ids.shape == (2, 2) and set(stages) == {"coarse", "scan", "rescore"}
 
 
 def test_search_entries_take_positional_arguments():
-    assert _core.flat_search(X, len(X), Q, 2, F32, IP)[1].tolist() == [[5, 4], [5, 4]]
-    assert _core.flat_search(X, 3, Q[0], 2, F32, IP)[1].tolist() == [[2, 1]]  # rows [0, n)
+    assert _core.flat_search(X, len(X), Q, 2, F32, IP).ids.tolist() == [[5, 4], [5, 4]]
+    assert _core.flat_search(X, 3, Q[0], 2, F32, IP).ids.tolist() == [[2, 1]]  # rows [0, n)
     a = _ivf_arrays()
     _, ids, _ = _core.ivf_search(X, Q, 2, a["centroids"], a["centroid_sq_norms"],
                                  a["list_offsets"], F32, a["ids"], None, IP, 2)
@@ -123,3 +124,22 @@ def test_simd_levels_outside_the_enum_are_refused():
             _core.blocked_path_min_batch(bad, F32)
         with pytest.raises(ValueError, match="simd_level"):
             _core.simd_level_name(bad)
+
+
+def test_the_bm25_entry_returns_hits_and_writes_the_algorithms_only_where_asked():
+    index = bm25.BM25Index(stopwords=None)
+    index.add(["aa bb", "bb cc", "cc dd"])
+    encoder, native = index._pair
+    auto = _core.QueryAlgorithm.Auto
+    hits = encoder.search(native, ["bb", "cc"], False, 2, auto, 1, None, False, None)
+    assert isinstance(hits, Hits) and hits.ids.shape == (2, 2)
+    codes = np.full(2, 255, np.uint8)
+    again = encoder.search(native, ["bb", "cc"], False, 2, auto, 1, None, False, codes)
+    np.testing.assert_array_equal(again.ids, hits.ids)
+    assert all(0 < c < 255 for c in codes)  # the algorithm that ran, never Auto (0)
+    read_only = np.zeros(2, np.uint8)
+    read_only.flags.writeable = False
+    for bad in (np.zeros(3, np.uint8), np.zeros(2, np.int64), np.zeros(4, np.uint8)[::2],
+                read_only, [0, 0]):
+        with pytest.raises(ValueError, match="algorithms_out"):
+            encoder.search(native, ["bb", "cc"], False, 2, auto, 1, None, False, bad)

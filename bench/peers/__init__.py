@@ -2,8 +2,9 @@
 
 The interfaces (every adapter has a `name`; ids are int64 row numbers of the corpus given):
   exact       Cls(threads); build(x); search(q, k) -> ids[nq, k]
-  ann         Cls(threads, params); build(x); knob (the swept parameter's name);
-              search(q, k, value) -> ids[nq, k]
+  ann         ragcore.cli.bench.peers.System (the adapters `ragcore bench ann` runs, one copy):
+              Cls(threads, params); build(x); sweep (the grid's list it takes: "ef" or
+              "nprobe"), knob (the library's name for it); search(q, k, value) -> ids[nq, k]
   bm25        Cls(threads, workdir); build(texts); search(queries: list[str], k) -> ids per query
   encode      Cls(threads); encode(texts, batch) -> float32[n, d]
   collection  Cls(path); add(ids, texts, vectors, buckets); reopen();

@@ -1,8 +1,9 @@
-"""faiss-cpu: IndexFlatIP (exact), IndexHNSWFlat and IndexIVFFlat (ann)."""
+"""faiss-cpu: IndexFlatIP (exact); IndexHNSWFlat, IndexIVFFlat and IndexIVFPQFastScan re-ranked
+by IndexRefineFlat (ann: the adapters of ragcore bench ann, ragcore.cli.bench.peers)."""
 
 from __future__ import annotations
 
-import numpy as np
+from ragcore.cli.bench.peers import FaissHNSW, FaissIVFFlat, FaissIVFPQFastScan
 
 LIBRARY, DISTRIBUTION = "faiss", "faiss-cpu"
 
@@ -45,77 +46,4 @@ class ExactBlas(Exact):
             faiss.cvar.distance_compute_blas_threshold = saved
 
 
-class Hnsw:
-    name, knob = "faiss HNSWFlat", "ef"
-
-    def __init__(self, threads, params):
-        self.threads, self.params = threads, params
-
-    def build(self, x):
-        import faiss
-
-        faiss.omp_set_num_threads(self.threads)
-        self.index = faiss.IndexHNSWFlat(x.shape[1], self.params["M"], faiss.METRIC_INNER_PRODUCT)
-        self.index.hnsw.efConstruction = self.params["ef_construction"]
-        self.index.add(x)
-
-    def search(self, q, k, value):
-        import faiss
-
-        faiss.omp_set_num_threads(self.threads)
-        self.index.hnsw.efSearch = value
-        return self.index.search(q, k)[1]
-
-
-class Ivf:
-    name, knob = "faiss IVFFlat", "nprobe"
-
-    def __init__(self, threads, params):
-        self.threads, self.nlist = threads, params["nlist"]
-
-    def build(self, x):
-        import faiss
-
-        faiss.omp_set_num_threads(self.threads)
-        self.quantizer = faiss.IndexFlatIP(x.shape[1])
-        self.index = faiss.IndexIVFFlat(self.quantizer, x.shape[1], self.nlist,
-                                        faiss.METRIC_INNER_PRODUCT)
-        self.index.cp.seed = 0
-        self.index.train(np.ascontiguousarray(x))
-        self.index.add(x)
-
-    def search(self, q, k, value):
-        import faiss
-
-        faiss.omp_set_num_threads(self.threads)
-        self.index.nprobe = value
-        return self.index.search(q, k)[1]
-
-
-class IvfPq4(Ivf):
-    """IndexIVFPQFastScan (4-bit codes, one per 4 dimensions) re-ranked exactly by
-    IndexRefineFlat (k_factor 4), as ragcore's IVF pq4 is."""
-    name = "faiss IVFPQFastScan+refine"
-
-    def build(self, x):
-        import faiss
-
-        faiss.omp_set_num_threads(self.threads)
-        self.quantizer = faiss.IndexFlatIP(x.shape[1])
-        self.base = faiss.IndexIVFPQFastScan(self.quantizer, x.shape[1], self.nlist,
-                                             x.shape[1] // 4, 4, faiss.METRIC_INNER_PRODUCT)
-        self.base.cp.seed = 0
-        self.index = faiss.IndexRefineFlat(self.base)
-        self.index.k_factor = 4
-        self.index.train(np.ascontiguousarray(x))
-        self.index.add(x)
-
-    def search(self, q, k, value):
-        import faiss
-
-        faiss.omp_set_num_threads(self.threads)
-        self.base.nprobe = value
-        return self.index.search(q, k)[1]
-
-
-TASKS = {"exact": [Exact, ExactBlas], "ann": [Hnsw, Ivf, IvfPq4]}
+TASKS = {"exact": [Exact, ExactBlas], "ann": [FaissHNSW, FaissIVFFlat, FaissIVFPQFastScan]}

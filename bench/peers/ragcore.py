@@ -1,8 +1,11 @@
-"""ragcore's own adapters: FlatIndex, HNSWIndex, IVFIndex, BM25Index, BiEncoder, Collection."""
+"""ragcore's own adapters: FlatIndex, BM25Index, BiEncoder, Collection; HNSWIndex and IVFIndex
+(ann) are those of ragcore bench ann (ragcore.cli.bench.peers)."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from ragcore.cli.bench.peers import RagcoreHNSW, RagcoreIVF, RagcoreIVFPq4, RagcoreIVFRabitq
 
 LIBRARY, DISTRIBUTION = "ragcore", "ragcore-engine"
 
@@ -42,57 +45,6 @@ class ExactBf16Compute(Exact):
         level = self.index.compute_level
         self.name = f"ragcore bf16 compute ({level})"
         self.unavailable = level == "scalar"  # correct but slow: not a system to time
-
-
-class Hnsw:
-    name, knob = "ragcore HNSW", "ef"
-
-    def __init__(self, threads, params):
-        self.threads, self.params = threads, params
-
-    def build(self, x):
-        import ragcore
-
-        self.index = ragcore.HNSWIndex(x.shape[1], "ip", M=self.params["M"],
-                                       ef_construction=self.params["ef_construction"], seed=0)
-        self.index.add(x, n_threads=self.threads)
-
-    def search(self, q, k, value):
-        return self.index.search(q, k, ef=value, n_threads=self.threads).ids
-
-
-class Ivf:
-    name, knob, dtype = "ragcore IVF", "nprobe", "float32"
-
-    def __init__(self, threads, params):
-        self.threads, self.nlist = threads, params["nlist"]
-
-    def build(self, x):
-        import ragcore
-
-        self.index = ragcore.IVFIndex(x.shape[1], self.nlist, "ip", self.dtype, seed=0)
-        self.index.train(x, n_threads=self.threads)
-        self.index.add(x, n_threads=self.threads)
-
-    def search(self, q, k, value):
-        return self.index.search(q, k, nprobe=value, n_threads=self.threads).ids
-
-
-class IvfRabitq(Ivf):
-    name, dtype = "ragcore IVF rabitq", "rabitq"
-
-
-class IvfPq4(Ivf):
-    """4-bit PQ codes, one per 4 dimensions, candidates re-scored exactly (its default)."""
-    name, dtype = "ragcore IVF pq4", "pq4"
-
-    def build(self, x):
-        import ragcore
-
-        self.index = ragcore.IVFIndex(x.shape[1], self.nlist, "ip", "pq4", seed=0,
-                                      m=x.shape[1] // 4)
-        self.index.train(x, n_threads=self.threads)
-        self.index.add(x, n_threads=self.threads)
 
 
 class Bm25:
@@ -163,5 +115,6 @@ class CollectionHnsw(Collection):
     name, dense = "ragcore hnsw", "hnsw"
 
 
-TASKS = {"exact": [Exact, ExactBf16, ExactBf16Compute], "ann": [Hnsw, Ivf, IvfRabitq, IvfPq4], "bm25": [Bm25],
+TASKS = {"exact": [Exact, ExactBf16, ExactBf16Compute],
+         "ann": [RagcoreHNSW, RagcoreIVF, RagcoreIVFRabitq, RagcoreIVFPq4], "bm25": [Bm25],
          "encode": [Encode, EncodeFp32], "collection": [Collection, CollectionHnsw]}

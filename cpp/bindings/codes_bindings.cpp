@@ -112,7 +112,7 @@ Pq4SearchArgs pq_index_args(const py::array& packed, size_t m, const py::array& 
   return a;
 }
 
-py::tuple search_py(const py::array& packed, size_t m, const py::array& centroids,
+py::object search_py(const py::array& packed, size_t m, const py::array& centroids,
                     const py::array& exact, const std::optional<py::array>& sq_norms,
                     const py::array& ids, Metric metric, const py::array& queries, size_t k,
                     size_t rescore, int n_threads, const std::optional<SimdLevel>& simd_level,
@@ -124,7 +124,7 @@ py::tuple search_py(const py::array& packed, size_t m, const py::array& centroid
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
   a.allow = allow_filter(allow, allow_by_row);
-  return run_search(a, k, pq4_search);
+  return make_hits(run_search(a, k, pq4_search));
 }
 
 // (losses, rows) of the candidates, best first.
@@ -235,7 +235,8 @@ py::tuple ivf_search_py(const py::array& centroids, const py::array& centroid_sq
   a.rescore = rescore;
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
-  return run_search(a, k, ivf_pq4_search);
+  const ResultArrays found = run_search(a, k, ivf_pq4_search);
+  return py::make_tuple(found.scores, found.ids);
 }
 
 }  // namespace

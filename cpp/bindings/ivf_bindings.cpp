@@ -142,12 +142,12 @@ py::tuple ivf_search_py(const py::array& rows, const py::array& queries, size_t 
   a.simd_level = simd_level_code(simd_level);
   IvfStageTimes times;
   a.stages = &times;
-  py::tuple found = run_search(a, k, ivf_search);
+  const ResultArrays found = run_search(a, k, ivf_search);
   py::dict stages;
   stages["coarse"] = times.coarse;
   stages["scan"] = times.scan;
   stages["rescore"] = times.rescore;
-  return py::make_tuple(found[0], found[1], stages);
+  return py::make_tuple(found.scores, found.ids, stages);
 }
 
 }  // namespace

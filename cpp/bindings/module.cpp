@@ -59,7 +59,7 @@ void register_enums(py::module_& m) {
 // The one search entry of FlatIndex, for one query and for a batch: the first n rows of
 // corpus (a grown buffer, not sliced in Python), queries one row (1-D) or one per row.
 // Positional arguments: keyword parsing costs more than a small search.
-py::tuple flat_search_py(const py::array& corpus, size_t n, const py::array& queries, size_t k,
+py::object flat_search_py(const py::array& corpus, size_t n, const py::array& queries, size_t k,
                          Storage storage, Metric metric, const std::optional<py::array>& ids,
                          const std::optional<py::array>& sq_norms, int n_threads,
                          const std::optional<py::array>& allow, bool allow_by_row,
@@ -98,7 +98,7 @@ py::tuple flat_search_py(const py::array& corpus, size_t n, const py::array& que
   a.allow = allow_filter(allow, allow_by_row);
   a.bf16_compute = bf16_compute;
   a.bf16_level = bf16_level ? static_cast<int>(*bf16_level) : -1;
-  return run_search(a, a.k, flat_search);
+  return make_hits(run_search(a, a.k, flat_search));
 }
 
 }  // namespace
@@ -117,7 +117,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("bf16_compute") = false, py::arg("path") = DensePath::Auto,
         py::arg("simd_level") = py::none(), py::arg("tile_rows") = 0, py::arg("tile_depth") = 0,
         py::arg("bf16_level") = py::none(),
-        "Exact top-k of queries (one row or a batch) against corpus[:n]; returns (scores, ids).");
+        "Exact top-k of queries (one row or a batch) against corpus[:n]; returns Hits.");
 
   register_ivf(m);
   register_hnsw(m);

@@ -97,14 +97,28 @@ std::string_view utf8_of(PyObject* text) {
   return {data, static_cast<size_t>(size)};
 }
 
+// Where the QueryAlgorithm code of each of nq queries is written: algorithms_out (a
+// writable C-contiguous uint8 array of nq elements), or nowhere when it is None.
+uint8_t* algorithm_codes(const py::object& algorithms_out, size_t nq) {
+  if (algorithms_out.is_none()) return nullptr;
+  auto out = py::reinterpret_borrow<py::array>(algorithms_out);
+  if (!py::isinstance<py::array_t<uint8_t>>(algorithms_out) ||
+      !(out.flags() & py::array::c_style) || !out.writeable() ||
+      static_cast<size_t>(out.size()) != nq)
+    fail("algorithms_out", "expected a writable contiguous uint8 array of one element per query");
+  return static_cast<uint8_t*>(out.mutable_data());
+}
+
 // BM25Index.search's one entry: encodes queries (one str, or a list of str / bytes, or of
 // token lists when pretokenized) and searches the index, all in one release of the GIL;
-// allow: a uint8 mask by id, or by slot when allow_by_row. Returns (scores, ids, bytes:
-// the QueryAlgorithm value that ran for each query). One str is what a RAG service sends
-// once per question: it is read in place and encoded without a list around it.
-py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::handle& queries,
-                 bool pretokenized, size_t k, QueryAlgorithm algorithm, int n_threads,
-                 const std::optional<py::array>& allow, bool allow_by_row) {
+// allow: a uint8 mask by id, or by slot when allow_by_row. Returns ragcore.Hits; the
+// QueryAlgorithm value that ran for each query goes to algorithms_out when given. One str
+// is what a RAG service sends once per question: it is read in place and encoded without
+// a list around it.
+py::object search(const PyQueryEncoder& self, const Bm25Index& index, const py::handle& queries,
+                  bool pretokenized, size_t k, QueryAlgorithm algorithm, int n_threads,
+                  const std::optional<py::array>& allow, bool allow_by_row,
+                  const py::object& algorithms_out) {
   if (k == 0) throw std::invalid_argument("k must be >= 1");
   if (algorithm < QueryAlgorithm::Auto || algorithm > QueryAlgorithm::BlockMaxPruning)
     throw std::invalid_argument("algorithm: unknown value");
@@ -116,24 +130,18 @@ py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::h
   // Only a k this large can fail the check: the count (a lock) is not asked otherwise.
   if (k > kMaxPaddedResultBytes / kResultEntryBytes / std::max<size_t>(nq, 1))
     check_result_size(nq, k, index.num_docs());
-  py::array_t<float> scores = result_array<float>(nq, k);
-  py::array_t<int64_t> ids = result_array<int64_t>(nq, k);
-  // The codes as bytes: a fresh bytes object may be written until it is shared, and costs
-  // less to make than an array.
-  py::bytes used = py::reinterpret_steal<py::bytes>(
-      PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(nq)));
-  if (!used) throw py::error_already_set();
-  float* s = scores.mutable_data();
-  int64_t* i = ids.mutable_data();
-  auto* u = reinterpret_cast<uint8_t*>(PyBytes_AS_STRING(used.ptr()));
+  uint8_t* codes = algorithm_codes(algorithms_out, nq);
+  ResultArrays found{result_array<float>(nq, k), result_array<int64_t>(nq, k)};
+  float* s = found.scores.mutable_data();
+  int64_t* i = found.ids.mutable_data();
   const auto run = [&](const EncodedQueries& q) {
     const QueryBatch batch{q.terms.data(), q.weights.data(), q.offsets.data(),
                            q.offsets.size() - 1};
-    index.search(batch, k, algorithm, n_threads, s, i, u, filter);
+    index.search(batch, k, algorithm, n_threads, s, i, codes, filter);
   };
   if (!one) {
     encode_then(self, py::reinterpret_borrow<py::list>(queries), pretokenized, run);
-    return py::make_tuple(scores, ids, used);
+    return make_hits(std::move(found));
   }
   const std::string_view text = utf8_of(queries.ptr());
   const QueryEncoder::StemFn stem = self.stem_fn();
@@ -144,7 +152,7 @@ py::tuple search(const PyQueryEncoder& self, const Bm25Index& index, const py::h
   } catch (const Utf8Error& e) {
     throw py::value_error(e.what());
   }
-  return py::make_tuple(scores, ids, used);
+  return make_hits(std::move(found));
 }
 
 }  // namespace
@@ -178,10 +186,10 @@ void register_query_encoder(py::module_& m) {
            "(term ids int64, multiplicities float64, offsets int64), each term once per query.")
       .def("search", &search, py::arg("index"), py::arg("queries"), py::arg("pretokenized"),
            py::arg("k"), py::arg("algorithm"), py::arg("n_threads"), py::arg("allow"),
-           py::arg("allow_by_row"),
-           "Encodes queries (one str or a list) and searches index in one call; returns "
-           "(scores, ids, bytes: the QueryAlgorithm value per query). Positional: the per-call "
-           "path.")
+           py::arg("allow_by_row"), py::arg("algorithms_out"),
+           "Encodes queries (one str or a list) and searches index in one call; returns Hits, "
+           "and the QueryAlgorithm value per query in algorithms_out (uint8) when given. "
+           "Positional: the per-call path.")
       .def_property_readonly("cached_words",
                              [](const PyQueryEncoder& self) {
                                py::gil_scoped_release release;

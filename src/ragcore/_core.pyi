@@ -11,6 +11,8 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from .hits import Hits
+
 class _NativeEnum:
     """A pybind11 enum (not an enum.Enum): int-like members with a name and a value."""
     def __init__(self, value: int) -> None: ...
@@ -91,9 +93,9 @@ def flat_search(
     tile_rows: int = 0,
     tile_depth: int = 0,
     bf16_level: Bf16Level | None = None,
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+) -> Hits:
     """Exact top-k of queries against corpus[:n] (ids, sq_norms: at least n elements);
-    returns (scores, ids).
+    returns ragcore.Hits.
 
     storage: F32, F16 or BF16. metric L2 needs sq_norms. simd_level None: the
     best here. allow: one byte per key (non-zero: may be returned), keyed by id,
@@ -150,12 +152,13 @@ class QueryEncoder:
         self, index: Bm25Index, queries: str | list, pretokenized: bool, k: int,
         algorithm: QueryAlgorithm, n_threads: int,
         allow: npt.NDArray[np.uint8] | npt.NDArray[np.bool_] | None,
-        allow_by_row: bool,
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64], bytes]:
+        allow_by_row: bool, algorithms_out: npt.NDArray[np.uint8] | None,
+    ) -> Hits:
         """BM25Index.search's one entry: encodes queries (one str, or a list of str / bytes,
         or of token lists when pretokenized) and searches index in one call, allow a byte
-        mask by id (by slot when allow_by_row); returns (scores, ids, the QueryAlgorithm
-        code that ran for each query, as bytes)."""
+        mask by id (by slot when allow_by_row); returns ragcore.Hits, and writes the
+        QueryAlgorithm code that ran for each query to algorithms_out (uint8, one per
+        query) when given."""
     @property
     def cached_words(self) -> int: ...
     @property
@@ -375,8 +378,8 @@ def pq4_search(packed: npt.NDArray[np.uint8], m: int, centroids: npt.NDArray[np.
                ids: npt.NDArray[np.int64], metric: Metric, queries: npt.NDArray[np.float32],
                k: int, rescore: int = 4, n_threads: int = 0,
                simd_level: SimdLevel | None = None, allow: npt.NDArray[Any] | None = None,
-               allow_by_row: bool = False) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-    """Fast-scan candidates re-scored exactly; returns (scores, ids). centroids: the
+               allow_by_row: bool = False) -> Hits:
+    """Fast-scan candidates re-scored exactly; returns ragcore.Hits. centroids: the
     codebooks by dimension, [m, dim / m, 16]. Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
     (checked here; ValueError naming the first bad row). Positional arguments are the
     per-call path (keyword parsing costs more than a small search)."""

@@ -1,8 +1,8 @@
 """The GPU BM25 plans' CUDA code, run on the CPU (tests/gpu/cuda_emu).
 
 cuda/bm25_search.cu, bm25_pruned.cu and select.cu are compiled as C++ against
-tests/gpu/cuda_emu/emu.h, which runs each launch's threads one at a time (a warp's
-lanes as coroutines that meet at __ballot_sync / __shfl_sync), CUB's segmented
+tests/gpu/cuda_emu/emu.h, which runs each launch's threads one at a time (a block's
+threads as coroutines that meet at __ballot_sync / __shfl_sync), CUB's segmented
 sort as std::sort and CUDA memory as host memory. The kernels' index arithmetic,
 the chunk and group bookkeeping, the pruned plan's bound and fallback and the
 exhaustive plan's selection then run as written, and must give BM25Index.search's

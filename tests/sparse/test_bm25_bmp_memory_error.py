@@ -45,7 +45,7 @@ encoder = _core.QueryEncoder([])
 encoder.add_terms(["t0", "t1", "t2", "t3"])  # term ids 0..3, as word_to_term maps the words
 
 def query(term, k, algorithm):
-    return encoder.search(index, [[f"t{term}"]], True, k, algorithm, 1, None, False)
+    return encoder.search(index, [[f"t{term}"]], True, k, algorithm, 1, None, False, None)
 
 for term in (0, 1, 3):  # the caches with ranges, and this thread's scratch for fewer ranges
     query(term, 1, BMP)
@@ -68,7 +68,7 @@ finally:
 same = True
 for term, k in ((1, 50_000), (0, 30_000)):  # k above the term's documents: every range is visited
     got, want = query(term, k, BMP), query(term, k, EXHAUSTIVE)
-    same = same and np.array_equal(got[1], want[1]) and np.array_equal(got[0], want[0])
+    same = same and np.array_equal(got.ids, want.ids) and np.array_equal(got.scores, want.scores)
 sys.exit(4 if not refused else 0 if same else 3)
 """
 

@@ -52,9 +52,10 @@ def test_lucene_norms_and_extreme_parameters():
         assert_same_as_exhaustive(build(corpus, **kw), qs, 10)
 
 
-# What auto runs (choose_algorithm in cpp/src/sparse/bm25_index.cpp, which says how the bound
-# was measured): exhaustive where P * N < 16384 * k^2 (P: the summed lengths of the query's
-# lists, N: the index's slots), MaxScore otherwise, never Block-Max WAND.
+# What auto runs (choose_algorithm in cpp/src/sparse/bm25_index.cpp; the measurement behind
+# it: bench/calibrate/bm25_algorithms.py): exhaustive where
+# P * N < 16384 * k^2 (P: the summed lengths of the query's lists, N: the index's slots),
+# MaxScore otherwise, never Block-Max WAND.
 EXHAUSTIVE_BELOW = 16384
 
 

@@ -21,9 +21,9 @@ constexpr int kMaxLevel = 48;
 constexpr size_t kMaxM = 512;  // bounds the walk's neighbour buffer
 // A repaired list is chosen from a walk of this many times ef_construction: the
 // heuristic then finds the farther, more diverse links that a node inserted into a
-// sparser graph got, which a walk of ef_construction (the nearest nodes only) misses;
-// with 1x the recall of a delete-and-re-add-50% graph stayed 0.01 behind a fresh
-// build at ef 64 (bench/calibrate/hnsw_churn.py), with 2x it is ahead, for twice the remove time.
+// sparser graph got, which a walk of ef_construction (the nearest nodes only) misses.
+// With 1x, the recall of a graph that deleted and re-added half its nodes stayed behind a
+// fresh build; with 2x it is not, for twice the remove time (bench/calibrate/hnsw_churn.py).
 constexpr size_t kRepairEfFactor = 2;
 
 [[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("HNSW: " + what); }

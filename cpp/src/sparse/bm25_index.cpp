@@ -350,7 +350,7 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
                           const uint8_t* allowed) const {
   if (algorithm == QueryAlgorithm::Auto)
     algorithm = choose_algorithm(q.total_postings, k, ext_ids_.size());
-  *used = static_cast<uint8_t>(algorithm);
+  if (used) *used = static_cast<uint8_t>(algorithm);
   Accumulator* const acc_ptr = algorithm == QueryAlgorithm::Exhaustive ? &lease.get() : nullptr;
   // Where external ids ascend with slots, the results are ranked by slot (same order, and
   // no read of an external id - a cache miss - per entering candidate); they are mapped
@@ -427,7 +427,8 @@ void Bm25Index::search(const QueryBatch& queries, size_t k, QueryAlgorithm algor
     const PreparedQuery q = prepare(queries.terms + begin, queries.weights + begin,
                                     static_cast<size_t>(end - begin),
                                     algorithm == QueryAlgorithm::BlockMaxPruning);
-    run_query(q, k, algorithm, acc, scores + qi * k, ids + qi * k, algorithm_used + qi,
+    run_query(q, k, algorithm, acc, scores + qi * k, ids + qi * k,
+              algorithm_used ? algorithm_used + qi : nullptr,
               allow.active() ? allowed.data() : nullptr);
   };
   if (workers == 1) {  // inline: no worker vector, no std::function per call

@@ -186,8 +186,10 @@ class FlatIndex:
         id list or array, or a boolean mask indexed by id); applied inside the
         scan, so a row is padded only when fewer than k allowed vectors exist.
         """
-        k = check_positive_int(k, "k")
-        n_threads = check_threads(n_threads)
+        if type(k) is not int or k < 1:  # the plain case costs one test
+            k = check_positive_int(k, "k")
+        if type(n_threads) is not int or not 0 <= n_threads <= 1 << 16:
+            n_threads = check_threads(n_threads)
         if self._metric == "cosine":
             q = normalized(as_float_matrix(queries, "queries", self._dim), "queries")
         else:
@@ -201,9 +203,7 @@ class FlatIndex:
         # Options by keyword only when a test or benchmark set them: a keyword dict, even an
         # empty one, sends pybind11 through its slower argument matching.
         options = self._search_options
-        scores, out_ids = (_core.flat_search(*args, **options) if options
-                           else _core.flat_search(*args))
-        return Hits.of_native(scores, out_ids)
+        return _core.flat_search(*args, **options) if options else _core.flat_search(*args)
 
     # ---- copies and devices --------------------------------------------
 

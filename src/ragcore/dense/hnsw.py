@@ -25,9 +25,9 @@ MAX_EF = (1 << 31) - 1
 _MAX_SEED = (1 << 64) - 1  # seed and rng_state are uint64
 _MAX_LEVEL = 48  # the graph's highest level (kMaxLevel in cpp/src/dense/hnsw.cpp)
 # ef of search() when none is given: one step of the benchmark's sweep above 48, the smallest
-# that reaches recall@10 >= 0.95 on both of its data sets (clustered N = 50,000: 0.960; stdlib
-# embeddings: 0.995), as recall at a given ef falls slowly with N (BENCHMARKS.md, "Graph search
-# and 4-bit PQ: HNSWIndex and PQIndex against hnswlib, faiss and usearch").
+# that reaches recall@10 >= 0.95 on both of its data sets (clustered and stdlib embeddings), as
+# recall at a given ef falls slowly with N (`ragcore bench ann`; recall by ef against the peers:
+# BENCHMARKS.md, "Approximate search (ANN): recall against QPS").
 DEFAULT_EF = 64
 # A filtered search scores the allowed vectors exactly when they number at most
 # EXACT_FILTER_FACTOR * sqrt(ef * M * n): a walk that keeps ef allowed results out of a
@@ -69,7 +69,7 @@ class HNSWIndex:
 
     Memory: the vectors, links and codes are held in 64-byte aligned arrays, from
     2 MiB up advised for transparent huge pages (Linux), on which a walk's random
-    reads miss the TLB far less (BENCHMARKS.md measures it); the environment variable
+    reads miss the TLB far less; the environment variable
     RAGCORE_NO_HUGE_PAGES (read at each add, remove and load) turns the advice off.
     Vectors mapped by load(mmap=True) stay on the file's pages.
     """
@@ -187,9 +187,11 @@ class HNSWIndex:
         """
         if ef is None:
             ef = self._ef
-        k = check_positive_int(k, "k")
+        if type(k) is not int or k < 1:  # the plain case costs one test
+            k = check_positive_int(k, "k")
         ef = check_ef(ef, "ef")
-        n_threads = check_threads(n_threads)
+        if type(n_threads) is not int or not 0 <= n_threads <= 1 << 16:
+            n_threads = check_threads(n_threads)
         if self._metric == "cosine":
             q = normalized(as_float_matrix(queries, "queries", self._dim), "queries")
         else:

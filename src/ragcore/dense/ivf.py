@@ -309,12 +309,14 @@ class IVFIndex:
         n_threads: 0 uses all cores.
         """
         self._require_trained("search")
-        k = check_positive_int(k, "k")
+        if type(k) is not int or k < 1:  # the plain case costs one test
+            k = check_positive_int(k, "k")
         nprobe = min(8, self._nlist) if nprobe is None else check_positive_int(nprobe, "nprobe")
         if nprobe > self._nlist:
             raise ValueError(f"nprobe must be between 1 and nlist={self._nlist}, got {nprobe}")
         rescore = self._storage.checked_rescore(rescore)
-        n_threads = check_threads(n_threads)
+        if type(n_threads) is not int or not 0 <= n_threads <= 1 << 16:
+            n_threads = check_threads(n_threads)
         if self._metric == "cosine":
             q = normalized(as_float_matrix(queries, "queries", self._dim), "queries")
         else:

@@ -165,10 +165,9 @@ class PQIndex:
         with self._lock:
             packed, exact, ids, sq_norms = self._packed, self._exact, self._ids, self._sq_norms
         mask, by_row = (None, False) if allow is None else allow_mask(allow, ids)
-        scores, out_ids = _core.pq4_search(
+        return _core.pq4_search(
             packed, self._m, self._by_dim, exact, sq_norms, ids, NATIVE_METRIC[self._metric],
             q, k, rescore, n_threads, None, mask, by_row)
-        return Hits.of_native(scores, out_ids)
 
     # ---- persistence ----------------------------------------------------
 

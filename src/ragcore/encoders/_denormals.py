@@ -5,8 +5,8 @@ mask; onnxruntime's kernel meets subnormal floats on the way (its outputs there
 are 0, yet it runs several times slower per element than unmasked), and every
 subnormal operand or result costs the core a microcode assist. With the
 thread's flush bits set (x86: MXCSR FTZ and DAZ; aarch64: FPCR.FZ) subnormals
-become signed zeros at full speed: padded calls by count ran 1.15-1.25x faster
-per CPU-second (BENCHMARKS.md, "Encoder throughput").
+become signed zeros at full speed: padded calls by count run faster per
+CPU-second.
 The bits are per thread, so each thread that calls a session sets its own, and
 puts back what it had afterwards; onnxruntime's own pool threads get theirs from
 the session option ``session.set_denormal_as_zero``.

@@ -19,8 +19,8 @@ from ._text import TextTokenizer, check_texts
 POOLINGS = ("mean", "cls", "graph")
 DEFAULT_TOKEN_BUDGET = 256
 # Padded tokens per model call when a call by count is cut into pieces of its rows:
-# a 32 x 256 call in 1,024-token pieces ran 1.06x (one thread, CPU time) and, side by
-# side, 1.45x the whole call on two intra-op threads (BENCHMARKS.md, "Encoder throughput").
+# a 32 x 256 call in 1,024-token pieces beats the whole call on one thread (CPU time) and,
+# side by side, on two intra-op threads.
 BY_COUNT_PIECE_TOKENS = 1024
 
 
@@ -78,8 +78,8 @@ class BiEncoder:
         token_budget: at most this many padded tokens per model call (its longest
             text's length times its size; a longer text goes alone); None bounds
             calls by batch_size only. Small calls keep the activations in the
-            core's cache: on the CPUs measured (BENCHMARKS.md, "Encoder
-            throughput") 256 tokens is fastest per text for fp32 and int8. With
+            core's cache: on the CPUs measured 256 tokens is fastest per text
+            for fp32 and int8. With
             None, on CPU and for a graph whose texts do not interact (ragcore's
             fused fp32 graph), each padded call is still cut into pieces of its
             rows of at most 1,024 padded tokens at the call's width: the same
@@ -207,9 +207,9 @@ class BiEncoder:
                 and (self._rows_independent or self._rows_scaled_per_call))
 
     def _workers(self) -> int:
-        # Only small calls gain side by side: two 32-text padded calls at once ran at
-        # 0.61x one at a time on intra-op threads, 256-token calls at 1.14x
-        # (BENCHMARKS.md, "Encoder throughput"), so whole calls by count stay sequential.
+        # Only small calls gain side by side: two 32-text padded calls at once are slower
+        # than one at a time on intra-op threads, 256-token calls faster, so whole calls by
+        # count stay sequential.
         if not self.parallel_batches or self.provider != CPU_PROVIDER:
             return 1
         if self.token_budget is None and not self._cut_by_count():

@@ -21,7 +21,8 @@ it and the same nearest neighbours on the check texts).
 Names: "all-MiniLM-L6-v2" (the fp32 export; run the export first),
 "all-MiniLM-L6-v2-fp16" (the fp32 export converted to fp16 for GPUs; run
 ``ragcore models export --precision fp16`` first) and "all-MiniLM-L6-v2-int8"
-(the default: light to install; its agreement with fp32 is in BENCHMARKS.md, "Encoders").
+(the default: light to install; its agreement with fp32 is in BENCHMARKS.md, "Encoder
+throughput").
 ``ragcore.encoders.default_encoder(precision=...)`` picks one of them by precision
 ("auto": int8 where the CPU has VNNI or AMX, else fp32).
 """

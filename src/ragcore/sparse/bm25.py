@@ -278,18 +278,21 @@ class BM25Index:
         if statistics is not None:
             return self._search_with_statistics(queries, k, n_threads, algorithm, allow,
                                                 statistics)
-        scores, ids, _ = self._run(queries, k, n_threads, algorithm, allow)
-        return Hits.of_native(scores, ids)
+        return self._run(queries, k, n_threads, algorithm, allow, None)
 
     def _search(self, queries, k, n_threads=0, algorithm="auto",
                 allow=None) -> tuple[Hits, list[str]]:
         """search(), plus the algorithm that ran for each query (for benchmarks)."""
-        scores, ids, used = self._run(queries, k, n_threads, algorithm, allow)
-        return Hits.of_native(scores, ids), [_ALGORITHM_NAME[c] for c in used]
+        if type(queries) is not str:
+            queries = _as_documents(queries, "queries")[0]  # its length is the query count
+        used = np.empty(1 if type(queries) is str else len(queries), np.uint8)
+        return (self._run(queries, k, n_threads, algorithm, allow, used),
+                [_ALGORITHM_NAME[c] for c in used])
 
-    def _run(self, queries, k, n_threads, algorithm, allow):
-        """(scores, ids, algorithm codes): the arguments checked, then one native call that
-        encodes the queries and searches (one str is passed as it is)."""
+    def _run(self, queries, k, n_threads, algorithm, allow, used) -> Hits:
+        """The arguments checked, then one native call that encodes the queries and searches
+        (one str is passed as it is); used: None, or a uint8 array that receives the
+        algorithm code of each query."""
         if type(k) is not int or not 0 < k < 1 << 63:  # the plain case costs one test
             k = check_positive_int(k, "k")
             if k >= 1 << 63:  # past every native size (smaller ones get the native bound's error)
@@ -306,7 +309,7 @@ class BM25Index:
             queries, pretokenized = _as_documents(queries, "queries")
         mask, by_row = (None, False) if allow is None else allow_mask(allow, native.slot_ids())
         return encoder.search(native, queries, pretokenized, k, native_algorithm, n_threads,
-                              mask, by_row)
+                              mask, by_row, used)
 
     def get_scores(self, query, statistics: BM25Statistics | None = None) -> np.ndarray:
         """float32 score of one query (a str or a token list) for every document, in the

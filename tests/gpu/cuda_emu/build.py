@@ -1,7 +1,8 @@
-"""Builds tests/gpu/cuda_emu's runner: the GPU BM25 plans' CUDA sources compiled as C++ for
-the CPU emulation in emu.h. Used by tests/gpu/test_gpu_bm25_emulated.py.
+"""Builds tests/gpu/cuda_emu's runners: CUDA sources of cuda/ compiled as C++ for the CPU
+emulation in emu.h. Used by tests/gpu/test_gpu_bm25_emulated.py (the GPU BM25 plans) and
+tests/gpu/test_gpu_flat_emulated.py (DeviceCorpus::search with the scan and tiled kernels).
 
-    python tests/gpu/cuda_emu/build.py OUT_DIR      (prints the runner's path)
+    python tests/gpu/cuda_emu/build.py OUT_DIR [bm25|flat]      (prints the runner's path)
 """
 
 from __future__ import annotations
@@ -15,9 +16,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CUDA_SOURCES = HERE.parents[2] / "cuda"
 CPP_INCLUDE = HERE.parents[2] / "cpp" / "include"  # the enumerations shared with the CPU code
-SOURCES = ("bm25_search.cu", "bm25_pruned.cu", "select.cu")
+# Each runner: its CUDA sources, and its own files here (main first).
+RUNNERS = {
+    "bm25": (("bm25_search.cu", "bm25_pruned.cu", "select.cu", "device_corpus.cu"),
+             ("main.cpp",)),
+    "flat": (("flat_search.cu", "select.cu", "device_corpus.cu", "inst_score_f32.cu"),
+             ("flat_main.cpp", "inst_score_16bit.cpp")),
+}
 # kernel<<<grid, block[, smem[, stream]]>>>(args)  ->  emu::launch(kernel, grid, ...)(args)
 LAUNCH = re.compile(r"([A-Za-z_][\w:<>, ]*?)<<<(.*?)>>>\(", re.S)
+# extern __shared__ T name[];  ->  T* name = emu::dynamic_shared<T>();
+DYNAMIC_SHARED = re.compile(r"extern\s+__shared__\s+(\w+)\s+(\w+)\[\];")
 
 
 def cuda_include() -> Path | None:
@@ -29,28 +38,37 @@ def cuda_include() -> Path | None:
 
 
 def emulated_source(path: Path) -> str:
-    text = path.read_text()
-    return LAUNCH.sub(lambda m: f"emu::launch({m.group(1).strip()}, {m.group(2)})(", text)
+    """The file's text with launches, shared memory and launch bounds in emu.h's terms
+    (one block runs at a time, so a block's __shared__ variables can be static)."""
+    text = LAUNCH.sub(lambda m: f"emu::launch({m.group(1).strip()}, {m.group(2)})(", path.read_text())
+    text = DYNAMIC_SHARED.sub(lambda m: f"{m.group(1)}* {m.group(2)} = emu::dynamic_shared<{m.group(1)}>();",
+                              text)
+    text = text.replace("__shared__", "static")
+    return re.sub(r"__launch_bounds__\(\w+\)", "", text)
 
 
-def build(out: Path) -> Path:
+def build(out: Path, runner: str = "bm25") -> Path:
     include = cuda_include()
     if include is None:
         raise RuntimeError("no CUDA toolkit headers (nvcc) found")
-    out.mkdir(parents=True, exist_ok=True)
+    sources, own = RUNNERS[runner]
+    headers = out / "include"  # the rewritten headers of cuda/, found before the originals
+    headers.mkdir(parents=True, exist_ok=True)
+    for header in [*CUDA_SOURCES.glob("*.cuh"), *CUDA_SOURCES.glob("*.h")]:
+        (headers / header.name).write_text(emulated_source(header))
     units = []
-    for name in SOURCES:
+    for name in sources:
         unit = out / (name + ".cpp")
         unit.write_text(emulated_source(CUDA_SOURCES / name))
         units.append(unit)
-    runner = out / "bm25_emulated"
+    path = out / f"{runner}_emulated"
     cmd = ["g++", "-std=c++17", "-O1", "-ffp-contract=off", "-Wall", "-Wno-unused-function",
-           f"-I{HERE}", f"-I{CUDA_SOURCES}", f"-I{CPP_INCLUDE}", f"-I{include}",
-           "-include", str(HERE / "emu.h"),
-           *map(str, units), str(HERE / "runtime.cpp"), str(HERE / "main.cpp"), "-o", str(runner)]
+           f"-I{headers}", f"-I{HERE}", f"-I{CUDA_SOURCES}", f"-I{CPP_INCLUDE}", f"-I{include}",
+           "-include", str(HERE / "emu.h"), *map(str, units),
+           *(str(HERE / name) for name in own), str(HERE / "runtime.cpp"), "-o", str(path)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return runner
+    return path
 
 
 if __name__ == "__main__":
-    print(build(Path(sys.argv[1])))
+    print(build(Path(sys.argv[1]), *sys.argv[2:3]))

@@ -63,8 +63,8 @@ class Bm25Index {
   // out[i] = whether ext_ids[i] is in the index.
   void has_ids(const int64_t* ext_ids, size_t n, uint8_t* out) const;
 
-  // Top-k of each query into scores/ids [nq, k]; algorithm_used[q] gets the
-  // QueryAlgorithm code that ran (never Auto). allow: the documents a result may
+  // Top-k of each query into scores/ids [nq, k]; algorithm_used[q] (when not null)
+  // gets the QueryAlgorithm code that ran (never Auto). allow: the documents a result may
   // be (by external id, or by slot when allow.by_row); the hits are exactly the
   // top-k of the allowed documents, whatever the algorithm.
   void search(const QueryBatch& queries, size_t k, QueryAlgorithm algorithm, int n_threads,

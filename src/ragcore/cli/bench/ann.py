@@ -101,14 +101,16 @@ def run(args) -> int:
 
     train_size = args.train_size or min(n, 40 * max(nlists))  # faiss warns below 39
     sample = x[np.random.default_rng(args.seed).permutation(n)[:train_size]]
-    systems, missing = make_systems(args.systems, nlists, args.nprobe, args.ef, threads, args.seed,
-                                    args.M, args.ef_construction)
+    systems, missing = make_systems(args.systems, nlists, threads, args.seed, args.M,
+                                    args.ef_construction)
     for family in missing:
         print(f"skipped {family}: its library is not installed", file=log, flush=True)
 
     rows = []
     for system in systems:
-        rows += _sweep(system, x, sample, queries, truth, args, log)
+        values = ([p for p in args.nprobe if p <= system.nlist] if system.sweep == "nprobe"
+                  else args.ef)
+        rows += _sweep(system, values, x, sample, queries, truth, args, log)
         system.index = None
         gc.collect()
     payload = {
@@ -141,26 +143,40 @@ def _load(args):
     raise SystemExit(f"--data: expected clustered, random, stdlib or a .npy file, got {args.data!r}")
 
 
-def _sweep(system, x, sample, queries, truth, args, log) -> list[dict]:
+class _AtValue:
+    """A system with its knob at one value, as measure_latency times it."""
+
+    def __init__(self, system, value):
+        self.system, self.value = system, value
+
+    def search(self, queries, k):
+        return self.system.search(queries, k, self.value)
+
+    @property
+    def last_stage_seconds(self) -> dict:
+        return getattr(self.system, "last_stage_seconds", {})
+
+
+def _sweep(system, values, x, sample, queries, truth, args, log) -> list[dict]:
     load = CpuLoad()
     t0 = time.perf_counter()
     system.build(x, sample)
     build_s = time.perf_counter() - t0
     memory_mb = system.memory_bytes() / 2**20
-    progress = Progress(len(system.sweep), f"{system.family} {system.config}".strip(), stream=log,
+    progress = Progress(len(values), f"{system.name} {system.config}".strip(), stream=log,
                         log_lines=True)
     rows = []
-    for value in system.sweep:
-        system.set(value)
+    for value in values:
+        point = _AtValue(system, value)
         point_load = CpuLoad()
-        recall = recall_vs_exact(system.search(queries, args.k), truth, args.k)
-        b1 = measure_latency(system, queries, args.k, warmup=5, repeats=args.b1_calls,
+        recall = recall_vs_exact(point.search(queries, args.k), truth, args.k)
+        b1 = measure_latency(point, queries, args.k, warmup=5, repeats=args.b1_calls,
                              batch_sizes=(1,))[1]
-        b256 = measure_latency(system, queries, args.k, warmup=1, repeats=args.b256_calls,
+        b256 = measure_latency(point, queries, args.k, warmup=1, repeats=args.b256_calls,
                                batch_sizes=(256,))[256]
         busy = point_load.report()
         rows.append({
-            "system": system.family, "config": system.config, "knob": system.knob,
+            "system": system.name, "config": system.config, "knob": system.knob,
             "value": value, "recall": round(recall, 4),
             "qps_b1": round(b1["qps"], 1), "p50_ms_b1": round(b1["p50_ms"], 4),
             "p99_ms_b1": round(b1["p99_ms"], 4), "qps_b256": round(b256["qps"], 1),

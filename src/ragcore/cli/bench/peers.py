@@ -1,11 +1,20 @@
-"""The indexes compared by ``ragcore bench ann``: ragcore's IVFIndex and HNSWIndex, and peers.
+"""The approximate-search adapters: ragcore's IVFIndex and HNSWIndex, and their peers.
 
-Each system builds once and then sweeps its search-time knob (nprobe or
-efSearch); a peer whose library is not installed is skipped and said so.
-All use inner product on the same unit vectors and the same thread count; the
-codes (ragcore IVF sq8 / pq4 / rabitq, faiss IVFRaBitQ, IVFRaBitQFastScan and
-IVFPQFastScan) all return exact scores of re-scored candidates; the graph indexes (ragcore HNSWIndex, faiss IndexHNSWFlat, hnswlib, usearch) all
-build with the same M and ef_construction.
+The one copy of each: ``ragcore bench ann`` sweeps them, and the benchmark suite's ann task
+(bench/peers/ lists them per library) runs them too. The interface:
+
+    cls(threads, params)      params: nlist (IVF), M and ef_construction (graphs), seed
+    cls.available()           whether the library it needs (``module``) is installed
+    build(x, sample=None)     sample: the IVF training rows (default x)
+    search(q, k, value)       ids[nq, k] with the swept knob at value
+    memory_bytes()
+
+``name`` is the system's name in tables and plots, ``knob`` the library's name of the swept
+parameter and ``sweep`` which sweep of a grid it takes ("nprobe" or "ef"). All use inner
+product on the same unit vectors and the same thread count; the codes (ragcore IVF sq8 / pq4 /
+rabitq, faiss IVFRaBitQ, IVFRaBitQFastScan and IVFPQFastScan) all return exact scores of
+re-scored candidates; the graph indexes (ragcore HNSWIndex, faiss IndexHNSWFlat, hnswlib,
+usearch) all build with the same M and ef_construction.
 """
 
 from __future__ import annotations
@@ -26,15 +35,15 @@ PQ_DIMS_PER_CODE, PQ_RESCORE = 4, 4
 
 
 class System:
-    """One index configuration: build(x) once, then search at each sweep value."""
+    """One index configuration: build(x) once, then search at each value of its knob."""
 
-    family = ""    # the system's name in tables and plots (one Pareto front each)
-    knob = ""      # the name of the swept parameter
+    name = ""      # the system's name in tables and plots (one Pareto front each)
+    knob = ""      # the library's name of the swept parameter
+    sweep = ""     # the grid's sweep it takes: "nprobe" or "ef"
     module = None  # the Python module it needs, if any
 
-    def __init__(self, sweep, threads: int, seed: int):
-        self.sweep, self.threads, self.seed = list(sweep), threads, seed
-        self.value = None
+    def __init__(self, threads: int, params: dict):
+        self.threads, self.seed = threads, params.get("seed", 0)
 
     @classmethod
     def available(cls) -> bool:
@@ -44,13 +53,10 @@ class System:
     def config(self) -> str:
         return ""
 
-    def set(self, value) -> None:
-        self.value = value
-
-    def build(self, x: np.ndarray, sample: np.ndarray) -> None:
+    def build(self, x: np.ndarray, sample: np.ndarray | None = None) -> None:
         raise NotImplementedError
 
-    def search(self, queries: np.ndarray, k: int) -> np.ndarray:
+    def search(self, queries: np.ndarray, k: int, value: int) -> np.ndarray:
         raise NotImplementedError
 
     def memory_bytes(self) -> int:
@@ -62,24 +68,28 @@ class System:
         return self.threads if len(queries) > 1 else 1
 
 
-class RagcoreIVF(System):
-    knob = "nprobe"
+class IvfSystem(System):
+    """An inverted-file index of nlist lists, swept over nprobe."""
+    knob = sweep = "nprobe"
 
-    def __init__(self, sweep, threads, seed, nlist: int, dtype: str):
-        super().__init__([p for p in sweep if p <= nlist], threads, seed)
-        self.nlist, self.dtype = nlist, dtype
-        self.family = f"ragcore IVF {dtype}"
+    def __init__(self, threads, params):
+        super().__init__(threads, params)
+        self.nlist = params["nlist"]
 
     config = property(lambda self: f"nlist={self.nlist}")
 
-    def build(self, x, sample):
+
+class RagcoreIVF(IvfSystem):
+    name, dtype = "ragcore IVF float32", "float32"
+
+    def build(self, x, sample=None):
         options = {"m": pq_codes(x.shape[1])} if self.dtype == "pq4" else {}
         self.index = IVFIndex(x.shape[1], self.nlist, "ip", self.dtype, seed=self.seed, **options)
-        self.index.train(sample, n_threads=self.threads)
+        self.index.train(x if sample is None else sample, n_threads=self.threads)
         self.index.add(x, n_threads=self.threads)
 
-    def search(self, queries, k):
-        return self.index.search(queries, k, nprobe=self.value, n_threads=self.threads).ids
+    def search(self, queries, k, value):
+        return self.index.search(queries, k, nprobe=value, n_threads=self.threads).ids
 
     @property
     def last_stage_seconds(self) -> dict:
@@ -89,28 +99,50 @@ class RagcoreIVF(System):
         return self.index.memory_bytes()
 
 
-class FaissIVFFlat(System):
-    family, knob, module = "faiss IndexIVFFlat", "nprobe", "faiss"
+class RagcoreIVFSq8(RagcoreIVF):
+    name, dtype = "ragcore IVF sq8", "sq8"
 
-    def __init__(self, sweep, threads, seed, nlist: int):
-        super().__init__([p for p in sweep if p <= nlist], threads, seed)
-        self.nlist = nlist
 
-    config = property(lambda self: f"nlist={self.nlist}")
+class RagcoreIVFRabitq(RagcoreIVF):
+    name, dtype = "ragcore IVF rabitq", "rabitq"
 
-    def build(self, x, sample):
+
+class RagcoreIVFPq4(RagcoreIVF):
+    """4-bit PQ codes, one per PQ_DIMS_PER_CODE dimensions, candidates re-scored exactly
+    (its default rescore, PQ_RESCORE)."""
+    name, dtype = "ragcore IVF pq4", "pq4"
+
+
+class FaissIVFFlat(IvfSystem):
+    """faiss IndexIVFFlat; its subclasses change the lists' index (make_base), the coarse
+    quantizer and what wraps the lists (wrap)."""
+    name, module = "faiss IndexIVFFlat", "faiss"
+    quantizer = "IndexFlatIP"
+
+    def make_base(self, quantizer, d):
+        import faiss
+
+        return faiss.IndexIVFFlat(quantizer, d, self.nlist, faiss.METRIC_INNER_PRODUCT)
+
+    def wrap(self, base):
+        return base
+
+    def build(self, x, sample=None):
         import faiss
 
         faiss.omp_set_num_threads(self.threads)
-        self.quantizer = faiss.IndexFlatIP(x.shape[1])
-        self.index = faiss.IndexIVFFlat(self.quantizer, x.shape[1], self.nlist,
-                                        faiss.METRIC_INNER_PRODUCT)
-        self.index.cp.seed = self.seed
-        self.index.train(sample)
+        self.coarse = getattr(faiss, self.quantizer)(x.shape[1])
+        self.base = self.make_base(self.coarse, x.shape[1])
+        self.base.cp.seed = self.seed
+        self.index = self.wrap(self.base)
+        self.index.train(np.ascontiguousarray(x if sample is None else sample))
         self.index.add(x)
 
-    def search(self, queries, k):
-        self.index.nprobe = self.value
+    def search(self, queries, k, value):
+        import faiss
+
+        faiss.omp_set_num_threads(self.threads)
+        self.base.nprobe = value
         return self.index.search(queries, k)[1]
 
     def memory_bytes(self):
@@ -122,31 +154,22 @@ class FaissIVFFlat(System):
 class FaissIVFRefined(FaissIVFFlat):
     """A faiss IVF code index (make_base) re-ranked by IndexRefineFlat (k_factor), so that
     its scores are exact as those of ragcore's code storages are."""
-    k_factor = 8
+    k_factor, quantizer = 8, "IndexFlatL2"
 
     def make_base(self, quantizer, d):
         raise NotImplementedError
 
-    def build(self, x, sample):
+    def wrap(self, base):
         import faiss
 
-        faiss.omp_set_num_threads(self.threads)
-        self.quantizer = faiss.IndexFlatL2(x.shape[1])
-        self.base = self.make_base(self.quantizer, x.shape[1])
-        self.base.cp.seed = self.seed
-        self.index = faiss.IndexRefineFlat(self.base)
-        self.index.k_factor = self.k_factor
-        self.index.train(sample)
-        self.index.add(x)
-
-    def search(self, queries, k):
-        self.base.nprobe = self.value
-        return self.index.search(queries, k)[1]
+        index = faiss.IndexRefineFlat(base)
+        index.k_factor = self.k_factor
+        return index
 
 
 class FaissIVFRaBitQ(FaissIVFRefined):
     """faiss IndexIVFRaBitQ (1-bit codes, faiss's defaults), k_factor 8."""
-    family = "faiss IndexIVFRaBitQ+RefineFlat"
+    name = "faiss IndexIVFRaBitQ+RefineFlat"
 
     def make_base(self, quantizer, d):
         import faiss
@@ -157,7 +180,7 @@ class FaissIVFRaBitQ(FaissIVFRefined):
 class FaissIVFRaBitQFastScan(FaissIVFRefined):
     """faiss IndexIVFRaBitQFastScan (1-bit codes in blocks of 32, scanned by table look-ups)
     re-ranked by IndexRefineFlat (k_factor 8)."""
-    family = "faiss IndexIVFRaBitQFastScan+RefineFlat"
+    name = "faiss IndexIVFRaBitQFastScan+RefineFlat"
 
     def make_base(self, quantizer, d):
         import faiss
@@ -169,7 +192,7 @@ class FaissIVFRaBitQFastScan(FaissIVFRefined):
 class FaissIVFPQFastScan(FaissIVFRefined):
     """faiss IndexIVFPQFastScan (4-bit codes, one per PQ_DIMS_PER_CODE dimensions) re-ranked
     by IndexRefineFlat (k_factor PQ_RESCORE), as ragcore IVF pq4 is."""
-    family, k_factor = "faiss IndexIVFPQFastScan+RefineFlat", PQ_RESCORE
+    name, k_factor = "faiss IndexIVFPQFastScan+RefineFlat", PQ_RESCORE
 
     def make_base(self, quantizer, d):
         import faiss
@@ -185,28 +208,29 @@ def pq_codes(d: int) -> int:
 
 
 class GraphSystem(System):
-    """A graph index built with M and ef_construction (the same for every one)."""
+    """A graph index built with M and ef_construction (the same for every one), swept over
+    its search-time candidate list (ef, at least k)."""
+    sweep = "ef"
 
-    def __init__(self, sweep, threads, seed, M: int = GRAPH_M,
-                 ef_construction: int = GRAPH_EF_CONSTRUCTION):
-        super().__init__(sweep, threads, seed)
-        self.M, self.EF_CONSTRUCTION = M, ef_construction
+    def __init__(self, threads, params):
+        super().__init__(threads, params)
+        self.M = params.get("M", GRAPH_M)
+        self.EF_CONSTRUCTION = params.get("ef_construction", GRAPH_EF_CONSTRUCTION)
 
     config = property(lambda self: f"M={self.M},efC={self.EF_CONSTRUCTION}")
 
 
 class RagcoreHNSW(GraphSystem):
-    family, knob = "ragcore HNSW", "ef"
+    name, knob = "ragcore HNSW", "ef"
     dtype = "float32"
 
-    def build(self, x, sample):
+    def build(self, x, sample=None):
         self.index = HNSWIndex(x.shape[1], "ip", M=self.M, ef_construction=self.EF_CONSTRUCTION,
                                seed=self.seed, dtype=self.dtype)
         self.index.add(x, n_threads=self.threads)
 
-    def search(self, queries, k):
-        return self.index.search(queries, k, ef=self.value,
-                                 n_threads=self.threads_for(queries)).ids
+    def search(self, queries, k, value):
+        return self.index.search(queries, k, ef=value, n_threads=self.threads_for(queries)).ids
 
     def memory_bytes(self):
         return self.index.memory_bytes()
@@ -214,13 +238,13 @@ class RagcoreHNSW(GraphSystem):
 
 class RagcoreHNSWInt8(RagcoreHNSW):
     """The walk on int8 codes, candidates re-scored with the float32 vectors."""
-    family, dtype = "ragcore HNSW int8", "int8"
+    name, dtype = "ragcore HNSW int8", "int8"
 
 
 class FaissHNSW(GraphSystem):
-    family, knob, module = "faiss IndexHNSWFlat", "efSearch", "faiss"
+    name, knob, module = "faiss IndexHNSWFlat", "efSearch", "faiss"
 
-    def build(self, x, sample):
+    def build(self, x, sample=None):
         import faiss
 
         faiss.omp_set_num_threads(self.threads)
@@ -228,11 +252,11 @@ class FaissHNSW(GraphSystem):
         self.index.hnsw.efConstruction = self.EF_CONSTRUCTION
         self.index.add(x)
 
-    def search(self, queries, k):
+    def search(self, queries, k, value):
         import faiss
 
         faiss.omp_set_num_threads(self.threads_for(queries))
-        self.index.hnsw.efSearch = max(self.value, k)
+        self.index.hnsw.efSearch = max(value, k)
         return self.index.search(queries, k)[1]
 
     def memory_bytes(self):
@@ -242,9 +266,9 @@ class FaissHNSW(GraphSystem):
 
 
 class Hnswlib(GraphSystem):
-    family, knob, module = "hnswlib", "ef", "hnswlib"
+    name, knob, module = "hnswlib", "ef", "hnswlib"
 
-    def build(self, x, sample):
+    def build(self, x, sample=None):
         import hnswlib
 
         self.index = hnswlib.Index(space="ip", dim=x.shape[1])
@@ -252,26 +276,27 @@ class Hnswlib(GraphSystem):
                               M=self.M, random_seed=self.seed)
         self.index.add_items(x, np.arange(len(x)), num_threads=self.threads)
 
-    def search(self, queries, k):
-        self.index.set_ef(max(self.value, k))
-        return self.index.knn_query(queries, k, num_threads=self.threads_for(queries))[0].astype(np.int64)
+    def search(self, queries, k, value):
+        self.index.set_ef(max(value, k))
+        return self.index.knn_query(queries, k,
+                                    num_threads=self.threads_for(queries))[0].astype(np.int64)
 
     def memory_bytes(self):
         return int(self.index.index_file_size())
 
 
 class Usearch(GraphSystem):
-    family, knob, module = "usearch", "expansion_search", "usearch"
+    name, knob, module = "usearch", "expansion_search", "usearch"
 
-    def build(self, x, sample):
+    def build(self, x, sample=None):
         from usearch.index import Index
 
         self.index = Index(ndim=x.shape[1], metric="ip", dtype="f32",
                            connectivity=self.M, expansion_add=self.EF_CONSTRUCTION)
         self.index.add(np.arange(len(x)), x, threads=self.threads)
 
-    def search(self, queries, k):
-        self.index.expansion_search = max(self.value, k)
+    def search(self, queries, k, value):
+        self.index.expansion_search = max(value, k)
         keys = self.index.search(queries, k, threads=self.threads_for(queries)).keys
         return np.asarray(keys, dtype=np.int64).reshape(len(queries), k)
 
@@ -279,29 +304,29 @@ class Usearch(GraphSystem):
         return int(self.index.memory_usage)
 
 
-SYSTEM_NAMES = ("ragcore-f32", "ragcore-sq8", "ragcore-rabitq", "ragcore-pq4", "ragcore-hnsw",
-                "ragcore-hnsw-int8", "faiss-ivf", "faiss-ivf-rabitq", "faiss-ivf-rabitq-fastscan",
-                "faiss-ivfpq-fastscan", "faiss-hnsw", "hnswlib", "usearch")
-_IVF_DTYPES = {"ragcore-f32": "float32", "ragcore-sq8": "sq8", "ragcore-rabitq": "rabitq",
-               "ragcore-pq4": "pq4"}
-_FAISS_IVF = {"faiss-ivf": FaissIVFFlat, "faiss-ivf-rabitq": FaissIVFRaBitQ,
-              "faiss-ivf-rabitq-fastscan": FaissIVFRaBitQFastScan,
-              "faiss-ivfpq-fastscan": FaissIVFPQFastScan}
-_GRAPHS = {"ragcore-hnsw": RagcoreHNSW, "ragcore-hnsw-int8": RagcoreHNSWInt8,
-           "faiss-hnsw": FaissHNSW, "hnswlib": Hnswlib, "usearch": Usearch}
+# The names --systems takes.
+SYSTEMS = {"ragcore-f32": RagcoreIVF, "ragcore-sq8": RagcoreIVFSq8,
+           "ragcore-rabitq": RagcoreIVFRabitq, "ragcore-pq4": RagcoreIVFPq4,
+           "ragcore-hnsw": RagcoreHNSW, "ragcore-hnsw-int8": RagcoreHNSWInt8,
+           "faiss-ivf": FaissIVFFlat, "faiss-ivf-rabitq": FaissIVFRaBitQ,
+           "faiss-ivf-rabitq-fastscan": FaissIVFRaBitQFastScan,
+           "faiss-ivfpq-fastscan": FaissIVFPQFastScan, "faiss-hnsw": FaissHNSW,
+           "hnswlib": Hnswlib, "usearch": Usearch}
+SYSTEM_NAMES = tuple(SYSTEMS)
 
 
-def make_systems(names, nlists, nprobes, efs, threads: int, seed: int, M: int = GRAPH_M,
+def make_systems(names, nlists, threads: int, seed: int, M: int = GRAPH_M,
                  ef_construction: int = GRAPH_EF_CONSTRUCTION) -> tuple[list, list]:
-    """(systems to run, names skipped because their library is missing)."""
-    systems, missing = [], []
+    """(systems to run: one per nlist for the IVF ones, names skipped because their library
+    is missing)."""
+    graph = {"M": M, "ef_construction": ef_construction, "seed": seed}
+    systems, missing = [], set()
     for name in names:
-        if name in _IVF_DTYPES:
-            systems += [RagcoreIVF(nprobes, threads, seed, nlist, _IVF_DTYPES[name]) for nlist in nlists]
-        elif name in _FAISS_IVF:
-            systems += [_FAISS_IVF[name](nprobes, threads, seed, nlist) for nlist in nlists]
+        cls = SYSTEMS[name]
+        if not cls.available():
+            missing.add(cls.name)
+        elif issubclass(cls, IvfSystem):
+            systems += [cls(threads, {"nlist": nlist, "seed": seed}) for nlist in nlists]
         else:
-            systems.append(_GRAPHS[name](efs, threads, seed, M, ef_construction))
-    kept = [s for s in systems if s.available()]
-    missing = sorted({s.family for s in systems if not s.available()})
-    return kept, missing
+            systems.append(cls(threads, graph))
+    return systems, sorted(missing)

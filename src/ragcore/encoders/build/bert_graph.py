@@ -6,8 +6,8 @@ The graph is the one onnxruntime's BERT optimizer makes of a TorchScript export
 that each residual LayerNorm is Add, Add, LayerNormalization rather than the
 fused SkipLayerNormalization: onnxruntime 1.32's CPU SkipLayerNormalization is a
 scalar loop (Welford, one division per element), its LayerNormalization is
-vectorised, and the split graph ran 1.09x (fp32) and 1.17x (int8) the fused one
-(BENCHMARKS.md, "Encoder throughput"). onnxruntime's optimizer would fuse
+vectorised, and the split graph runs faster than the fused one in fp32 and int8
+(one thread, CPU). onnxruntime's optimizer would fuse
 the three back into SkipLayerNormalization; ragcore's CPU sessions turn that
 fusion off (_onnx.py). Output: last_hidden_state [batch, tokens, hidden]. The mask
 goes in as attention_mask and becomes per-text key lengths

@@ -47,10 +47,9 @@ void count_terms(const uint32_t* words, size_t n, const int64_t* word_to_term, s
 //    N-bit bitmap and a reservoir selection (O(1) per entering document);
 //    pruning saves little when k nears P (the k-th score is low), and pays per
 //    query for its threshold seed (about 4 k documents scored). Timed query by
-//    query (both algorithms on 400 queries of the Zipfian corpus at 100k
-//    documents and of the standard-library text), the total was lowest with the
-//    bound at 2^14 to 2^16 for k = 100 and 2^13 to 2^15 for k = 1000 (k = 10:
-//    flat), once exhaustive scoring selected through the reservoir.
+//    query (both algorithms, the Zipfian corpus and the standard-library text),
+//    the total was lowest around this bound once exhaustive scoring selected
+//    through the reservoir.
 //  - MaxScore otherwise. Block-Max WAND was slower than MaxScore in nearly every
 //    cell and never clearly faster, so auto never runs it (it stays available
 //    by name).

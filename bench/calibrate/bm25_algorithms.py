@@ -9,7 +9,7 @@ Corpora (seeded, built in this process):
     words "w<rank>", ranks p ~ 1/rank, 60-200 tokens), no stopwords. Queries of exactly
     m distinct words for each m of --terms, ranks drawn as _zipf.py draws its queries
     (p ~ 1/rank^0.8).
-  - stdlib: _stdlib_text.py's corpus (the paragraphs of this Python's standard-library
+  - stdlib: bench/_stdlib_text.py's corpus (the paragraphs of this Python's standard-library
     sources), stopwords "en". Queries of exactly m distinct non-stopword tokens of a random
     paragraph (paragraphs with fewer are skipped).
 Scoring: "lucene", k1 = 1.5, b = 0.75.

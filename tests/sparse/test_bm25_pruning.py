@@ -54,9 +54,9 @@ def test_lucene_norms_and_extreme_parameters():
 
 # What auto runs (choose_algorithm in cpp/src/sparse/bm25_index.cpp; the measurement behind
 # it: bench/calibrate/bm25_algorithms.py): exhaustive where
-# P * N < 1024 * k^2 (P: the summed lengths of the query's lists, N: the index's slots),
+# P * N < 16384 * k^2 (P: the summed lengths of the query's lists, N: the index's slots),
 # MaxScore otherwise, never Block-Max WAND.
-EXHAUSTIVE_BELOW = 1024
+EXHAUSTIVE_BELOW = 16384
 
 
 def expected_auto(index, query, k, n_slots=None):

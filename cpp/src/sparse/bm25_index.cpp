@@ -43,14 +43,17 @@ void count_terms(const uint32_t* words, size_t n, const int64_t* word_to_term, s
 // of its lists), k and the index's slots N, as bench/calibrate/bm25_algorithms.py
 // measures it:
 //  - Exhaustive when (P / k) * (N / k) < kExhaustiveBelow: few candidates, or
-//    few documents, per result. Exhaustive costs its postings plus two sweeps
-//    of an N-bit bitmap; pruning saves little when k nears P (the k-th score is
-//    low), and pays per query for its threshold seed (about 4 k documents
-//    scored).
+//    few documents, per result. Exhaustive costs its postings, one sweep of an
+//    N-bit bitmap and a reservoir selection (O(1) per entering document);
+//    pruning saves little when k nears P (the k-th score is low), and pays per
+//    query for its threshold seed (about 4 k documents scored). Timed query by
+//    query (both algorithms, the Zipfian corpus and the standard-library text),
+//    the total was lowest around this bound once exhaustive scoring selected
+//    through the reservoir.
 //  - MaxScore otherwise. Block-Max WAND was slower than MaxScore in nearly every
 //    cell and never clearly faster, so auto never runs it (it stays available
 //    by name).
-constexpr double kExhaustiveBelow = 1024.0;
+constexpr double kExhaustiveBelow = 16384.0;
 
 QueryAlgorithm choose_algorithm(size_t total_postings, size_t k, size_t n_slots) {
   const double kk = static_cast<double>(k);  // in double: P * N may pass 2^64
@@ -348,24 +351,21 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
     algorithm = choose_algorithm(q.total_postings, k, ext_ids_.size());
   if (used) *used = static_cast<uint8_t>(algorithm);
   Accumulator* const acc_ptr = algorithm == QueryAlgorithm::Exhaustive ? &lease.get() : nullptr;
-  // Where external ids ascend with slots, the queue ranks slots (same order, and
-  // no read of an external id - a cache miss - per entering candidate); they are
-  // mapped to external ids at the end.
-  TopKQueue queue(k);
-  DocSink sink(queue, q.base, ids_ascending_ ? nullptr : ext_ids_.data(), allowed);
+  // Where external ids ascend with slots, the results are ranked by slot (same order, and
+  // no read of an external id - a cache miss - per entering candidate); they are mapped
+  // to external ids at the end.
+  const int64_t* const sink_ids = ids_ascending_ ? nullptr : ext_ids_.data();
   if (acc_ptr) {
     Accumulator& acc = *acc_ptr;
     acc.resize(ext_ids_.size());
     exhaustive_accumulate(q.terms, acc);
-    const float floor = seed_threshold(q.terms, k, q.base, 2, allowed);
-    queue.raise_floor(floor);
-    for (size_t w = 0; w < acc.touched.size(); ++w) {
-      for (uint64_t bits = acc.touched[w]; bits; bits &= bits - 1) {
-        const auto d = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
-        if (static_cast<float>(q.base + acc.sum[d]) >= floor) sink.push(d, acc.sum[d]);
-      }
-    }
+    // Only documents holding a query term are results (as in Lucene, PISA and tantivy);
+    // the row is padded with (-1, -inf) past them.
+    acc.drain_top_k(k, q.base, seed_threshold(q.terms, k, q.base, 2, allowed), sink_ids,
+                    allowed, scores, ids);
   } else {
+    TopKQueue queue(k);
+    DocSink sink(queue, q.base, sink_ids, allowed);
     // Enough blocks for about 4k documents (at least 2), the size that measured
     // fastest on the Zipfian corpus of bench/_zipf.py at k = 10 and 100.
     queue.raise_floor(seed_threshold(q.terms, k, q.base, std::max<size_t>(2, 4 * k / kBlockSize + 1),
@@ -377,11 +377,9 @@ void Bm25Index::run_query(const PreparedQuery& q, size_t k, QueryAlgorithm algor
     } else {
       BlockMaxWandQuery(q.terms, sink).run();
     }
+    // The queue pads the row with (-1, -inf) past the matches, as above.
+    queue.finish(scores, ids);
   }
-  // Only documents holding a query term are results (as in Lucene, PISA and
-  // tantivy); the queue pads the rest of the row with (-1, -inf).
-  if (acc_ptr) acc_ptr->drain([](uint32_t, double) {});
-  queue.finish(scores, ids);
   if (ids_ascending_)
     for (size_t i = 0; i < k; ++i)
       if (ids[i] != kPaddingId) ids[i] = ext_ids_[static_cast<size_t>(ids[i])];

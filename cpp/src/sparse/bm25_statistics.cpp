@@ -4,6 +4,7 @@
 // summed in query order, so the scores equal, bit for bit, those of one index
 // holding every shard's documents.
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -11,9 +12,7 @@
 #include <vector>
 
 #include "ragcore/sparse/bm25_index.h"
-#include "ragcore/sparse/query/doc_sink.h"
 #include "ragcore/sparse/query/exhaustive_query.h"
-#include "ragcore/topk/topk_queue.h"
 #include "ragcore/util/parallel.h"
 
 namespace ragcore {
@@ -87,10 +86,8 @@ void Bm25Index::search_with_statistics(const QueryBatch& queries, const Statisti
     const double base = accumulate_with_statistics(
         queries.terms + begin, queries.weights + begin, stats.doc_freqs + begin,
         static_cast<size_t>(end - begin), stats, acc);
-    TopKQueue queue(k);
-    DocSink sink(queue, base, ext_ids_.data(), allow.active() ? allowed.data() : nullptr);
-    acc.drain([&](uint32_t d, double sum) { sink.push(d, sum); });
-    queue.finish(scores + qi * k, ids + qi * k);
+    acc.drain_top_k(k, base, -std::numeric_limits<float>::infinity(), ext_ids_.data(),
+                    allow.active() ? allowed.data() : nullptr, scores + qi * k, ids + qi * k);
   };
   if (workers == 1) {
     for (size_t qi = 0; qi < queries.nq; ++qi) run(qi, 0);

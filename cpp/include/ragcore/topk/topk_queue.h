@@ -51,12 +51,11 @@ class TopKQueue {
   bool push(float score, int64_t id) {
     if (!accepts(score, id)) return false;
     if (full()) {
-      std::pop_heap(heap_.begin(), heap_.end(), RanksBefore());
-      heap_.back() = Candidate{score, id};
+      replace_worst(Candidate{score, id});
     } else {
       heap_.push_back(Candidate{score, id});
+      std::push_heap(heap_.begin(), heap_.end(), RanksBefore());
     }
-    std::push_heap(heap_.begin(), heap_.end(), RanksBefore());
     if (full()) entry_ = std::max(floor_, heap_.front().score);
     return true;
   }
@@ -71,6 +70,21 @@ class TopKQueue {
   }
 
  private:
+  // Puts c, which ranks before the root, in the root's place and sifts it down: one
+  // pass from the root, where pop_heap then push_heap made two.
+  void replace_worst(const Candidate& c) {
+    Candidate* h = heap_.data();
+    const size_t n = heap_.size();
+    size_t i = 0;
+    for (size_t child = 1; child < n; child = 2 * i + 1) {
+      if (child + 1 < n && ranks_before(h[child], h[child + 1])) ++child;  // the worse child
+      if (!ranks_before(c, h[child])) break;
+      h[i] = h[child];
+      i = child;
+    }
+    h[i] = c;
+  }
+
   size_t k_;
   float floor_ = -std::numeric_limits<float>::infinity();
   // The lowest score that may enter: floor_, or the worst kept score once full

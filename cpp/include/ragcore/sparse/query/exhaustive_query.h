@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ragcore/sparse/query/term_scorer.h"
+#include "ragcore/topk/topk_reservoir.h"
 
 namespace ragcore {
 
@@ -16,6 +17,7 @@ namespace ragcore {
 struct Accumulator {
   std::vector<double> sum;
   std::vector<uint64_t> touched;  // bit d: document d has a query term
+  TopKReservoir kept;             // drain_top_k's selection, reused across queries
 
   void resize(size_t n_docs) {
     if (sum.size() < n_docs) {
@@ -36,6 +38,31 @@ struct Accumulator {
       }
       touched[w] = 0;
     }
+  }
+
+  // The k best touched documents into scores/ids [k], best first and padded, as a
+  // DocSink into a TopKQueue would give them: score = base + sum rounded to float, only
+  // scores >= floor (at least k touched documents must reach it) and allowed documents
+  // (one byte per slot, or null), id = ext_ids[d] (or d where ext_ids is null). Zeroes
+  // them, as drain does, in the same sweep.
+  void drain_top_k(size_t k, double base, float floor, const int64_t* ext_ids,
+                   const uint8_t* allowed, float* scores, int64_t* ids) {
+    kept.reset(k, floor);
+    for (size_t w = 0; w < touched.size(); ++w) {
+      for (uint64_t bits = touched[w]; bits; bits &= bits - 1) {
+        const auto d = static_cast<uint32_t>(w * 64 + __builtin_ctzll(bits));
+        const auto score = static_cast<float>(base + sum[d]);
+        sum[d] = 0.0;
+        if (score < kept.entry() || (allowed && !allowed[d])) continue;
+        if (ext_ids) {
+          kept.push(score, ext_ids[d]);
+        } else {
+          kept.push_slot(score, d);
+        }
+      }
+      touched[w] = 0;
+    }
+    kept.finish(scores, ids);
   }
 };
 

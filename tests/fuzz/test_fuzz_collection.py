@@ -55,3 +55,22 @@ def test_mutated_collections_are_refused_or_sound(seeds, tmp_path):
 def test_kept_collections(kept, tmp_path):
     collection_mutator.copy_seed(str(kept), str(tmp_path / "c"))
     assert collection_oracle.run_one(str(tmp_path / "c")) in ("kept", "CollectionCorruptError")
+
+
+def test_the_oracle_checks_a_chunk_it_met_before_when_its_row_differs():
+    from ragcore.rag.collection.collection import Document, Match
+
+    docs = {1: Document(1, "Alpha beta. Gamma.", {"year": 2001})}
+    good = Match(1, 7, 0, 0, 11, "Alpha beta.", 0.5, {"year": 2001})
+    verified = set()
+    collection_oracle._check_matches([good], docs, 5, None, "chunk", "here", verified)
+    for bad in (good.__class__(**{**good.__dict__, "text": "Alpha beta!"}),
+                good.__class__(**{**good.__dict__, "end": 99}),
+                good.__class__(**{**good.__dict__, "score": float("nan")}),
+                good.__class__(**{**good.__dict__, "metadata": {"year": 1999}})):
+        with pytest.raises(collection_oracle.WrongAnswer):
+            collection_oracle._check_matches([bad], docs, 5, None, "chunk", "here", verified)
+    with pytest.raises(collection_oracle.WrongAnswer, match="fails the filter"):
+        collection_oracle._check_matches([good.__class__(**{**good.__dict__, "metadata": {}})],
+                                         {1: Document(1, docs[1].text, {})}, 5,
+                                         collection_oracle.FILTER, "chunk", "here", verified)

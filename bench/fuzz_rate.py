@@ -9,7 +9,8 @@ worker (bench/fuzz.py --worker) on one core (CPU 0), in a fresh process, the ord
 trees rotated every round, once with --runs 0 (imports and seed collections only) and once
 with --runs N, with the same seed: the difference is the cost of N executions. Prints the
 CPU seconds (the worker's user + system time, every thread) and wall seconds per execution,
-the executions per CPU second (best round) and each tree's ratio to the first tree.
+the executions per CPU second (median round) and each tree's speedup over the first tree
+(per round, where both ran the same seed's mutations, and their median).
 The load of a shared machine shows in wall time far more than in CPU time.
 """
 
@@ -19,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,14 +65,15 @@ def main() -> None:
             rounds[name].append({"cpu_ms": round((cpu - cpu0) / args.runs * 1e3, 2),
                                  "wall_ms": round((wall - wall0) / args.runs * 1e3, 2)})
             print(name, r, rounds[name][-1], flush=True)
-    first = None
     out = {"kind": args.kind, "runs": args.runs, "load": os.getloadavg(), "trees": {}}
+    first = rounds[args.tree[0][0]]
     for name, tree in args.tree:
-        best = min(x["cpu_ms"] for x in rounds[name])
-        first = first or best
+        cpu = [x["cpu_ms"] for x in rounds[name]]
+        ratios = [a["cpu_ms"] / b for a, b in zip(first, cpu)]  # the same round: the same seed
         out["trees"][name] = {"path": tree, "rounds": rounds[name],
-                              "executions_per_cpu_second": round(1e3 / best, 1),
-                              "speedup": round(first / best, 2)}
+                              "executions_per_cpu_second": round(1e3 / statistics.median(cpu), 1),
+                              "speedup_per_round": [round(r, 2) for r in ratios],
+                              "speedup": round(statistics.median(ratios), 2)}
     print(json.dumps(out, indent=1))
 
 

@@ -9,6 +9,7 @@ contract in a long run before a fix (mutation.txt says how each was changed).
 from __future__ import annotations
 
 import collections
+import json
 import os
 import pathlib
 import sys
@@ -74,3 +75,25 @@ def test_the_oracle_checks_a_chunk_it_met_before_when_its_row_differs():
         collection_oracle._check_matches([good.__class__(**{**good.__dict__, "metadata": {}})],
                                          {1: Document(1, docs[1].text, {})}, 5,
                                          collection_oracle.FILTER, "chunk", "here", verified)
+
+
+def test_an_index_file_mutated_twice_does_not_stop_the_mutators(seeds, tmp_path):
+    import mutator
+
+    path = str(tmp_path / "c")
+    collection_mutator.copy_seed(seeds[0], path)
+    name = next(f for f in os.listdir(path) if f.startswith("dense-"))
+    with open(os.path.join(path, name), "rb") as f:
+        header, payload = mutator.split(f.read())
+    for spec in header["arrays"]:
+        spec["nbytes"] = str(spec["nbytes"])  # what a first mutation may leave
+    twice = mutator.assemble(json.dumps(header).encode(), payload)
+    for seed in range(60):
+        mutator.mutate(twice, np.random.default_rng(seed))
+    for seed in range(30):  # a file the mutators cannot read at all
+        collection_mutator.copy_seed(seeds[0], path)
+        for f in os.listdir(path):
+            if f.endswith(".rci"):
+                with open(os.path.join(path, f), "wb") as out:
+                    out.write(b"not an index file")
+        collection_mutator._index_files(path, np.random.default_rng(seed))

@@ -16,8 +16,9 @@ and the worker is restarted with the next seed. Inputs that broke a contract wit
 crashing are kept there too. Each run is appended to the runs that bench/results/fuzz.json
 records (a ragcore-bench/1 file: BENCHMARKS.md, "Loader and collection fuzzing"), whose table
 adds up every run recorded there, so executions count across sessions; a run's seeds follow
-the earlier runs' unless --seed says otherwise. bench/run.py's fuzz task runs the same loop
-for its grid's time.
+the earlier runs' unless --seed says otherwise. The file is rewritten after every worker, so a
+run that is stopped keeps the counts of its finished workers. bench/run.py's fuzz task runs
+the same loop for its grid's time.
 """
 
 from __future__ import annotations
@@ -134,7 +135,11 @@ def _keep_crash(kind: str, directory: str, crashers: str, seed: int, returncode:
         shutil.copy(os.path.join(directory, "current.rc"), name + ".rc")
 
 
-def drive(kind: str, runs: int, deadline: float, crashers: str, first_seed: int) -> dict:
+def drive(kind: str, runs: int, deadline: float, crashers: str, first_seed: int,
+          on_batch=None) -> dict:
+    """Runs workers of kind until runs executions or the deadline; returns the counts.
+    on_batch(counts so far) is called after each worker (main records them there, so that a
+    run stopped early keeps what its finished workers counted)."""
     total = {"kind": kind, "executions": 0, "loaded": 0, "refused": 0, "findings": 0,
              "crashes": 0, "harness_errors": 0, "seconds": 0.0, "outcomes": {},
              "seeds": [first_seed, first_seed]}
@@ -177,6 +182,13 @@ def drive(kind: str, runs: int, deadline: float, crashers: str, first_seed: int)
         seed += 1
         print(f"{kind}: {total['executions']} executions, {total['crashes']} crashes, "
               f"{total['findings']} findings", flush=True)
+        _summarise(total, t0)
+        if on_batch is not None:
+            on_batch(total)
+    return _summarise(total, t0)
+
+
+def _summarise(total: dict, t0: float) -> dict:
     total["refused"] = total["executions"] - total["loaded"] - total["findings"]
     total["seconds"] = round(time.time() - t0, 1)
     return total
@@ -241,9 +253,13 @@ def main() -> None:
     history["runs"].append(run)
     for kind in args.kinds:
         seed = args.seed if args.seed is not None else first_seed(history["runs"][:-1], kind)
-        run["loaders"].append(drive(kind, args.runs, time.time() + 3600 * args.hours, crashers,
-                                    seed))
-        write(history["runs"], command, args.results)
+
+        def record(counts, kind_index=len(run["loaders"])):
+            run["loaders"][kind_index:] = [dict(counts)]
+            write(history["runs"], command, args.results)
+
+        record(drive(kind, args.runs, time.time() + 3600 * args.hours, crashers, seed,
+                     on_batch=record))
     print(json.dumps({"run": run["loaders"], "totals": totals(history["runs"])}, indent=1))
 
 

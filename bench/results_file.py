@@ -93,7 +93,11 @@ def document(name: str, title: str, command: str, *, tables: list[dict], threads
 
 def write(doc: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, default=float) + "\n")
+    # Whole or not at all: a run killed while writing (the fuzz driver rewrites its file
+    # after every worker) leaves the previous file, not half of one.
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(doc, indent=1, default=float) + "\n")
+    os.replace(part, path)
     return path
 
 

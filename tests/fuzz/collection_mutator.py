@@ -42,21 +42,36 @@ DIM = 8
 # ---- the valid collections every mutation starts from --------------------------
 
 class WordEncoder:
-    """Bag of hashed words in DIM dimensions, L2-normalised (deterministic, no model)."""
+    """Bag of hashed words in DIM dimensions, L2-normalised (deterministic, no model).
+    Each text's vector is made once: the oracle encodes the same queries at every search."""
 
     fingerprint = "fuzz-word-encoder"
 
+    def __init__(self):
+        self._seen: dict[str, np.ndarray] = {}
+
     def encode(self, texts, warn: bool = True):
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        out = np.empty((len(texts), DIM), dtype=np.float32)
         for i, text in enumerate(texts):
-            for word in text.lower().split():
-                h = sum(ord(c) * 31 ** j for j, c in enumerate(word))
-                out[i, h % DIM] += 1.0 + h % 5 / 10.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms > 0, norms, 1.0)
+            vector = self._seen.get(text)
+            if vector is None:
+                vector = self._seen[text] = _word_vector(text)
+                if len(self._seen) > 100_000:  # texts of mutated documents: bounded
+                    self._seen.clear()
+            out[i] = vector
+        return out
 
     def __repr__(self) -> str:
         return "WordEncoder()"
+
+
+def _word_vector(text: str) -> np.ndarray:
+    out = np.zeros(DIM, dtype=np.float32)
+    for word in text.lower().split():
+        h = sum(ord(c) * 31 ** j for j, c in enumerate(word))
+        out[h % DIM] += 1.0 + h % 5 / 10.0
+    norm = np.linalg.norm(out)
+    return out / norm if norm > 0 else out
 
 
 def _texts(rng, n: int) -> list[str]:
@@ -117,7 +132,7 @@ def seed_collections(directory: str) -> list[str]:
 def copy_seed(seed: str, target: str) -> None:
     if os.path.exists(target):
         shutil.rmtree(target)
-    shutil.copytree(seed, target)
+    shutil.copytree(seed, target, copy_function=shutil.copyfile)  # bytes only: no stat copied
 
 
 # ---- awkward values --------------------------------------------------------------
@@ -385,8 +400,12 @@ def _index_files(path: str, rng) -> str:
         f = files[rng.integers(len(files))]
         with open(os.path.join(path, f), "rb") as src:
             data = src.read()
+        try:
+            data = mutator.mutate(data, rng)
+        except Exception:  # noqa: BLE001 - a file the first of two mutations left unreadable
+            return f"{f} not mutated again (the mutators cannot read what the first made)"
         with open(os.path.join(path, f), "wb") as dst:
-            dst.write(mutator.mutate(data, rng))
+            dst.write(data)
         return f"{f} mutated (checksum recomputed)"
     return "no index files"
 

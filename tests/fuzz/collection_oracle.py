@@ -2,8 +2,9 @@
 as its database says (collection_mutator makes the mutations).
 
 ``run_one`` opens the collection read-only and for writing, reads every document, searches
-(dense, sparse, hybrid; with a filter; by chunk and by document), adds, deletes and upserts
-a document, compacts, closes, opens it again, verifies and rebuilds it. Each answer is checked against the documents the
+(dense, sparse, hybrid; with a filter; by chunk and by document; k 1, 5 and 50 over the
+four states it checks), adds, deletes and upserts a document, compacts, closes, opens it
+again, verifies and rebuilds it. Each answer is checked against the documents the
 collection itself returned: a match's id is a document's, its text is document[start:end],
 its metadata the document's, its score finite, a filtered match passes the filter, a
 document appears once by document; ids are of one type and distinct; a dense search
@@ -26,6 +27,7 @@ from collection_mutator import DB, WORDS, WordEncoder
 from ragcore import Collection, FilterError, RagcoreError
 
 TIMEOUT_S = 60
+ENCODER = WordEncoder()  # one for every collection: it keeps the vectors of the texts it saw
 QUERIES = ["alpha beta", "omega", "gamma delta epsilon", "zzzz"]
 FILTER = {"year": {"$gte": 2000}}
 
@@ -82,8 +84,15 @@ def _passes(meta: dict) -> bool:
     return isinstance(year, (int, float)) and not isinstance(year, bool) and year >= 2000
 
 
-def _check_results(col, docs: dict, n_chunks) -> None:
+KS = (1, 5, 50)  # 50 is past the chunks of the smaller seeds: padding and the k cap
+
+
+def _check_results(col, docs: dict, n_chunks, state: int) -> None:
+    """Searches every mode, filter and by once, each at one k of KS: the k moves on with
+    state (the collection's state in check_collection: 0..3), so that each combination
+    meets every k over one execution's states, at a third of the searches."""
     vector_query = col._settings.get("dim") is not None
+    combination, verified = 0, set()
     for mode in ("dense", "sparse", "hybrid"):
         if mode != "sparse" and not vector_query:
             continue
@@ -91,33 +100,45 @@ def _check_results(col, docs: dict, n_chunks) -> None:
             if flt is not None and "year" not in col._fields_now(col._conn):
                 continue
             for by in ("chunk", "document"):
-                for k in (1, 5, 50):
-                    for q, matches in zip(QUERIES, col.search(QUERIES, k=k, mode=mode, filter=flt,
-                                                              by=by)):
-                        _check_matches(matches, docs, k, flt, by, f"{mode} {q!r} k={k} {by}")
-                        if mode == "dense" and flt is None and by == "chunk" and \
-                                n_chunks is not None and col._settings["dense"]["kind"] == "flat":
-                            _require(len(matches) == min(k, n_chunks),
-                                     f"dense k={k}: {len(matches)} matches of {n_chunks} chunks")
+                k = KS[(combination + state) % len(KS)]
+                combination += 1
+                for q, matches in zip(QUERIES, col.search(QUERIES, k=k, mode=mode, filter=flt,
+                                                          by=by)):
+                    _check_matches(matches, docs, k, flt, by, f"{mode} {q!r} k={k} {by}", verified)
+                    if mode == "dense" and flt is None and by == "chunk" and \
+                            n_chunks is not None and col._settings["dense"]["kind"] == "flat":
+                        _require(len(matches) == min(k, n_chunks),
+                                 f"dense k={k}: {len(matches)} matches of {n_chunks} chunks")
 
 
-def _check_matches(matches, docs, k, flt, by, where) -> None:
-    _require(len(matches) <= k, f"{where}: more than k matches")
+def _check_matches(matches, docs, k, flt, by, where, verified: set) -> None:
+    """verified: the (id, chunk id, offsets, text) of matches already checked against docs
+    (a chunk is met in many searches; what its row says is checked once)."""
+    if len(matches) > k:
+        raise WrongAnswer(f"{where}: more than k matches")
     seen = set()
     for m in matches:
-        _require(m.id in docs, f"{where}: match id {m.id!r} is no document's")
+        if m.id not in docs:
+            raise WrongAnswer(f"{where}: match id {m.id!r} is no document's")
         doc = docs[m.id]
-        _require(isinstance(m.start, int) and isinstance(m.end, int) and 0 <= m.start <= m.end
-                 <= len(doc.text), f"{where}: offsets {m.start!r}..{m.end!r} of a document of "
-                 f"{len(doc.text)} characters")
-        _require(m.text == doc.text[m.start : m.end], f"{where}: the match's text is not "
-                 f"document[{m.start}:{m.end}]")
-        _require(m.metadata == doc.metadata, f"{where}: the match's metadata is not the document's")
-        _require(math.isfinite(m.score), f"{where}: score {m.score!r}")
-        if flt is not None:
-            _require(_passes(doc.metadata), f"{where}: a match fails the filter")
-        if by == "document":
-            _require(m.id not in seen, f"{where}: a document appears twice by document")
+        row = (m.id, m.chunk_id, type(m.start), m.start, type(m.end), m.end, m.text)
+        if row not in verified:
+            if not (isinstance(m.start, int) and isinstance(m.end, int) and
+                    0 <= m.start <= m.end <= len(doc.text)):
+                raise WrongAnswer(f"{where}: offsets {m.start!r}..{m.end!r} of a document of "
+                                  f"{len(doc.text)} characters")
+            if m.text != doc.text[m.start : m.end]:
+                raise WrongAnswer(f"{where}: the match's text is not "
+                                  f"document[{m.start}:{m.end}]")
+            verified.add(row)
+        if m.metadata != doc.metadata:
+            raise WrongAnswer(f"{where}: the match's metadata is not the document's")
+        if not math.isfinite(m.score):
+            raise WrongAnswer(f"{where}: score {m.score!r}")
+        if flt is not None and not _passes(doc.metadata):
+            raise WrongAnswer(f"{where}: a match fails the filter")
+        if by == "document" and m.id in seen:
+            raise WrongAnswer(f"{where}: a document appears twice by document")
         seen.add(m.id)
 
 
@@ -140,7 +161,8 @@ def _write(col, docs: dict):
     if gone is not None:
         col.delete([gone])
         _require(gone not in col.ids(), "a deleted document is still listed")
-        _require(all(m.id != gone for q in QUERIES for m in col.search(q, k=50, mode="sparse")),
+        _require(all(m.id != gone for matches in col.search(QUERIES, k=50, mode="sparse")
+                     for m in matches),
                  "a deleted document is still found")
     col.upsert([text + " Upserted."], ids=[new], metadata=[{"year": 2021}])
     col.compact()
@@ -148,25 +170,25 @@ def _write(col, docs: dict):
     return new, gone
 
 
-def _session(path: str, readonly: bool, write: bool):
-    with Collection.open(path, readonly=readonly, encoder=WordEncoder()) as col:
+def _session(path: str, readonly: bool, write: bool, state: int):
+    with Collection.open(path, readonly=readonly, encoder=ENCODER) as col:
         docs = _documents(col)
-        _check_results(col, docs, _raw_chunk_count(path))
+        _check_results(col, docs, _raw_chunk_count(path), state)
         return _write(col, docs) if write else None
 
 
 def check_collection(path: str) -> None:
     """Opens, reads, searches, writes, reopens; raises on a broken contract."""
-    _session(path, readonly=True, write=False)
-    new, gone = _session(path, readonly=False, write=True)
-    with Collection.open(path, encoder=WordEncoder()) as col:
+    _session(path, readonly=True, write=False, state=0)
+    new, gone = _session(path, readonly=False, write=True, state=1)
+    with Collection.open(path, encoder=ENCODER) as col:
         ids = col.ids()
         _require(new in ids, "an acknowledged add was lost after reopening")
         _require(gone is None or gone not in ids, "an acknowledged delete was undone")
-        _check_results(col, _documents(col), _raw_chunk_count(path))
+        _check_results(col, _documents(col), _raw_chunk_count(path), state=2)
         col.verify()
         col.rebuild()
-        _check_results(col, _documents(col), _raw_chunk_count(path))
+        _check_results(col, _documents(col), _raw_chunk_count(path), state=3)
 
 
 def run_one(path: str, answers_checked: bool = True) -> str:

@@ -185,15 +185,20 @@ def _mutate_header(header: dict, payload: bytes, rng) -> bytes:
     return assemble(json.dumps(header).encode(), payload)
 
 
-def _array_specs(header: dict) -> list:
-    return [s for s in header.get("arrays", []) if s.get("nbytes", 0) > 0
+def _array_specs(header: dict, size: int) -> list:
+    """The arrays of header that lie in a payload of size bytes (a header mutated before,
+    by the first of two mutations, may describe others: they are not mutated again)."""
+    arrays = header.get("arrays", [])
+    return [s for s in (arrays if isinstance(arrays, list) else []) if isinstance(s, dict)
+            and type(s.get("nbytes")) is int and type(s.get("offset")) is int
+            and 0 <= s["offset"] and 0 < s["nbytes"] and s["offset"] + s["nbytes"] <= size
             and s.get("dtype") in ("float32", "float16", "uint16", "int64", "uint8", "int32",
                                    "uint32", "int8")]
 
 
 def _mutate_element(header: dict, payload: bytes, rng) -> bytes:
     """One element of one array set to an awkward value of its dtype."""
-    specs = _array_specs(header)
+    specs = _array_specs(header, len(payload))
     if not specs:
         return _mutate_bytes(header, payload, rng)
     spec = specs[rng.integers(len(specs))]

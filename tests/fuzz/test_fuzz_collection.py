@@ -9,6 +9,7 @@ contract in a long run before a fix (mutation.txt says how each was changed).
 from __future__ import annotations
 
 import collections
+import json
 import os
 import pathlib
 import sys
@@ -55,3 +56,44 @@ def test_mutated_collections_are_refused_or_sound(seeds, tmp_path):
 def test_kept_collections(kept, tmp_path):
     collection_mutator.copy_seed(str(kept), str(tmp_path / "c"))
     assert collection_oracle.run_one(str(tmp_path / "c")) in ("kept", "CollectionCorruptError")
+
+
+def test_the_oracle_checks_a_chunk_it_met_before_when_its_row_differs():
+    from ragcore.rag.collection.collection import Document, Match
+
+    docs = {1: Document(1, "Alpha beta. Gamma.", {"year": 2001})}
+    good = Match(1, 7, 0, 0, 11, "Alpha beta.", 0.5, {"year": 2001})
+    verified = set()
+    collection_oracle._check_matches([good], docs, 5, None, "chunk", "here", verified)
+    for bad in (good.__class__(**{**good.__dict__, "text": "Alpha beta!"}),
+                good.__class__(**{**good.__dict__, "end": 99}),
+                good.__class__(**{**good.__dict__, "score": float("nan")}),
+                good.__class__(**{**good.__dict__, "metadata": {"year": 1999}})):
+        with pytest.raises(collection_oracle.WrongAnswer):
+            collection_oracle._check_matches([bad], docs, 5, None, "chunk", "here", verified)
+    with pytest.raises(collection_oracle.WrongAnswer, match="fails the filter"):
+        collection_oracle._check_matches([good.__class__(**{**good.__dict__, "metadata": {}})],
+                                         {1: Document(1, docs[1].text, {})}, 5,
+                                         collection_oracle.FILTER, "chunk", "here", verified)
+
+
+def test_an_index_file_mutated_twice_does_not_stop_the_mutators(seeds, tmp_path):
+    import mutator
+
+    path = str(tmp_path / "c")
+    collection_mutator.copy_seed(seeds[0], path)
+    name = next(f for f in os.listdir(path) if f.startswith("dense-"))
+    with open(os.path.join(path, name), "rb") as f:
+        header, payload = mutator.split(f.read())
+    for spec in header["arrays"]:
+        spec["nbytes"] = str(spec["nbytes"])  # what a first mutation may leave
+    twice = mutator.assemble(json.dumps(header).encode(), payload)
+    for seed in range(60):
+        mutator.mutate(twice, np.random.default_rng(seed))
+    for seed in range(30):  # a file the mutators cannot read at all
+        collection_mutator.copy_seed(seeds[0], path)
+        for f in os.listdir(path):
+            if f.endswith(".rci"):
+                with open(os.path.join(path, f), "wb") as out:
+                    out.write(b"not an index file")
+        collection_mutator._index_files(path, np.random.default_rng(seed))

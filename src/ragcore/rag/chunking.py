@@ -13,6 +13,7 @@ evidence labelled as character spans stays valid whatever the chunking.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -51,7 +52,11 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+@functools.lru_cache(maxsize=1)
 def _default_tokenizer():
+    # Read once per process: the bundled file does not change, parsing it takes tens of
+    # milliseconds (each Chunker() and each open collection that adds paid it), and a
+    # TextTokenizer may be shared (it changes its truncation only under its lock).
     from ..encoders import TextTokenizer
     from ..encoders.models import DEFAULT_NAME, resolve
 

@@ -6,14 +6,20 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
-from _bench_path import ROOT
+import _bench_path  # noqa: F401  (bench/ on sys.path)
+import ragcore
 
 import fuzz
 
+# The workers are subprocesses: they import the ragcore this test imported (installed in CI,
+# src/ with a dev build), not src/ by name, where CI has no built module.
+PACKAGE_DIR = str(Path(ragcore.__file__).resolve().parents[1])
+
 
 def test_counts_are_handed_on_after_every_worker(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"),
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([PACKAGE_DIR,
                                                        os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setattr(fuzz, "_BATCH", {"flat": 5})
     seen = []

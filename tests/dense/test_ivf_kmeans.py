@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import ragcore
@@ -65,6 +65,16 @@ def test_bad_arguments_raise():
         _core.kmeans(x, 0)
 
 
+def _nearest_gap(x, centroids) -> float:
+    """The smallest difference, over the points, between the squared distances to their
+    nearest and second-nearest centroid (inf with one centroid)."""
+    if len(centroids) < 2:
+        return float("inf")
+    d2 = ((x[:, None, :].astype(np.float64) - centroids[None].astype(np.float64)) ** 2).sum(-1)
+    two = np.sort(d2, axis=1)[:, :2]
+    return float((two[:, 1] - two[:, 0]).min())
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(8, 120), d=st.integers(1, 8), k=st.integers(1, 8), seed=st.integers(0, 2**32),
        spherical=st.booleans(), iters=st.integers(1, 6))
@@ -75,6 +85,10 @@ def test_lloyd_steps_match_the_reference(n, d, k, seed, spherical, iters):
     start = _core.kmeans(x, k, max_iter=0, seed=seed, spherical=spherical)[0]
     if spherical:
         np.testing.assert_allclose(np.linalg.norm(start, axis=1), 1.0, rtol=1e-5)
+    # A point (nearly) as close to two start centroids (two almost parallel points made unit
+    # centroids) is assigned by float32 rounding: native and reference may differ there, and
+    # an emptied cluster is then reseeded on one side only. Such starts prove nothing.
+    assume(_nearest_gap(x, start) > 1e-4)
     got, objective, iterations, reseeded = _core.kmeans(x, k, max_iter=iters, seed=seed,
                                                         spherical=spherical)
     want, want_objective, want_iterations, want_reseeded = reference.kmeans_lloyd(

@@ -94,8 +94,8 @@ install-bench: install
 	$(BIN)/python -m pip install -q ".[bench]"
 
 # The benchmark suite (bench/README.md): every task against the peers installed here, then
-# BENCHMARKS.md regenerated from bench/results/. QUICK=1: the short grids (about 15 minutes
-# on 2 cores); SMOKE=1: tiny sizes, every adapter once (what tests/bench runs in CI).
+# BENCHMARKS.md regenerated from bench/results/. QUICK=1: the short grids;
+# SMOKE=1: tiny sizes, every adapter once (what tests/bench runs in CI).
 BENCH_MODE = $(if $(SMOKE),smoke,$(if $(QUICK),quick,full))
 bench: install-bench
 	$(BIN)/python bench/run.py --mode $(BENCH_MODE)

@@ -111,3 +111,32 @@ def test_a_batch_without_a_result_for_each_call_fails_its_callers():
         return await asyncio.gather(call(1), call(2), return_exceptions=True)
 
     assert all(isinstance(r, RuntimeError) for r in asyncio.run(main()))
+
+
+def test_a_lone_callers_calls_do_not_wait_and_a_batch_waits_only_to_refill():
+    """The wait (an hour here) is kept only after a batch of more than one call, and only
+    until as many calls as that batch held are queued: calls made one after another run at
+    once; calls made in the same turn of the event loop share a batch; after that batch of
+    two, a lone call waits, and a second one starts them although the batch (of at most 8)
+    is not full."""
+    batches = []
+
+    async def work(items):
+        batches.append(list(items))
+        return items
+
+    async def main():
+        call = local_batch(8, 3600.0, len)(work)
+        alone = [await asyncio.wait_for(call(x), 60) for x in "ab"]
+        together = await asyncio.wait_for(asyncio.gather(call("c"), call("d")), 60)
+        waiting = asyncio.ensure_future(call("e"))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        pending = not waiting.done()
+        refilled = await asyncio.wait_for(asyncio.gather(waiting, call("f")), 60)
+        return alone, together, pending, refilled
+
+    alone, together, pending, refilled = asyncio.run(main())
+    assert (alone, together, refilled) == (["a", "b"], ["c", "d"], ["e", "f"])
+    assert pending  # it waited for a second call
+    assert batches == [["a"], ["b"], ["c", "d"], ["e", "f"]]

@@ -20,7 +20,8 @@ def add_arguments(sub) -> None:
     p.add_argument("--max-batch", type=int, default=64,
                    help="most queries searched in one batch (default 64; 1: no batching)")
     p.add_argument("--batch-wait-ms", type=float, default=2.0,
-                   help="how long a batch's first query waits for others (default 2)")
+                   help="how long a batch's first query waits for others, when the last "
+                        "batch held more than one request (default 2)")
     p.add_argument("--api-key-env", default=None, metavar="NAME",
                    help="the environment variable holding the API key; every route but "
                         "/health then needs it")

@@ -2,9 +2,12 @@
 ``@serve.batch`` with ``max_concurrent_batches=1``, at a smaller cost per call (no timer
 task and no metric per arrival). A batch holds at most ``max_batch_size`` (as counted by
 ``batch_size_fn``) unless one call alone is larger. When no batch is running, the first
-call waits at most ``batch_wait_timeout_s`` for others (less if the batch fills); calls
-that arrive while a batch runs go in the next one, which starts as soon as it ends (they
-have waited already).
+call waits at most ``batch_wait_timeout_s`` for others, but only if the last batch held
+more than one call, and only until as many calls as it held are queued (or the batch
+fills): closed-loop clients come back as many as they were, and a lone client's calls
+would wait for nobody (each runs once the calls made in the same turn of the event loop
+have joined it). Calls that arrive while a batch runs go in the next one,
+which starts as soon as it ends (they have waited already).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class _Gatherer:
         self._queued = 0                   # the sum of their sizes
         self._running = False
         self._timer = None
+        self._last_calls = 0               # how many calls the last batch held
 
     async def __call__(self, item):
         loop = asyncio.get_running_loop()
@@ -45,10 +49,13 @@ class _Gatherer:
         self._queue.append((item, size, future))
         self._queued += size
         if not self._running:
-            if self._queued >= self._max or self._wait <= 0:
+            if self._queued >= self._max or self._wait <= 0 or \
+                    1 < self._last_calls <= len(self._queue):
                 self._start()
-            elif self._timer is None:
+            elif self._timer is None and self._last_calls > 1:
                 self._timer = loop.call_later(self._wait, self._start)
+            elif self._timer is None:  # no sign of concurrent callers: do not wait for them
+                self._timer = loop.call_soon(self._start)
         return await future
 
     def _start(self) -> None:
@@ -69,6 +76,7 @@ class _Gatherer:
                 size += n
         if batch:
             self._running = True
+            self._last_calls = len(batch)
             self._loop.create_task(self._run(batch))
 
     async def _run(self, batch: list) -> None:

@@ -425,7 +425,7 @@ def chunks_by_ids(conn, chunk_ids) -> dict:
                 "c.end >= c.start AND c.end <= length(d.text) AND "
                 "substr(d.text, c.start + 1, c.end - c.start) = c.text "
                 "FROM chunks c JOIN documents d ON d.rowid = c.doc_rowid "
-                f"WHERE c.chunk_id IN ({marks})", part):
+                f"WHERE c.chunk_id IN ({marks})", part).fetchall():  # one guarded call
             out[row[0]] = row[1:7]
             if not row[7]:
                 unsure.append(row[0])

@@ -27,26 +27,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import builds  # noqa: E402
 import hw  # noqa: E402
 from results_file import RESULTS, table, write_section  # noqa: E402
 
 
-def parse_build(text: str) -> tuple[str, Path]:
-    name, sep, path = text.partition("=")
-    if not sep or not name or not path:
-        raise argparse.ArgumentTypeError(f"--build takes NAME=PATH, got {text!r}")
-    path = Path(path).expanduser().resolve()
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"--build {name}: {path} does not exist")
-    return name, path
-
-
 def command_for(path: Path, argv: list[str]) -> tuple[list[str], dict]:
-    env = dict(os.environ)
     if path.is_file():  # an interpreter with its own ragcore
-        return [str(path), str(HERE / "run.py"), *argv], env
-    env["PYTHONPATH"] = os.pathsep.join([str(path), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return [sys.executable, str(HERE / "run.py"), *argv], env
+        return [str(path), str(HERE / "run.py"), *argv], dict(os.environ)
+    return [sys.executable, str(HERE / "run.py"), *argv], builds.environment(path)
 
 
 def row_key(row: dict, measure: str) -> tuple:
@@ -69,7 +58,7 @@ def merge(docs: list[dict], measure: str) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--build", action="append", type=parse_build, required=True)
+    parser.add_argument("--build", action="append", type=builds.parse, required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", choices=("smoke", "quick", "full"), default="quick")
     parser.add_argument("--measure", help="the row value compared (default: the plot's y)")
@@ -85,20 +74,18 @@ def main(argv=None) -> int:
     hw.write(hw.measure(quick=True), "python bench/hw.py --quick", out_dir=work)
     docs = {(n, t): [] for n in names for t in args.tasks}
     try:
-        for rnd in range(args.rounds):
-            order = args.build[rnd % len(args.build):] + args.build[:rnd % len(args.build)]
-            for name, path in order:
-                out = work / name / str(rnd)
-                out.mkdir(parents=True)
-                shutil.copy(work / "hw.json", out / "hw.json")
-                cmd, env = command_for(path, ["--mode", args.mode, "--task", *args.tasks,
-                                              "--results", str(out), "--no-report", "--no-hw"])
-                print(f"round {rnd + 1}/{args.rounds}: {name}", flush=True)
-                if subprocess.run(cmd, env=env).returncode != 0:
-                    print(f"{name} failed in round {rnd + 1}", file=sys.stderr)
-                    return 1
-                for task in args.tasks:
-                    docs[(name, task)].append(json.loads((out / f"{task}.json").read_text()))
+        for rnd, name, path in builds.in_turns(args.build, args.rounds):
+            out = work / name / str(rnd)
+            out.mkdir(parents=True)
+            shutil.copy(work / "hw.json", out / "hw.json")
+            cmd, env = command_for(path, ["--mode", args.mode, "--task", *args.tasks,
+                                          "--results", str(out), "--no-report", "--no-hw"])
+            print(f"round {rnd + 1}/{args.rounds}: {name}", flush=True)
+            if subprocess.run(cmd, env=env).returncode != 0:
+                print(f"{name} failed in round {rnd + 1}", file=sys.stderr)
+                return 1
+            for task in args.tasks:
+                docs[(name, task)].append(json.loads((out / f"{task}.json").read_text()))
         for task in args.tasks:
             first = docs[(names[0], task)][0]
             measure = args.measure or (first.get("plot") or {}).get("y") or "qps"
@@ -117,12 +104,12 @@ def main(argv=None) -> int:
                        + [{"key": n, "label": f"{n} {measure}", "format": ",.1f"} for n in names]
                        + [{"key": f"{n}/{names[0]}", "label": f"{n} / {names[0]}",
                            "format": ".3f"} for n in names[1:]])
-            builds = ", ".join(f"{n} = {p}" for n, p in args.build)
+            build_list = ", ".join(f"{n} = {p}" for n, p in args.build)
             path = write_section(
                 task, f"A/B: {first['title']}", "python bench/ab.py " + " ".join(
                     f"--build {n}={p}" for n, p in args.build) + f" --rounds {args.rounds} "
                 f"--mode {args.mode} -- {' '.join(args.tasks)}",
-                tables=[table("", columns, rows, [f"builds: {builds}; best of {args.rounds} "
+                tables=[table("", columns, rows, [f"builds: {build_list}; best of {args.rounds} "
                                                   "rounds, builds in turns"])],
                 threads=first["machine"]["threads"], out_dir=args.out)
             from report import markdown_table

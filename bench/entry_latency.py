@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ import numpy as np
 DIM, K = 384, 10
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import builds as builds_module  # noqa: E402
 from results_file import table as results_table, write_section  # noqa: E402
 
 
@@ -165,8 +165,8 @@ def worker(args) -> None:
     print(json.dumps({"ragcore_file": ragcore.__file__, "rows": rows}))
 
 
-def run_build(path: str, args) -> dict:
-    env = dict(os.environ, PYTHONPATH=f"{Path(path).resolve()}{os.pathsep}{HERE}")
+def run_build(path: Path, args) -> dict:
+    env = builds_module.environment(path, HERE)
     cmd = [sys.executable, str(HERE / "entry_latency.py"), "--worker", "--calls", str(args.calls),
            "--bm25-docs", str(args.bm25_docs), "--bm25-queries", str(args.bm25_queries)]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True,
@@ -213,6 +213,7 @@ def write(rounds: list[dict], builds: dict, command: str, notes=()) -> Path:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
+                   type=builds_module.parse,
                    help="a directory holding the ragcore package of one build (repeatable)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--calls", type=int, default=2000)
@@ -225,12 +226,12 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
-    builds = dict(b.split("=", 1) for b in args.build) or {"this": str(HERE.parent / "src")}
+    given = args.build or [("this", HERE.parent / "src")]
+    builds = {name: str(path) for name, path in given}
     names = list(builds)
-    rounds = []
-    for r in range(args.rounds):
-        order = names if r % 2 == 0 else names[::-1]
-        rounds.append({name: run_build(builds[name], args) for name in order})
+    rounds = [{} for _ in range(args.rounds)]
+    for r, name, path in builds_module.in_turns(given, args.rounds):
+        rounds[r][name] = run_build(path, args)
     command = " ".join(["python", "bench/entry_latency.py", *sys.argv[1:]])
     print(write(rounds, builds, command, args.note))
     columns, rows = summary(rounds, names)

@@ -25,19 +25,22 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+import builds  # bench/, this script's folder
 
 
-def _tree(text: str) -> tuple[str, str]:
-    name, sep, path = text.partition("=")
-    path = os.path.abspath(path)
-    if not sep or not name or not os.path.isfile(os.path.join(path, "bench", "fuzz.py")):
-        raise argparse.ArgumentTypeError(f"--tree takes NAME=PATH of a checkout, got {text!r}")
+def _tree(text: str) -> tuple[str, Path]:
+    name, path = builds.parse(text, "--tree")
+    if not (path / "bench" / "fuzz.py").is_file():
+        raise argparse.ArgumentTypeError(f"--tree {name}: {path} is not a checkout (no "
+                                         "bench/fuzz.py)")
     return name, path
 
 
 def _worker(tree: str, kind: str, runs: int, seed: int) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one worker process."""
-    env = {**os.environ, "PYTHONPATH": os.path.join(tree, "src")}
+    env = builds.environment(os.path.join(tree, "src"))
     cmd = ["taskset", "-c", "0", sys.executable, os.path.join(tree, "bench", "fuzz.py"),
            "--worker", kind, "--seed", str(seed), "--runs", str(runs)]
     with tempfile.TemporaryDirectory(prefix="fuzz-rate-", dir="/dev/shm" if
@@ -57,20 +60,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1000)
     args = parser.parse_args()
     rounds = {name: [] for name, _ in args.tree}
-    for r in range(args.rounds):
-        order = args.tree[r % len(args.tree):] + args.tree[: r % len(args.tree)]
-        for name, tree in order:
-            cpu0, wall0 = _worker(tree, args.kind, 0, args.seed + r)
-            cpu, wall = _worker(tree, args.kind, args.runs, args.seed + r)
-            rounds[name].append({"cpu_ms": round((cpu - cpu0) / args.runs * 1e3, 2),
-                                 "wall_ms": round((wall - wall0) / args.runs * 1e3, 2)})
-            print(name, r, rounds[name][-1], flush=True)
+    for r, name, tree in builds.in_turns(args.tree, args.rounds):
+        cpu0, wall0 = _worker(tree, args.kind, 0, args.seed + r)
+        cpu, wall = _worker(tree, args.kind, args.runs, args.seed + r)
+        rounds[name].append({"cpu_ms": round((cpu - cpu0) / args.runs * 1e3, 2),
+                             "wall_ms": round((wall - wall0) / args.runs * 1e3, 2)})
+        print(name, r, rounds[name][-1], flush=True)
     out = {"kind": args.kind, "runs": args.runs, "load": os.getloadavg(), "trees": {}}
     first = rounds[args.tree[0][0]]
     for name, tree in args.tree:
         cpu = [x["cpu_ms"] for x in rounds[name]]
         ratios = [a["cpu_ms"] / b for a, b in zip(first, cpu)]  # the same round: the same seed
-        out["trees"][name] = {"path": tree, "rounds": rounds[name],
+        out["trees"][name] = {"path": str(tree), "rounds": rounds[name],
                               "executions_per_cpu_second": round(1e3 / statistics.median(cpu), 1),
                               "speedup_per_round": [round(r, 2) for r in ratios],
                               "speedup": round(statistics.median(ratios), 2)}

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+import builds
 from results_file import table, write_section
 from serve_load import PEERS, SRC, build_collection, corpus, free_port, load, wait_healthy
 
@@ -48,7 +49,7 @@ def one_turn(path, max_batch, ingress, bodies, clients, seconds, tmp, src=SRC,
 
 def _turn(path, max_batch, ingress, bodies, clients, seconds, tmp, src) -> dict:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
+    env = builds.environment(src)
     server = subprocess.Popen([sys.executable, "-m", "ragcore", "serve", path, "--port", str(port),
                                "--num-cpus", "2", "--max-batch", str(max_batch),
                                "--ingress", ingress], env=env,
@@ -148,15 +149,13 @@ def main() -> int:
         codes = [("this", SRC)] + ([(args.baseline_name, args.baseline.resolve())]
                                    if args.baseline is not None else [])
         for ingress in args.ingress:
-            for r in range(args.rounds):
-                # the codes' order flips each round, so neither always runs first
-                for code, src in (codes if r % 2 == 0 else codes[::-1]):
-                    for max_batch in (1, 64):
-                        row = one_turn(path, max_batch, ingress, bodies, args.clients,
-                                       args.seconds, tmp, src)
-                        row.update(round=r, code=code, ingress=ingress)
-                        rows.append(row)
-                        print(json.dumps(row), file=sys.stderr, flush=True)
+            for r, code, src in builds.in_turns(codes, args.rounds):
+                for max_batch in (1, 64):
+                    row = one_turn(path, max_batch, ingress, bodies, args.clients,
+                                   args.seconds, tmp, src)
+                    row.update(round=r, code=code, ingress=ingress)
+                    rows.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     path = write_results(rows, args, " ".join(["python", *sys.argv]), args.note,

@@ -72,10 +72,11 @@ def job_size(jobs) -> int:
 class Searcher:
     """A read-only Collection searched in batches.
 
-    max_batch: the most queries in one batched call; batch_wait_ms: how long the first
-    request of a batch waits for others while none runs. max_batch 1 is one-request-at-a-
-    time serving. batch: the gathering decorator (by default gather.local_batch; Ray
-    Serve's ``serve.batch`` has the same contract). collection: what is searched instead
+    max_batch: the most queries in one batched call; batch_wait_ms: at most how long the
+    first request of a batch waits for others while none runs (gather.local_batch waits
+    only after a batch of more than one request). max_batch 1 is one-request-at-a-time
+    serving. batch: the gathering decorator (by default gather.local_batch; Ray Serve's
+    ``serve.batch`` has the same contract but waits for every first request). collection: what is searched instead
     of path's Collection opened readonly (anything with Collection's search, get and
     count, called in a worker thread, or their coroutine versions, awaited: a
     ShardedCollection, or one held by another process); it is not closed here.

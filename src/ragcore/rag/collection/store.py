@@ -338,10 +338,10 @@ def delete_documents(conn, ids: list) -> np.ndarray:
             continue
         row_marks = ",".join("?" * len(rows))
         dead += [r[0] for r in conn.execute(
-            f"SELECT chunk_id FROM chunks WHERE doc_rowid IN ({row_marks})", rows)]
+            f"SELECT chunk_id FROM chunks WHERE doc_rowid IN ({row_marks})", rows).fetchall()]
         conn.execute(f"DELETE FROM chunks WHERE doc_rowid IN ({row_marks})", rows)
         conn.execute(f"DELETE FROM documents WHERE rowid IN ({row_marks})", rows)
-    return np.array(dead, dtype=np.int64)
+    return _chunk_ids(conn, np.array(dead, dtype=np.int64))
 
 
 def chunk_ids_summary(conn) -> list[int]:
@@ -355,9 +355,13 @@ def live_chunk_ids(conn) -> np.ndarray:
 
 
 def _chunk_ids(conn, ids: np.ndarray) -> np.ndarray:
-    """ids, refused when one is negative (AUTOINCREMENT gives none: a changed row)."""
+    """ids, refused when one is negative or 2**63 - 1, which no index holds (AUTOINCREMENT
+    gives neither: a changed row)."""
     if len(ids) and ids.min() < 0:
         raise damaged(conn.path, f"a stored chunk id is negative ({int(ids.min())})")
+    if len(ids) and ids.max() == np.iinfo(np.int64).max:
+        raise damaged(conn.path, f"a stored chunk id is 2**63 - 1 ({int(ids.max())}), beyond "
+                                 "the ids an index holds")
     return ids
 
 
@@ -460,7 +464,7 @@ def filtered_chunk_ids(conn, flt, fields: dict) -> np.ndarray:
     sql, params = compile_filter(flt, fields)
     rows = conn.execute("SELECT c.chunk_id FROM chunks c JOIN documents d ON d.rowid = c.doc_rowid "
                         f"WHERE {sql}", params)
-    return np.fromiter((r[0] for r in rows), dtype=np.int64)
+    return _chunk_ids(conn, np.fromiter((r[0] for r in rows), dtype=np.int64))
 
 
 def count_documents(conn, flt, fields: dict) -> int:

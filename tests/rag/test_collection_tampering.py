@@ -270,3 +270,34 @@ def test_a_header_with_an_unknown_schema_format_is_damage(tmp_path):
         f.seek(44)  # the schema format number (1 to 4)
         f.write((9).to_bytes(4, "big"))
     _refused_at_open(tmp_path / "c", db, "unsupported file format")
+
+
+@pytest.mark.parametrize("table, column", [
+    ("chunks", "chunk_id"), ("chunks", "doc_rowid"), ("chunks", "position"), ("chunks", "start"),
+    ("chunks", "end"), ("documents", "rowid"), ("documents", "user_id")])
+@pytest.mark.parametrize("value", [-1, 0, 2**31, 2**62, 2**63 - 1, -2**63])
+def test_an_integer_column_at_a_bound_is_answered_or_refused(tmp_path, table, column, value):
+    """One row's integer set to a boundary value (how the fuzzer found chunk id 2**63 - 1):
+    open, searches, get, add and delete either all work or one raises CollectionCorruptError
+    naming the database (any other exception fails the test); a chunk id no index can hold
+    is always refused."""
+    db = _made(tmp_path / "c")
+    key = "chunk_id" if table == "chunks" else "rowid"
+    try:
+        _sql(db, f"UPDATE {table} SET {column} = {value} WHERE {key} = (SELECT {key} FROM "
+                 f"{table} ORDER BY {key} LIMIT 1 OFFSET 3)")
+    except sqlite3.IntegrityError:  # a UNIQUE or PRIMARY KEY value already taken
+        pytest.skip("SQLite refused the value")
+    try:
+        with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+            col.search("alpha beta gamma omega", k=20, mode="hybrid")
+            col.search("alpha beta", k=20, mode="dense", filter={"year": {"$gte": 0}})
+            col.get([0, 1, 2])
+            col.add(["alpha omega"], ids=[100])
+            assert col.delete([100]) == 1
+        outcome = "answered"
+    except CollectionCorruptError as err:
+        assert str(err).startswith(f"{db}: ")
+        outcome = "refused"
+    if column == "chunk_id" and value in (-1, 2**63 - 1, -2**63):
+        assert outcome == "refused"

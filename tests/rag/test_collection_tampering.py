@@ -8,6 +8,7 @@ import json
 import os
 import sqlite3
 
+import numpy as np
 import pytest
 
 from _collection_data import WORDS, HashEncoder, corpus
@@ -70,6 +71,11 @@ _NO_UNIQUE = ("CREATE TABLE d2 (rowid INTEGER PRIMARY KEY AUTOINCREMENT, user_id
     ("UPDATE meta SET value = json_set(value, '$.chunker', 5) WHERE key = 'settings'",
      ["settings are not valid"]),
     ("UPDATE meta SET value = '-1' WHERE key = 'fingerprint'", ["fingerprint is not valid"]),
+    # found by bench/fuzz.py: a checksum that is not text raised TypeError in the message
+    ("UPDATE meta SET value = json_set(value, '$.checksum', 5) WHERE key = 'fingerprint'",
+     ["fingerprint is not valid"]),
+    ("UPDATE meta SET value = json_set(value, '$.normalized', 'yes') WHERE key = 'fingerprint'",
+     ["fingerprint is not valid"]),
     ("UPDATE fields SET types = '5'", ["the fields table holds"]),
     ("UPDATE fields SET types = '[[]]'", ["the fields table holds"]),
     ("UPDATE embeddings SET vector = x'0000'", ["not 24 float32 values"]),
@@ -301,3 +307,35 @@ def test_an_integer_column_at_a_bound_is_answered_or_refused(tmp_path, table, co
         outcome = "refused"
     if column == "chunk_id" and value in (-1, 2**63 - 1, -2**63):
         assert outcome == "refused"
+
+
+def test_a_filter_allowing_chunks_the_dense_index_lacks_is_damage(tmp_path, monkeypatch):
+    """Found by bench/fuzz.py (a page of the database overwritten): the filter's chunk ids,
+    read from SQLite, held one the in-memory dense index lacks, and scoring the allowed
+    vectors raised IndexError."""
+    from ragcore.rag.collection import store
+
+    db = _made(tmp_path / "c")
+    real = store.filtered_chunk_ids
+    monkeypatch.setattr(store, "filtered_chunk_ids",
+                        lambda *a: np.append(real(*a), 10_000).astype(np.int64))
+    with Collection.open(tmp_path / "c", encoder=HashEncoder()) as col:
+        with pytest.raises(CollectionCorruptError) as err:
+            col.search("alpha beta", k=5, mode="dense", filter={"year": {"$gte": 0}})
+    assert str(err.value).startswith(f"{db}: ") and "the dense index lacks" in str(err.value)
+
+
+def test_text_sqlite_returns_that_is_not_utf8_is_damage(tmp_path):
+    """Found by bench/fuzz.py (page 0, the schema, overwritten): Python's sqlite3 raised
+    UnicodeDecodeError itself, past the guard that turns SQLite's errors into ragcore's."""
+    from ragcore.rag.collection import store
+
+    db = _made(tmp_path / "c")
+    conn = store.connect(db, readonly=True)
+
+    def undecodable():
+        raise UnicodeDecodeError("utf-8", b"\xf8", 0, 1, "invalid start byte")
+
+    with pytest.raises(CollectionCorruptError, match="not UTF-8"):
+        store._guarded(conn, undecodable)
+    conn.close()

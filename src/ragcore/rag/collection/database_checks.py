@@ -93,12 +93,18 @@ def _integer(db: str, meta: dict, key: str, required: bool = False):
     return int(value)
 
 
+# The type of each value fingerprint.of writes (what fingerprint compares and describes).
+_FINGERPRINT_TYPES = {"model": (str,), "dim": (int, type(None)), "normalized": (bool, type(None)),
+                      "checksum": (str, type(None)), "pooling": (str, type(None))}
+
+
 def _check_fingerprint(db: str, fp) -> None:
-    """A dict with the model's name, a dimension or None, and scalars (what fingerprint
-    compares and describes)."""
-    if not isinstance(fp, dict) or not isinstance(fp.get("model"), str) or \
-            isinstance(fp.get("dim"), bool) or not isinstance(fp.get("dim"), (int, type(None))) \
-            or not all(isinstance(v, _SCALARS) for v in fp.values()):
+    """A dict with the model's name, a dimension or None, normalized a bool or None, the
+    checksum and pooling text or None, and any other value a scalar."""
+    if not isinstance(fp, dict) or "model" not in fp or isinstance(fp.get("dim"), bool) or \
+            not all(isinstance(fp[k], kinds) for k, kinds in _FINGERPRINT_TYPES.items()
+                    if k in fp) or \
+            not all(isinstance(v, _SCALARS) for v in fp.values()):
         raise store.damaged(db, f"the stored encoder fingerprint is not valid: {_short(fp)}")
 
 

@@ -27,10 +27,12 @@ _SHOWN_DIGITS = 12  # of a checksum, in messages
 def of(encoder) -> dict:
     """The fingerprint of encoder."""
     declared = getattr(encoder, "fingerprint", None)
-    if isinstance(declared, dict):
+    if isinstance(declared, dict):  # each value of the type a stored one is checked for
+        checksum, normalized = declared.get("checksum"), declared.get("normalized")
         return {"model": str(declared.get("model")), "dim": declared.get("dim"),
-                "normalized": declared.get("normalized"), "checksum": declared.get("checksum"),
-                **({"pooling": declared["pooling"]} if "pooling" in declared else {})}
+                "normalized": normalized if isinstance(normalized, bool) else None,
+                "checksum": None if checksum is None else str(checksum),
+                **({"pooling": str(declared["pooling"])} if "pooling" in declared else {})}
     path = _model_file(encoder)
     if path is not None:
         model = path

@@ -166,7 +166,13 @@ class Indexes:
                 order = np.argsort(ids, kind="stable")
                 ordered_ids = ids[order]
                 self._order_cache = (self.version, order, ordered_ids)
-            subset = stored[order[np.searchsorted(ordered_ids, allow)]]
+            at = np.searchsorted(ordered_ids, allow)
+            if len(allow) and (at.max() >= len(ordered_ids) or
+                               not np.array_equal(ordered_ids[at], allow)):
+                # the indexes hold the snapshot's chunks (the search caught them up)
+                raise store.damaged(conn.path, "a filter allows chunk ids the dense index "
+                                               "lacks (verify() says which part is damaged)")
+            subset = stored[order[at]]
         else:
             subset = store.chunk_vectors(conn, allow, vectors.shape[1])
         exact = FlatIndex(vectors.shape[1], metric=self.settings["dense"]["metric"])

@@ -88,6 +88,8 @@ def _guarded(conn, call, *args):
     """call(*args), with sqlite's errors for a damaged file raised as CollectionCorruptError."""
     try:
         return call(*args)
+    except UnicodeDecodeError as err:  # text SQLite returns that is not UTF-8 (the schema's)
+        raise damaged(conn.path, f"text that is not UTF-8 ({err.reason})") from err
     except sqlite3.DatabaseError as err:
         code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
         if code == _SQLITE_FULL:  # the disk, or the AUTOINCREMENT ids (a changed sequence)

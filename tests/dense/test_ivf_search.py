@@ -94,6 +94,26 @@ def test_batch_equals_one_query_at_a_time_and_threads_do_not_matter():
         assert_hits_equal(index.search(q[row], 5, nprobe=3), batch[row])
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("metric", ["ip", "l2", "cosine"])
+@settings(max_examples=8, deadline=None)
+@given(nq=st.integers(8, 300), nprobe=st.integers(1, 3), filtered=st.booleans(),
+       seed=st.integers(0, 2**31))
+def test_lists_many_queries_probe_give_each_query_its_answer_alone(dtype, metric, nq, nprobe,
+                                                                   filtered, seed):
+    """A list that many queries of the batch probe is scanned once for all of them by the
+    blocked kernel (over 256 of them in several blocks); each query still gets the hits it
+    gets alone (the one-query scan), bit for bit, filtered or not."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((600, 24)).astype(np.float32)
+    q = rng.standard_normal((nq, 24)).astype(np.float32)
+    index = _ivf(x, 4, metric, dtype)
+    allow = rng.choice(600, 150, replace=False) if filtered else None
+    batch = index.search(q, 7, nprobe=nprobe, n_threads=1, allow=allow)
+    for row in range(nq):
+        assert_hits_equal(index.search(q[row], 7, nprobe=nprobe, allow=allow), batch[row])
+
+
 def test_padding_when_k_exceeds_the_vectors():
     x = clustered(5, 4, 2, seed=0)
     index = _ivf(x, 2)

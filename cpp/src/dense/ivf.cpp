@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "ragcore/dense/ivf.h"
+#include "ragcore/dense/flat.h"
 #include "ivf_lists.h"
 #include "ragcore/dense/kmeans.h"
 #include "ragcore/util/parallel.h"
@@ -19,6 +21,8 @@ namespace {
 // batch that probes the list is scored against it.
 constexpr size_t kScanBlockBytes = 32 * 1024;
 constexpr size_t kMaxBlockRows = 1024;  // bounds the score buffer for tiny rows
+// Queries gathered per blocked call: with a piece of the list they fill the L2.
+constexpr size_t kBlockedQueries = 256;
 // Below this many multiply-adds per thread a call runs on fewer threads. Higher
 // than FlatIndex's: probed lists are scattered in memory and a batch-1 search
 // is short, so a second thread's start and merge cost more than it saves.
@@ -194,6 +198,11 @@ class IvfSearch {
       for (size_t c = 0; c < count; ++c) seen[qs[c]] += allowed;
       if (allowed == 0) return;
     }
+    // Many queries probe this list: FlatIndex's blocked kernel, with FlatIndex's threshold.
+    if (!quantised_ && count >= blocked_path_min_batch(kern_.level, a_.storage)) {
+      scan_list_blocked(j0, j1, qs, count, top);
+      return;
+    }
     // One query: no reuse to keep in L1, so the longest calls (fewest tails).
     const size_t block = count == 1 ? kMaxBlockRows
                                     : std::clamp<size_t>(kScanBlockBytes / row_bytes(), 16, kMaxBlockRows);
@@ -207,17 +216,74 @@ class IvfSearch {
       for (size_t c = 0; c < count; ++c) {
         const size_t i = qs[c];
         dot_rows(quantised_ ? &scaled_[i * a_.d] : query(i), row(jb), a_.d, rows, a_.d, scores);
-        float threshold = top.threshold(i);
-        for (size_t r = 0; r < rows; ++r) {
-          const size_t j = jb + r;
-          const float s = score(scores[r], i, j);
-          if (s < threshold) continue;  // rejects most rows with one compare
-          if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
-          // SQ8 candidates carry their row until re-scoring; others their id.
-          top.push(i, s, quantised_ ? static_cast<int64_t>(j) : a_.ids[j]);
-          threshold = top.threshold(i);
-        }
+        offer(i, jb, rows, scores, 1, top);
       }
+    }
+  }
+
+  // scan_list for many queries: the queries gathered into one block, the list in pieces
+  // that stay in L1 while the block passes over them, as FlatIndex's blocked path does
+  // (dot_rows_batch reduces each pair as dot_rows does: the same scores, bit for bit).
+  void scan_list_blocked(size_t j0, size_t j1, const uint32_t* qs, size_t count,
+                         TopKBatch& top) const {
+    const size_t d = a_.d;
+    const size_t piece = std::max<size_t>(4, kScanBlockBytes / (d * sizeof(float)) / 4 * 4);
+    const size_t per_call = std::min(count, kBlockedQueries);
+    const bool convert = a_.storage != Storage::F32;  // exact: the scan path's values
+    std::vector<float> gathered(per_call * d), tile(piece * per_call), thresholds(per_call);
+    std::vector<float> converted(convert ? piece * d : 0);
+    std::vector<uint32_t> hits(per_call);
+    for (size_t c0 = 0; c0 < count; c0 += per_call) {
+      const size_t nc = std::min(per_call, count - c0);
+      for (size_t c = 0; c < nc; ++c) {
+        std::memcpy(&gathered[c * d], query(qs[c0 + c]), d * sizeof(float));
+        thresholds[c] = top.threshold(qs[c0 + c]);
+      }
+      for (size_t jb = j0; jb < j1; jb += piece) {
+        const size_t rows = std::min(piece, j1 - jb);
+        const float* x = static_cast<const float*>(row(jb));
+        if (convert) {
+          kern_.to_f32[static_cast<int>(a_.storage)](row(jb), d, rows, d, converted.data());
+          x = converted.data();
+        }
+        kern_.dot_rows_batch(gathered.data(), d, nc, x, d, rows, d, tile.data(), nc);
+        offer_tile(tile.data(), nc, jb, rows, qs + c0, thresholds.data(), hits.data(), top);
+      }
+    }
+  }
+
+  // Offers the tile's rows (tile[r * nc + c]: row jb + r with query qs[c]) to top, as
+  // FlatIndex's blocked path does: one SIMD compare of a row's scores with the queries'
+  // thresholds (kept in step with top) rejects most of them.
+  void offer_tile(float* tile, size_t nc, size_t jb, size_t rows, const uint32_t* qs,
+                  float* thresholds, uint32_t* hits, TopKBatch& top) const {
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t j = jb + r;
+      if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
+      float* scores = tile + r * nc;
+      if (a_.metric == Metric::L2)
+        for (size_t c = 0; c < nc; ++c) scores[c] = score(scores[c], qs[c], j);
+      const size_t n = kern_.at_least(scores, thresholds, nc, hits);
+      for (size_t h = 0; h < n; ++h) {
+        const size_t c = hits[h];
+        top.push(qs[c], scores[c], a_.ids[j]);
+        thresholds[c] = top.threshold(qs[c]);
+      }
+    }
+  }
+
+  // Offers rows jb.. (their dot products with query i at scores[r * stride]) to top.
+  void offer(size_t i, size_t jb, size_t rows, const float* scores, size_t stride,
+             TopKBatch& top) const {
+    float threshold = top.threshold(i);
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t j = jb + r;
+      const float s = score(scores[r * stride], i, j);
+      if (s < threshold) continue;  // rejects most rows with one compare
+      if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
+      // SQ8 candidates carry their row until re-scoring; others their id.
+      top.push(i, s, quantised_ ? static_cast<int64_t>(j) : a_.ids[j]);
+      threshold = top.threshold(i);
     }
   }
 

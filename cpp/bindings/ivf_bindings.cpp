@@ -125,7 +125,8 @@ py::object ivf_search_py(const py::array& rows, const py::array& queries, size_t
                          const std::optional<py::array>& code_scale,
                          const std::optional<py::array>& exact_rows, size_t rescore,
                          const std::optional<py::array>& allow, bool allow_by_row, int n_threads,
-                         const std::optional<SimdLevel>& simd_level, uint64_t owner) {
+                         const std::optional<SimdLevel>& simd_level, uint64_t owner,
+                         bool bf16_compute, const std::optional<Bf16Level>& bf16_level) {
   IvfIndexArgs index;
   set_index_args(index, rows, centroids, centroid_sq_norms, list_offsets, storage, ids, sq_norms,
                  metric, code_min, code_scale, exact_rows);
@@ -140,6 +141,9 @@ py::object ivf_search_py(const py::array& rows, const py::array& queries, size_t
   a.allow = allow_filter(allow, allow_by_row);
   a.n_threads = n_threads;
   a.simd_level = simd_level_code(simd_level);
+  if (bf16_compute && storage != Storage::BF16) fail("bf16_compute", "needs BF16 storage");
+  a.bf16_compute = bf16_compute;
+  a.bf16_level = bf16_level ? static_cast<int>(*bf16_level) : -1;
   IvfStageTimes times;
   a.stages = &times;
   ResultArrays found = run_search(a, k, ivf_search);
@@ -200,8 +204,11 @@ void register_ivf(py::module_& m) {
         py::arg("code_scale") = py::none(), py::arg("exact_rows") = py::none(),
         py::arg("rescore") = 4, py::arg("allow") = py::none(), py::arg("allow_by_row") = false,
         py::arg("n_threads") = 0, py::arg("simd_level") = py::none(), py::arg("owner") = 0,
+        py::arg("bf16_compute") = false, py::arg("bf16_level") = py::none(),
         "Approximate top-k over inverted lists of queries (one row or a batch); returns "
-        "ragcore.Hits. owner != 0: the seconds per stage are kept for ivf_last_report(owner).");
+        "ragcore.Hits. owner != 0: the seconds per stage are kept for ivf_last_report(owner). "
+        "bf16_compute (BF16 storage only): queries rounded to bf16, products by the bf16 "
+        "kernels (bf16_level: one level, for tests).");
   m.def("ivf_last_report", &ivf_last_report_py, py::arg("owner"),
         "(seconds per stage, counts) of this thread's last IVF search given this owner; "
         "empty dicts for what it did not report or when the thread's last search was another's.");

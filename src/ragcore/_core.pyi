@@ -268,10 +268,13 @@ def ivf_search(
     n_threads: int = 0,
     simd_level: SimdLevel | None = None,
     owner: int = 0,
+    bf16_compute: bool = False,
+    bf16_level: Bf16Level | None = None,
 ) -> Hits:
     """Approximate top-k over inverted lists; storage SQ8 = uint8 codes (needs
     code_min, code_scale and exact_rows). Returns ragcore.Hits; owner != 0 keeps the
-    seconds per stage (coarse, scan, rescore) for ivf_last_report(owner). Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
+    seconds per stage (coarse, scan, rescore) for ivf_last_report(owner). bf16_compute
+    (BF16 storage only): queries rounded to bf16, products by the bf16 kernels. Queries: one row (1-D) or one per row (2-D), float32, each finite and of norm <= 1e18
     (checked here; ValueError naming the first bad row). Positional arguments are the
     per-call path (keyword parsing costs more than a small search)."""
 

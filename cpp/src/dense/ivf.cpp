@@ -23,6 +23,8 @@ constexpr size_t kScanBlockBytes = 32 * 1024;
 constexpr size_t kMaxBlockRows = 1024;  // bounds the score buffer for tiny rows
 // Queries gathered per blocked call: with a piece of the list they fill the L2.
 constexpr size_t kBlockedQueries = 256;
+// bf16 compute: rows per call of the bf16 kernel (FlatIndex's tile).
+constexpr size_t kBf16TileRows = 240;
 // Below this many multiply-adds per thread a call runs on fewer threads. Higher
 // than FlatIndex's: probed lists are scattered in memory and a batch-1 search
 // is short, so a second thread's start and merge cost more than it saves.
@@ -48,6 +50,10 @@ class IvfSearch {
       : a_(a),
         kern_(dense_kernels(a.simd_level < 0 ? best_simd_level()
                                              : static_cast<SimdLevel>(a.simd_level))),
+        bf16_(a.bf16_compute ? &bf16_kernels(a.bf16_level < 0
+                                                  ? best_bf16_level()
+                                                  : static_cast<Bf16Level>(a.bf16_level))
+                             : nullptr),
         quantised_(a.storage == Storage::SQ8),
         kk_(candidates_kept(a)),
         probes_(a.allow.active() ? a.nlist : a.nprobe) {}
@@ -104,6 +110,8 @@ class IvfSearch {
       qnorms_.resize(a_.nq);
       for (size_t i = 0; i < a_.nq; ++i) row_sq_norms(query(i), 1, a_.d, &qnorms_[i]);
     }
+    if (bf16_ && bf16_->level != Bf16Level::Amx)
+      bf16_all_ = prepare_bf16_queries(bf16_->level, a_.queries, a_.query_stride, a_.nq, a_.d);
     if (!quantised_) return;
     scaled_.resize(a_.nq * a_.d);
     offset_.resize(a_.nq);
@@ -198,8 +206,9 @@ class IvfSearch {
       for (size_t c = 0; c < count; ++c) seen[qs[c]] += allowed;
       if (allowed == 0) return;
     }
+    // bf16 compute: one kernel whatever the count, so a query's scores do not depend on it.
     // Many queries probe this list: FlatIndex's blocked kernel, with FlatIndex's threshold.
-    if (!quantised_ && count >= blocked_path_min_batch(kern_.level, a_.storage)) {
+    if (bf16_ || (!quantised_ && count >= blocked_path_min_batch(kern_.level, a_.storage))) {
       scan_list_blocked(j0, j1, qs, count, top);
       return;
     }
@@ -221,35 +230,83 @@ class IvfSearch {
     }
   }
 
+  // Buffers of scan_list_blocked, kept by each thread from list to list (and search to
+  // search): allocated per list, they cost more than the products of a small list.
+  struct ListScratch {
+    std::vector<float> gathered, tile, thresholds, converted;
+    std::vector<uint32_t> hits;
+    Bf16Queries bf16;
+  };
+
+  template <class T>
+  static T* at_least_size(std::vector<T>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+  }
+
   // scan_list for many queries: the queries gathered into one block, the list in pieces
   // that stay in L1 while the block passes over them, as FlatIndex's blocked path does
   // (dot_rows_batch reduces each pair as dot_rows does: the same scores, bit for bit).
+  // bf16 compute runs here for every count, its rows multiplied as stored in FlatIndex's
+  // bf16 tiles (the kernel repacks them).
   void scan_list_blocked(size_t j0, size_t j1, const uint32_t* qs, size_t count,
                          TopKBatch& top) const {
+    thread_local ListScratch s;
     const size_t d = a_.d;
-    const size_t piece = std::max<size_t>(4, kScanBlockBytes / (d * sizeof(float)) / 4 * 4);
+    const size_t piece = bf16_ ? kBf16TileRows
+                               : std::max<size_t>(4, kScanBlockBytes / (d * sizeof(float)) / 4 * 4);
     const size_t per_call = std::min(count, kBlockedQueries);
-    const bool convert = a_.storage != Storage::F32;  // exact: the scan path's values
-    std::vector<float> gathered(per_call * d), tile(piece * per_call), thresholds(per_call);
-    std::vector<float> converted(convert ? piece * d : 0);
-    std::vector<uint32_t> hits(per_call);
+    const bool convert = !bf16_ && a_.storage != Storage::F32;  // exact: the scan path's values
+    float* tile = at_least_size(s.tile, piece * per_call);
+    float* thresholds = at_least_size(s.thresholds, per_call);
+    uint32_t* hits = at_least_size(s.hits, per_call);
+    float* converted = convert ? at_least_size(s.converted, piece * d) : nullptr;
     for (size_t c0 = 0; c0 < count; c0 += per_call) {
       const size_t nc = std::min(per_call, count - c0);
-      for (size_t c = 0; c < nc; ++c) {
-        std::memcpy(&gathered[c * d], query(qs[c0 + c]), d * sizeof(float));
-        thresholds[c] = top.threshold(qs[c0 + c]);
+      for (size_t c = 0; c < nc; ++c) thresholds[c] = top.threshold(qs[c0 + c]);
+      const float* gathered = nullptr;
+      if (bf16_) {
+        gather_bf16_queries(qs + c0, nc, s);
+      } else {
+        float* q = at_least_size(s.gathered, per_call * d);
+        for (size_t c = 0; c < nc; ++c) std::memcpy(q + c * d, query(qs[c0 + c]), d * sizeof(float));
+        gathered = q;
       }
       for (size_t jb = j0; jb < j1; jb += piece) {
         const size_t rows = std::min(piece, j1 - jb);
-        const float* x = static_cast<const float*>(row(jb));
-        if (convert) {
-          kern_.to_f32[static_cast<int>(a_.storage)](row(jb), d, rows, d, converted.data());
-          x = converted.data();
+        if (bf16_) {
+          bf16_->dot_rows_batch(s.bf16, 0, nc, static_cast<const uint16_t*>(row(jb)), d, rows, d,
+                                tile, nc);
+        } else {
+          const float* x = static_cast<const float*>(row(jb));
+          if (convert) {
+            kern_.to_f32[static_cast<int>(a_.storage)](row(jb), d, rows, d, converted);
+            x = converted;
+          }
+          kern_.dot_rows_batch(gathered, d, nc, x, d, rows, d, tile, nc);
         }
-        kern_.dot_rows_batch(gathered.data(), d, nc, x, d, rows, d, tile.data(), nc);
-        offer_tile(tile.data(), nc, jb, rows, qs + c0, thresholds.data(), hits.data(), top);
+        offer_tile(tile, nc, jb, rows, qs + c0, thresholds, hits, top);
       }
     }
+  }
+
+  // s.bf16 = the bf16 queries qs[0..nc): rows of the queries rounded once per search
+  // (bf16_all_), copied; the AMX layout interleaves 16 queries, so it is made anew.
+  void gather_bf16_queries(const uint32_t* qs, size_t nc, ListScratch& s) const {
+    const size_t d = a_.d;
+    if (bf16_->level == Bf16Level::Amx) {
+      float* q = at_least_size(s.gathered, nc * d);
+      for (size_t c = 0; c < nc; ++c) std::memcpy(q + c * d, query(qs[c]), d * sizeof(float));
+      s.bf16 = prepare_bf16_queries(bf16_->level, q, d, nc, d);
+      return;
+    }
+    const size_t depth = bf16_all_.depth;
+    s.bf16.level = bf16_all_.level;
+    s.bf16.nq = nc;
+    s.bf16.depth = depth;
+    s.bf16.data.resize(nc * depth);
+    for (size_t c = 0; c < nc; ++c)
+      std::memcpy(&s.bf16.data[c * depth], &bf16_all_.data[qs[c] * depth], depth * sizeof(uint16_t));
   }
 
   // Offers the tile's rows (tile[r * nc + c]: row jb + r with query qs[c]) to top, as
@@ -331,6 +388,7 @@ class IvfSearch {
 
   const IvfSearchArgs& a_;
   const DenseKernels& kern_;
+  const Bf16Kernels* bf16_;  // null: float32 compute
   const bool quantised_;
   const size_t kk_;      // candidates kept per query during the scan
   const size_t probes_;  // lists ranked per query: nprobe, or all with a filter
@@ -338,6 +396,7 @@ class IvfSearch {
   std::vector<float> scaled_;
   std::vector<float> offset_;
   std::vector<int64_t> probe_;
+  Bf16Queries bf16_all_;  // bf16 compute: every query rounded once (not for AMX's layout)
 };
 
 void check_args(const IvfSearchArgs& a) {
@@ -357,6 +416,7 @@ void check_args(const IvfSearchArgs& a) {
   if (a.storage == Storage::SQ8 && a.n > 0 && (!a.code_min || !a.code_scale || !a.exact_rows))
     fail("SQ8 storage needs code_min, code_scale and exact_rows");
   if (a.storage == Storage::SQ8 && a.rescore == 0) fail("rescore must be >= 1");
+  if (a.bf16_compute && a.storage != Storage::BF16) fail("bf16 compute needs BF16 storage");
   if (a.nq > 0 && (!a.queries || a.query_stride < a.d)) fail("queries null or query_stride < d");
   if (a.nq > 0 && (!a.out_scores || !a.out_ids)) fail("outputs are null");
 }

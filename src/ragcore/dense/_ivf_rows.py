@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
+from .._util.arrays import check_choice
 from .._util.file_checks import FileFields
 from ._ivf_storage_base import Coarse, IvfStorage, Snapshot
 from ..hits import Hits
 from ._sq8 import checked_ranges, encode_sq8, train_sq8
+from .flat import COMPUTES
 from ._storage import NATIVE_STORAGE, NUMPY_DTYPE, to_float32, to_storage
 
 
@@ -32,15 +34,56 @@ class FloatStorage(IvfStorage):
                n_threads) -> Hits:
         lists = snapshot.lists
         code_min, code_scale = self._code_ranges()
-        return _core.ivf_search(
-            lists.rows, q, k, coarse.centroids, coarse.sq_norms, lists.offsets,
-            NATIVE_STORAGE[self.dtype], lists.ids, lists.sq_norms, coarse.metric, nprobe,
-            code_min, code_scale, lists.exact, rescore, mask, by_row, n_threads, None,
-            self.owner)
+        args = (lists.rows, q, k, coarse.centroids, coarse.sq_norms, lists.offsets,
+                NATIVE_STORAGE[self.dtype], lists.ids, lists.sq_norms, coarse.metric, nprobe,
+                code_min, code_scale, lists.exact, rescore, mask, by_row, n_threads, None,
+                self.owner)
+        return _core.ivf_search(*args, *self._compute_args())
 
     def _code_ranges(self) -> tuple:
         """(code_min, code_scale) of the 8-bit codes; None, None for float rows."""
         return None, None
+
+    def _compute_args(self) -> tuple:
+        """ivf_search's arguments after owner: (bf16_compute, bf16_level), or none."""
+        return ()
+
+    @classmethod
+    def options_from_file(cls, f: FileFields, dim: int) -> dict:
+        if "compute" in f.params:  # (what bfloat16 rows alone take)
+            f.fail("params.compute", f"applies to dtype 'bfloat16' only, not {f.params.get('dtype')!r}")
+        return {}
+
+
+class Bf16Storage(FloatStorage):
+    """"bfloat16" rows, with the option compute: "float32" (default: the rows converted, as
+    FlatIndex computes) or "bfloat16" (the query rounded to bfloat16 too and multiplied by
+    the CPU's bfloat16 instructions, as FlatIndex(dtype="bfloat16", compute="bfloat16"):
+    the same scores, and faster where many queries of a batch probe a list)."""
+
+    OPTIONS = ("compute",)
+
+    def __init__(self, dtype: str, dim: int, metric: str, seed: int, compute: str = "float32"):
+        super().__init__(dtype, dim, metric, seed)
+        self.compute = check_choice(compute, "compute", COMPUTES)
+        self.bf16_level = None  # a _core.Bf16Level: one kernel level (tests and benchmarks)
+
+    @property
+    def options(self) -> dict:
+        """Nothing for float32 compute: files and repr stay as before the option."""
+        return {} if self.compute == "float32" else {"compute": self.compute}
+
+    def repr_options(self) -> str:
+        return "" if self.compute == "float32" else f", compute={self.compute!r}"
+
+    @classmethod
+    def options_from_file(cls, f: FileFields, dim: int) -> dict:
+        return {"compute": f.choice_param("compute", COMPUTES)} if "compute" in f.params else {}
+
+    def _compute_args(self) -> tuple:
+        if self.compute == "float32":
+            return ()
+        return (True, self.bf16_level)
 
 
 class Sq8Storage(FloatStorage):

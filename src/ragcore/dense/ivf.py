@@ -51,6 +51,10 @@ class IVFIndex:
             rotated residuals, the candidates their error bound cannot rule out
             re-scored exactly (options bits, rescore, epsilon: see
             ivf_rabitq.RabitqStorage).
+        compute: dtype="bfloat16" only: "float32" (default) or "bfloat16", as for FlatIndex:
+            the queries rounded to bfloat16 and multiplied by the CPU's bfloat16 instructions,
+            scores bit for bit FlatIndex(dtype="bfloat16", compute="bfloat16")'s; faster where
+            many queries of a batch probe the same list (big batches), not for one query.
         m: dtype="pq4" only (and required there): sub-quantisers, 1..256, dividing dim.
         bits, rescore, epsilon: dtype="rabitq" only; bits per dimension 1..8 (default 3),
             the candidates re-scored ("bound", "all" or a count per result) and the error
@@ -97,6 +101,8 @@ class IVFIndex:
     bits = property(lambda self: self._storage.options.get("bits"), doc="rabitq's bits, else None")
     epsilon = property(lambda self: self._storage.options.get("epsilon"),
                        doc="rabitq's error bound width, else None")
+    compute = property(lambda self: self._storage.options.get("compute", "float32"),
+                       doc='"bfloat16" for bfloat16 compute (dtype="bfloat16"), else "float32"')
 
     @property
     def is_trained(self) -> bool:

@@ -4,12 +4,12 @@ saves and loads the vectors of that dtype (the interface: _ivf_storage_base.IvfS
 from __future__ import annotations
 
 from ._ivf_pq4 import Pq4Storage
-from ._ivf_rows import FloatStorage, Sq8Storage
+from ._ivf_rows import Bf16Storage, FloatStorage, Sq8Storage
 from ._ivf_storage_base import IvfStorage
 from .ivf_rabitq import RabitqStorage
 
 STORAGES: dict[str, type[IvfStorage]] = {
-    "float32": FloatStorage, "float16": FloatStorage, "bfloat16": FloatStorage,
+    "float32": FloatStorage, "float16": FloatStorage, "bfloat16": Bf16Storage,
     "sq8": Sq8Storage, "pq4": Pq4Storage, "rabitq": RabitqStorage,
 }
 DTYPES = tuple(STORAGES)

@@ -64,6 +64,10 @@ struct IvfSearchArgs {
   int64_t* out_ids = nullptr;         // nq x k
   int n_threads = 0;                  // <= 0: all cores
   int simd_level = -1;                // < 0: best available
+  // BF16 storage only: queries rounded to bf16 and multiplied by the CPU's bf16
+  // instructions, as FlatIndex's bf16 compute does (the same scores, bit for bit).
+  bool bf16_compute = false;
+  int bf16_level = -1;                // < 0: best available; else a Bf16Level
   IvfStageTimes* stages = nullptr;    // optional: filled with the time per stage
 };
 

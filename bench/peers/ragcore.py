@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragcore.cli.bench.peers import RagcoreHNSW, RagcoreIVF, RagcoreIVFPq4, RagcoreIVFRabitq
+from ragcore.cli.bench.peers import (RagcoreHNSW, RagcoreIVF, RagcoreIVFBf16Compute,
+                                     RagcoreIVFPq4, RagcoreIVFRabitq)
 
 LIBRARY, DISTRIBUTION = "ragcore", "ragcore-engine"
 
@@ -147,6 +148,7 @@ class IngestFp32(Ingest):
 
 
 TASKS = {"exact": [Exact, ExactBf16, ExactBf16Compute],
-         "ann": [RagcoreHNSW, RagcoreIVF, RagcoreIVFRabitq, RagcoreIVFPq4], "bm25": [Bm25],
+         "ann": [RagcoreHNSW, RagcoreIVF, RagcoreIVFBf16Compute, RagcoreIVFRabitq,
+                RagcoreIVFPq4], "bm25": [Bm25],
          "encode": [Encode, EncodeFp32], "collection": [Collection, CollectionHnsw],
          "ingest": [Ingest, IngestFp32]}

@@ -52,9 +52,12 @@ def run(grid, out_dir, command, limits):
             reached[r["peer"]] = max(reached.get(r["peer"], 0.0), r["qps"])
     graphs = [s.name for s, _ in systems if s.sweep == "ef" and not s.name.startswith("ragcore")]
     # float32 against float32: ragcore's HNSW against every other graph, its IVF float32 against
-    # faiss's IVFFlat; the code storages (rabitq, pq4) are on the plot and in the table.
+    # faiss's IVFFlat; its bf16 compute against the same float32 peer (as the exact task
+    # compares it); the code storages (rabitq, pq4) are on the plot and in the table.
     for family, mine, peers in (("HNSW", "ragcore HNSW", graphs),
-                                ("IVF", "ragcore IVF float32", ["faiss IndexIVFFlat"])):
+                                ("IVF", "ragcore IVF float32", ["faiss IndexIVFFlat"]),
+                                ("IVF bf16 compute", "ragcore IVF bf16 compute",
+                                 ["faiss IndexIVFFlat"])):
         peers = [p for p in peers if p in reached]
         if mine in reached and peers:
             best = max(peers, key=reached.get)

@@ -82,8 +82,10 @@ class IvfSystem(System):
 class RagcoreIVF(IvfSystem):
     name, dtype = "ragcore IVF float32", "float32"
 
+    options: dict = {}  # IVFIndex keywords of the variant
+
     def build(self, x, sample=None):
-        options = {"m": pq_codes(x.shape[1])} if self.dtype == "pq4" else {}
+        options = {"m": pq_codes(x.shape[1])} if self.dtype == "pq4" else dict(self.options)
         self.index = IVFIndex(x.shape[1], self.nlist, "ip", self.dtype, seed=self.seed, **options)
         self.index.train(x if sample is None else sample, n_threads=self.threads)
         self.index.add(x, n_threads=self.threads)
@@ -97,6 +99,11 @@ class RagcoreIVF(IvfSystem):
 
     def memory_bytes(self):
         return self.index.memory_bytes()
+
+
+class RagcoreIVFBf16Compute(RagcoreIVF):
+    """bfloat16 rows, the queries rounded to bfloat16 and multiplied by the bf16 kernels."""
+    name, dtype, options = "ragcore IVF bf16 compute", "bfloat16", {"compute": "bfloat16"}
 
 
 class RagcoreIVFSq8(RagcoreIVF):
@@ -305,7 +312,8 @@ class Usearch(GraphSystem):
 
 
 # The names --systems takes.
-SYSTEMS = {"ragcore-f32": RagcoreIVF, "ragcore-sq8": RagcoreIVFSq8,
+SYSTEMS = {"ragcore-f32": RagcoreIVF, "ragcore-bf16-compute": RagcoreIVFBf16Compute,
+           "ragcore-sq8": RagcoreIVFSq8,
            "ragcore-rabitq": RagcoreIVFRabitq, "ragcore-pq4": RagcoreIVFPq4,
            "ragcore-hnsw": RagcoreHNSW, "ragcore-hnsw-int8": RagcoreHNSWInt8,
            "faiss-ivf": FaissIVFFlat, "faiss-ivf-rabitq": FaissIVFRaBitQ,

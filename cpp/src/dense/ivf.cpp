@@ -225,7 +225,7 @@ class IvfSearch {
       for (size_t c = 0; c < count; ++c) {
         const size_t i = qs[c];
         dot_rows(quantised_ ? &scaled_[i * a_.d] : query(i), row(jb), a_.d, rows, a_.d, scores);
-        offer(i, jb, rows, scores, 1, top);
+        offer(i, jb, rows, scores, top);
       }
     }
   }
@@ -329,13 +329,12 @@ class IvfSearch {
     }
   }
 
-  // Offers rows jb.. (their dot products with query i at scores[r * stride]) to top.
-  void offer(size_t i, size_t jb, size_t rows, const float* scores, size_t stride,
-             TopKBatch& top) const {
+  // Offers rows jb.. (their dot products with query i: scores[0..rows)) to top.
+  void offer(size_t i, size_t jb, size_t rows, const float* scores, TopKBatch& top) const {
     float threshold = top.threshold(i);
     for (size_t r = 0; r < rows; ++r) {
       const size_t j = jb + r;
-      const float s = score(scores[r * stride], i, j);
+      const float s = score(scores[r], i, j);
       if (s < threshold) continue;  // rejects most rows with one compare
       if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
       // SQ8 candidates carry their row until re-scoring; others their id.

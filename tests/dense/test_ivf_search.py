@@ -94,7 +94,7 @@ def test_batch_equals_one_query_at_a_time_and_threads_do_not_matter():
         assert_hits_equal(index.search(q[row], 5, nprobe=3), batch[row])
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + ("sq8",))
 @pytest.mark.parametrize("metric", ["ip", "l2", "cosine"])
 @settings(max_examples=8, deadline=None)
 @given(nq=st.integers(8, 300), nprobe=st.integers(1, 3), filtered=st.booleans(),
@@ -102,8 +102,9 @@ def test_batch_equals_one_query_at_a_time_and_threads_do_not_matter():
 def test_lists_many_queries_probe_give_each_query_its_answer_alone(dtype, metric, nq, nprobe,
                                                                    filtered, seed):
     """A list that many queries of the batch probe is scanned once for all of them by the
-    blocked kernel (over 256 of them in several blocks); each query still gets the hits it
-    gets alone (the one-query scan), bit for bit, filtered or not."""
+    blocked kernel (over 256 of them in several blocks; sq8 codes converted to floats first);
+    each query still gets the hits it gets alone (the one-query scan), bit for bit, filtered
+    or not."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((600, 24)).astype(np.float32)
     q = rng.standard_normal((nq, 24)).astype(np.float32)

@@ -207,8 +207,10 @@ class IvfSearch {
       if (allowed == 0) return;
     }
     // bf16 compute: one kernel whatever the count, so a query's scores do not depend on it.
-    // Many queries probe this list: FlatIndex's blocked kernel, with FlatIndex's threshold.
-    if (bf16_ || (!quantised_ && count >= blocked_path_min_batch(kern_.level, a_.storage))) {
+    // Many queries probe this list: FlatIndex's blocked kernel, from FlatIndex's crossover
+    // (sq8 codes are converted piece by piece, as fp16 rows are).
+    const Storage crossover_of = quantised_ ? Storage::F16 : a_.storage;
+    if (bf16_ || count >= blocked_path_min_batch(kern_.level, crossover_of)) {
       scan_list_blocked(j0, j1, qs, count, top);
       return;
     }
@@ -246,7 +248,8 @@ class IvfSearch {
 
   // scan_list for many queries: the queries gathered into one block, the list in pieces
   // that stay in L1 while the block passes over them, as FlatIndex's blocked path does
-  // (dot_rows_batch reduces each pair as dot_rows does: the same scores, bit for bit).
+  // (dot_rows_batch reduces each pair as dot_rows does: the same scores, bit for bit; sq8
+  // codes are converted to their float values, exactly, and the scaled queries gathered).
   // bf16 compute runs here for every count, its rows multiplied as stored in FlatIndex's
   // bf16 tiles (the kernel repacks them).
   void scan_list_blocked(size_t j0, size_t j1, const uint32_t* qs, size_t count,
@@ -269,7 +272,10 @@ class IvfSearch {
         gather_bf16_queries(qs + c0, nc, s);
       } else {
         float* q = at_least_size(s.gathered, per_call * d);
-        for (size_t c = 0; c < nc; ++c) std::memcpy(q + c * d, query(qs[c0 + c]), d * sizeof(float));
+        for (size_t c = 0; c < nc; ++c) {
+          const size_t i = qs[c0 + c];
+          std::memcpy(q + c * d, quantised_ ? &scaled_[i * d] : query(i), d * sizeof(float));
+        }
         gathered = q;
       }
       for (size_t jb = j0; jb < j1; jb += piece) {
@@ -280,7 +286,8 @@ class IvfSearch {
         } else {
           const float* x = static_cast<const float*>(row(jb));
           if (convert) {
-            kern_.to_f32[static_cast<int>(a_.storage)](row(jb), d, rows, d, converted);
+            if (quantised_) kern_.to_f32_sq8(row(jb), d, rows, d, converted);
+            else kern_.to_f32[static_cast<int>(a_.storage)](row(jb), d, rows, d, converted);
             x = converted;
           }
           kern_.dot_rows_batch(gathered, d, nc, x, d, rows, d, tile, nc);
@@ -318,12 +325,13 @@ class IvfSearch {
       const size_t j = jb + r;
       if (a_.allow.active() && !a_.allow.allows(j, a_.ids[j])) continue;
       float* scores = tile + r * nc;
-      if (a_.metric == Metric::L2)
+      if (a_.metric == Metric::L2 || quantised_)
         for (size_t c = 0; c < nc; ++c) scores[c] = score(scores[c], qs[c], j);
       const size_t n = kern_.at_least(scores, thresholds, nc, hits);
       for (size_t h = 0; h < n; ++h) {
         const size_t c = hits[h];
-        top.push(qs[c], scores[c], a_.ids[j]);
+        // SQ8 candidates carry their row until re-scoring; others their id.
+        top.push(qs[c], scores[c], quantised_ ? static_cast<int64_t>(j) : a_.ids[j]);
         thresholds[c] = top.threshold(qs[c]);
       }
     }

@@ -279,6 +279,7 @@ constexpr DenseKernels make_kernels(SimdLevel level, const char* name) {
       {dot_rows<V, Storage::F32>, dot_rows<V, Storage::F16>, dot_rows<V, Storage::BF16>},
       dot_rows<V, Storage::SQ8>,
       {to_f32<V, Storage::F32>, to_f32<V, Storage::F16>, to_f32<V, Storage::BF16>},
+      to_f32<V, Storage::SQ8>,
       dot_rows_batch<V>,
       at_least<V>,
       {dot_gather<V, Storage::F32>, dot_gather<V, Storage::F16>, dot_gather<V, Storage::BF16>},

@@ -93,6 +93,7 @@ extern const DenseKernels kScalarKernels = {
     {dot_rows<Storage::F32>, dot_rows<Storage::F16>, dot_rows<Storage::BF16>},
     dot_rows<Storage::SQ8>,
     {to_f32<Storage::F32>, to_f32<Storage::F16>, to_f32<Storage::BF16>},
+    to_f32<Storage::SQ8>,
     dot_rows_batch,
     at_least,
     {dot_gather<Storage::F32>, dot_gather<Storage::F16>, dot_gather<Storage::BF16>},

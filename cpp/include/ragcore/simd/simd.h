@@ -31,6 +31,8 @@ struct DenseKernels {
 
   // dst (n_rows x d, row stride d) = float32 of the stored rows of x.
   void (*to_f32[kNumStorage])(const void* x, size_t ldx, size_t n_rows, size_t d, float* dst);
+  // to_f32 for rows of uint8 codes (their values as float32; the caller scales them).
+  void (*to_f32_sq8)(const void* x, size_t ldx, size_t n_rows, size_t d, float* dst);
 
   // out[r * ldo + i] = <q_i, x_r> for queries i < nq (row stride ldq) and float32 rows
   // r < n_rows (row stride ldx): the blocked path's tile. Each pair is reduced exactly

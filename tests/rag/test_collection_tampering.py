@@ -339,3 +339,18 @@ def test_text_sqlite_returns_that_is_not_utf8_is_damage(tmp_path):
     with pytest.raises(CollectionCorruptError, match="not UTF-8"):
         store._guarded(conn, undecodable)
     conn.close()
+
+
+def test_a_malformed_schema_is_damage(tmp_path):
+    """A schema entry whose text is cut short (sqlite reports it as SQLITE_CORRUPT). The
+    fuzzer's case (page 0 overwritten), which sqlite reported as SQLITE_TOOBIG with the same
+    "malformed database schema" message and the guard let through as sqlite3.DataError, is
+    kept in tests/fuzz/crashers/collection-schema_text_too_big (test_kept_collections)."""
+    db = _made(tmp_path / "c")
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = 'CREATE TABLE embeddings (hash BLOB \"' "
+                 "WHERE name = 'embeddings'")
+    conn.commit()
+    conn.close()
+    _refused_at_open(tmp_path / "c", db, "malformed database schema")

@@ -61,8 +61,11 @@ def content_hash(text: str) -> bytes:
 _SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_FULL = 11, 26, 13
 # Errors of the store's own statements that only a changed schema causes (a table or
 # column dropped or renamed, a value of another type where the schema has a key).
+# "malformed database schema": the schema's own text is damaged (sqlite reports some of those
+# as SQLITE_TOOBIG or SQLITE_ERROR, not SQLITE_CORRUPT).
 _SCHEMA_CHANGED = ("no such table", "no such column", "has no column named", "datatype mismatch",
-                   "unsupported file format")  # the last: a damaged header's schema format
+                   "unsupported file format",  # a damaged header's schema format
+                   "malformed database schema")
 
 
 def damage_message(path: str, what: str) -> str:

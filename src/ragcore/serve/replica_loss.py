@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 
 SERVED_HEADER = b"x-ragcore"
-_BODY = json.dumps({"error": "the replica serving this request stopped; retry (the service "
-                             "starts another)", "field": "service"}).encode()
+REPLICA_LOSS_BODY = json.dumps({
+    "error": "the replica serving this request stopped; retry (the service starts another)",
+    "field": "service"}).encode()
 
 
 def proxy_middlewares() -> list:
@@ -52,9 +53,9 @@ class ReplicaLossAs503:
 async def _send_503(send) -> None:
     await send({"type": "http.response.start", "status": 503,
                 "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(_BODY)).encode()),
+                            (b"content-length", str(len(REPLICA_LOSS_BODY)).encode()),
                             (b"retry-after", b"1")]})
-    await send({"type": "http.response.body", "body": _BODY})
+    await send({"type": "http.response.body", "body": REPLICA_LOSS_BODY})
 
 
 def mark_served(send):

@@ -98,7 +98,9 @@ def test_a_collection_made_with_fp32_keeps_fp32(tmp_path, paragraphs, monkeypatc
 
 
 def test_precision_of_file_names_only_bundled_models(tmp_path):
-    assert models.precision_of_file(str(models.derived_path(models.FUSED_INT8_NAME))) == "int8"
+    assert models.precision_of_file(str(models.derived_path(models.FUSED_INT8_BLOCKS_NAME))) == "int8"
+    assert models.precision_of_file(str(models.derived_path(models.FUSED_INT8_NAME))) == \
+        "int8-ffn-fp32"
     assert models.precision_of_file(str(models.derived_path(models.FUSED_NAME))) == "fp32"
     assert models.precision_of_file(str(tmp_path / "all-MiniLM-L6-v2-fused-x" / "model.onnx")) is None
     assert models.precision_of_file(str(tmp_path / "model.onnx")) is None

@@ -186,16 +186,27 @@ def test_bad_precision_names_the_choices():
 NEIGHBOUR_TEXTS = list(derived.NEIGHBOUR_TEXTS)  # two topics, three texts each
 
 
+# "int8" (the FFN's second products in 8-bit blocks) and "int8-ffn-fp32" (in fp32)
+INT8_NAMES = (models.FUSED_INT8_BLOCKS_NAME, models.FUSED_INT8_NAME)
+
+
+@pytest.fixture(scope="module", params=INT8_NAMES)
+def int8_name(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def int8(fused):
-    return derived.ensure(models.FUSED_INT8_NAME)
+def int8(fused, int8_name):
+    return derived.ensure(int8_name)
 
 
-def test_int8_graph_runs_int8_products(int8):
+def test_int8_graph_runs_int8_products(int8, int8_name):
     import onnx
 
     ops = [node.op_type for node in onnx.load(str(int8), load_external_data=False).graph.node]
     assert ops.count("QAttention") == 6 and ops.count("MatMulInteger") == 12
+    blocks = int8_name == models.FUSED_INT8_BLOCKS_NAME
+    assert (ops.count("MatMulNBits"), ops.count("MatMul")) == ((6, 0) if blocks else (0, 6))
     manifest = json.loads((int8.parent / "derived.json").read_text())
     assert manifest["min_cosine_to_fp32"] >= derived.INT8_MIN_COSINE == 0.995
     assert manifest["same_nearest_neighbours"] is True
@@ -246,18 +257,35 @@ def test_smoothing_alone_changes_nothing(fused):
     assert (want * got).sum(axis=1).min() >= 0.99999
 
 
-def test_int8_that_disagrees_is_not_kept(int8, monkeypatch):
+def test_int8_that_disagrees_is_not_kept(int8, int8_name, monkeypatch):
     monkeypatch.setattr(models, "DERIVED_RECIPES", {**models.DERIVED_RECIPES,
-                                                    models.FUSED_INT8_NAME: "a new recipe"})
+                                                    int8_name: "a new recipe"})
     monkeypatch.setattr(derived, "DERIVED_RECIPES", models.DERIVED_RECIPES)
     monkeypatch.setattr(derived, "INT8_MIN_COSINE", 1.5)
     with pytest.raises(RuntimeError, match=r"smoothed: min cosine .*; not smoothed: min cosine"):
-        derived.ensure(models.FUSED_INT8_NAME)
-    assert not models.derived_path(models.FUSED_INT8_NAME).exists()
+        derived.ensure(int8_name)
+    assert not models.derived_path(int8_name).exists()
     assert int8.exists()  # the kept one, made by the real recipe, is untouched
 
 
-def test_auto_precision_follows_the_cpu(int8, fused):
+def test_int8_that_misses_its_check_falls_back_to_int8_ffn_fp32(fused, monkeypatch):
+    ffn_fp32 = derived.ensure(models.FUSED_INT8_NAME)
+    real_ensure = defaults.ensure
+
+    def ensure(name):
+        if name == models.FUSED_INT8_BLOCKS_NAME:
+            raise RuntimeError("no recipe passed its check")
+        return real_ensure(name)
+
+    monkeypatch.setattr(defaults, "ensure", ensure)
+    monkeypatch.setattr(defaults, "auto_precision", lambda: "int8")
+    with pytest.warns(RuntimeWarning, match="int8 not used .*; using int8-ffn-fp32"):
+        encoder = defaults.default_encoder(providers="cpu")
+    assert encoder.model.path == ffn_fp32 and encoder.batch_size == 1
+
+
+def test_auto_precision_follows_the_cpu(fused):
+    int8 = derived.ensure(models.FUSED_INT8_BLOCKS_NAME)
     assert defaults.auto_precision({"avx512_vnni"}) == "int8"
     assert defaults.auto_precision({"amx_int8"}) == "int8"
     assert defaults.auto_precision({"avx2", "fma"}) == "fp32"
@@ -270,3 +298,6 @@ def test_auto_precision_follows_the_cpu(int8, fused):
     assert defaults.default_encoder(precision="int8", batch_size=8).batch_size == 8
     alone = np.concatenate([by_precision.encode([t], warn=False) for t in TEXTS])
     np.testing.assert_array_equal(by_precision.encode(TEXTS, warn=False), alone)
+    earlier = defaults.default_encoder(precision="int8-ffn-fp32", providers="cpu")
+    assert earlier.model.path == derived.ensure(models.FUSED_INT8_NAME)
+    assert earlier.batch_size == 1

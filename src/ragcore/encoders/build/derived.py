@@ -10,10 +10,12 @@ before it is kept (models.py says where they live). Neither needs torch.
   ``pytorch_embeddings``; tests/encoders recompute them with torch); for
   weights other than those stored vectors were made from, PyTorch itself is
   the reference (torch and transformers needed then).
-- int8 (``FUSED_INT8_NAME``): onnxruntime's dynamic quantisation of the fused
+- int8 (``FUSED_INT8_BLOCKS_NAME``; ``FUSED_INT8_NAME`` for "int8-ffn-fp32"):
+  onnxruntime's dynamic quantisation of the fused
   graph (quantize.py: int8 weights per output channel, uint8 activations
   quantised per call, outlier channels smoothed first; the FFN's second product
-  and the embeddings stay fp32), which runs on onnxruntime's int8 GEMM kernels
+  in 8-bit blocks (MatMulNBits), or in fp32 for FUSED_INT8_NAME; the embeddings
+  stay fp32), which runs on onnxruntime's int8 GEMM kernels
   (AMX, AVX-512 VNNI or AVX-VNNI, chosen by onnxruntime from the CPU). Kept at
   cosine >= INT8_MIN_COSINE to the fused fp32 with the same nearest neighbour for
   every check text; if the smoothed recipe misses, the same without smoothing is
@@ -42,8 +44,8 @@ import numpy as np
 from .._text import TextTokenizer
 from ..bi_encoder import BiEncoder
 from .bert_graph import write_fused_bert
-from ..models import (DERIVED_RECIPES, EXPORT_FILE, FUSED_NAME, derived_path,
-                     max_seq_length, minilm_dir, source_digest)
+from ..models import (DERIVED_RECIPES, EXPORT_FILE, FUSED_INT8_BLOCKS_NAME, FUSED_NAME,
+                     derived_path, max_seq_length, minilm_dir, source_digest)
 from .quantize import write_int8
 
 FUSED_MIN_COSINE = 0.9999
@@ -83,10 +85,12 @@ def ensure(name: str) -> Path:
     tokenizer = TextTokenizer(minilm_dir() / "tokenizer.json", max_seq_length(minilm_dir()))
     # The last recipe is for CPUs without VNNI, where 8-bit weights can saturate
     # (quantize.write_int8); where the first passes it is never tried.
-    recipes = {"smoothed": lambda out: write_int8(fp32, out, tokenizer),
-               "not smoothed": lambda out: write_int8(fp32, out, tokenizer, smooth=False),
-               "smoothed, 7-bit weights": lambda out: write_int8(fp32, out, tokenizer,
-                                                                 seven_bit_weights=True)}
+    blocks = name == FUSED_INT8_BLOCKS_NAME
+    recipes = {"smoothed": lambda out: write_int8(fp32, out, tokenizer, ffn_output_blocks=blocks),
+               "not smoothed": lambda out: write_int8(fp32, out, tokenizer, smooth=False,
+                                                      ffn_output_blocks=blocks),
+               "smoothed, 7-bit weights": lambda out: write_int8(
+                   fp32, out, tokenizer, seven_bit_weights=True, ffn_output_blocks=blocks)}
     return _make(name, recipes, lambda path: _check_int8(fp32, path))
 
 

@@ -9,8 +9,13 @@ by s_j = max|x_j|^a / max|W_j|^(1-a) and multiplying row j of the weights by s_j
 leaves the product unchanged in exact arithmetic and moves the outliers into the
 (per-channel quantised) weights (Xiao et al., "SmoothQuant", 2023). The FFN's
 second product, whose input is the GELU output, loses most in int8 with or
-without scaling and stays fp32: quantised too, the check texts fell below the
-cosine to fp32 and lost the nearest neighbours the recipe must hold (derived.py).
+without scaling: quantised so too, the check texts fell below the cosine to fp32
+and lost the nearest neighbours the recipe must hold (derived.py). It stays fp32
+in one recipe ("int8-ffn-fp32"); the default one (ffn_output_blocks) gives it
+onnxruntime's MatMulNBits instead: 8-bit weights with a scale per block of
+FFN_OUTPUT_BLOCK input channels, and its input quantised to int8 per row and
+block (accuracy level 4), so an outlier moves the scale of its block only. Its
+weights take a quarter of the bytes, which is what a short query waits for.
 The agreement of the kept model with fp32 is in BENCHMARKS.md, "Encoder throughput" (its
 min cosine column).
 """
@@ -26,7 +31,11 @@ from .._denormals import thread_state_kept
 # Operators the dynamic int8 quantisation adds to the fused fp32 graph: the rows of
 # a call meet only through its activation scales (one per call), so a call may be
 # cut into pieces of its rows at other bits, within the recipe's check (derived.py).
-PER_CALL_SCALE_OPERATORS = frozenset({"DynamicQuantizeLinear", "MatMulInteger", "Mul", "QAttention"})
+# MatMulNBits quantises its input per row and block, but its kernel (so its bits) may
+# depend on the rows of the call.
+PER_CALL_SCALE_OPERATORS = frozenset({"DynamicQuantizeLinear", "MatMulInteger", "Mul", "QAttention",
+                                      "MatMulNBits"})
+FFN_OUTPUT_BLOCK = 32
 
 SMOOTH_ALPHA = 0.8
 # Texts for the activation ranges: varied, and none of them a check text.
@@ -55,11 +64,12 @@ CALIBRATION_TEXTS = (
 
 
 def write_int8(fp32: Path, out: Path, tokenizer, smooth: bool = True,
-               seven_bit_weights: bool = False) -> dict:
+               seven_bit_weights: bool = False, ffn_output_blocks: bool = False) -> dict:
     """Writes the int8 model of the fused fp32 graph at fp32 to out: products of
     the attention (QKV and output) and the FFN's first product in int8 (weights per
     output channel, uint8 activations per call), after smoothing their inputs
-    (smooth=True); the FFN's second product and the embeddings stay fp32.
+    (smooth=True); the FFN's second product stays fp32, or with ffn_output_blocks
+    is a MatMulNBits of 8-bit weights in blocks (see above); the embeddings stay fp32.
     seven_bit_weights: weights in [-64, 63] (onnxruntime's reduce_range). Without
     VNNI, onnxruntime multiplies uint8 by int8 with vpmaddubsw, whose sum of two
     products saturates at int16 with 8-bit weights and cannot with 7-bit ones.
@@ -83,11 +93,34 @@ def write_int8(fp32: Path, out: Path, tokenizer, smooth: bool = True,
                      extra_options={"MatMulConstBOnly": True,
                                     "DefaultTensorType": onnx.TensorProto.FLOAT})
     smoothed.unlink()
+    if ffn_output_blocks:
+        _ffn_output_in_blocks(out, kept_fp32)
     ops = [node.op_type for node in onnx.load(str(out), load_external_data=False).graph.node]
     return {"precision": "int8", "quantized_from": str(fp32), "products_int8": len(int8),
-            "products_fp32": len(kept_fp32), "smooth_alpha": SMOOTH_ALPHA if smooth else None,
+            "products_fp32": ops.count("MatMul"),
+            "products_8bit_blocks": ops.count("MatMulNBits"),
+            "ffn_output_block": FFN_OUTPUT_BLOCK if ffn_output_blocks else None,
+            "smooth_alpha": SMOOTH_ALPHA if smooth else None,
             "weight_bits": 7 if seven_bit_weights else 8,
             "int8_operators": {op: ops.count(op) for op in ("MatMulInteger", "QAttention")}}
+
+
+def _ffn_output_in_blocks(path: Path, names: list) -> None:
+    """The named fp32 MatMuls of the model at path as MatMulNBits: symmetric 8-bit
+    weights, a scale per FFN_OUTPUT_BLOCK input channels, int8 products (accuracy
+    level 4). Rewrites the file."""
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    quantizer = MatMulNBitsQuantizer(onnx.load(str(path)), bits=8, block_size=FFN_OUTPUT_BLOCK,
+                                     is_symmetric=True, accuracy_level=4, nodes_to_include=names,
+                                     op_types_to_quantize=("MatMul",))
+    quantizer.process()
+    converted = [n.name for n in quantizer.model.model.graph.node if n.op_type == "MatMulNBits"]
+    if len(converted) != len(names):
+        raise RuntimeError(f"MatMulNBits: {len(converted)} of the {len(names)} FFN output "
+                           "products converted")
+    quantizer.model.save_model_to_file(str(path))
 
 
 def _is_ffn_output(name: str) -> bool:

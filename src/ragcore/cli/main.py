@@ -87,7 +87,8 @@ def _pipeline_options(parser) -> None:
     parser.add_argument("--precision", default="fp32", choices=PRECISION_CHOICES,
                         help="the bundled encoder's precision (encoders.default_encoder): fp32 "
                              "(default; the bundled int8 file where the fused fp32 cannot be "
-                             "derived), auto, int8, fp16 or int8-bundled (that int8 file always)")
+                             "derived), auto, int8, int8-ffn-fp32, fp16 or int8-bundled (that int8 "
+                             "file always)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

@@ -48,8 +48,8 @@ class RagcoreEmbeddings(Embeddings):
             (and, for models that embed queries differently, ``encode_queries``); default:
             the bundled all-MiniLM-L6-v2 (``ragcore.encoders.default_encoder``), the model
             a Collection uses when given no encoder.
-        precision: the bundled model's precision ("fp32", "auto", "int8", "fp16",
-            "int8-bundled"; see default_encoder); only without encoder.
+        precision: the bundled model's precision ("fp32", "auto", "int8", "int8-ffn-fp32",
+            "fp16", "int8-bundled"; see default_encoder); only without encoder.
     """
 
     def __init__(self, encoder=None, precision: str | None = None):

@@ -209,7 +209,15 @@ class FlatSearch {
     const bool convert_tiles = a_.storage != Storage::F32 && !bf16_;
     std::vector<float> converted(convert_tiles ? tile_rows * d : 0);
     std::vector<uint32_t> hits(kTileQueries);
-    const size_t l1_rows = std::max<size_t>(4, kScanBlockBytes / (d * sizeof(float)) / 4 * 4);
+    // float32 products: the queries packed once, for every tile (the level's packed batch,
+    // whose blocks take 6 rows; dot_rows_batch's 4)
+    const bool packed = !bf16_ && kern_.dot_packed_batch != nullptr;
+    const size_t row_block = packed ? 6 : 4;
+    const size_t l1_rows = std::max<size_t>(
+        row_block, kScanBlockBytes / (d * sizeof(float)) / row_block * row_block);
+    std::vector<float> packed_queries(packed ? packed_query_floats(q1 - q0, d) : 0);
+    if (packed) kern_.pack_queries(a_.queries + q0 * a_.query_stride, a_.query_stride, q1 - q0, d,
+                                   packed_queries.data());
 
     for (size_t jc = j0; jc < j1; jc += tile_rows) {
       const size_t nc = std::min(tile_rows, j1 - jc);
@@ -240,9 +248,13 @@ class FlatSearch {
           // The first block of queries reads the tile from memory: request the next piece
           // into L2 while this one is multiplied (the later blocks find the tile there).
           if (qb == q0 && !convert_tiles) prefetch_rows(jc + r0 + l1_rows, std::min(jc + r0 + 2 * l1_rows, j1));
-          kern_.dot_rows_batch(a_.queries + qb * a_.query_stride, a_.query_stride, nqb,
-                               x + r0 * ldx, ldx, std::min(l1_rows, nc - r0), d,
-                               tile.data() + r0 * ld_tile, ld_tile);
+          const size_t rows = std::min(l1_rows, nc - r0);
+          if (packed)  // a block of kTileQueries (a multiple of 16) starts a panel
+            kern_.dot_packed_batch(packed_queries.data() + packed_query_floats(qb - q0, d), nqb,
+                                   x + r0 * ldx, ldx, rows, d, tile.data() + r0 * ld_tile, ld_tile);
+          else
+            kern_.dot_rows_batch(a_.queries + qb * a_.query_stride, a_.query_stride, nqb,
+                                 x + r0 * ldx, ldx, rows, d, tile.data() + r0 * ld_tile, ld_tile);
         }
         select_from_tile(tile.data(), ld_tile, nc, jc, qb, nqb, qb - q0, hits.data(), top);
       }

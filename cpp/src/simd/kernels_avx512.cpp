@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "kernels_impl.h"
+#include "packed_batch_avx512.h"
 
 namespace ragcore {
 namespace {
@@ -93,7 +94,7 @@ struct Avx512 {
 
 }  // namespace
 
-extern constexpr DenseKernels kAvx512Kernels =
-    simd_impl::make_kernels<Avx512>(SimdLevel::Avx512, "avx512");
+extern constexpr DenseKernels kAvx512Kernels = simd_impl::make_kernels<Avx512>(
+    SimdLevel::Avx512, "avx512", packed_batch::pack_queries, packed_batch::dot_packed_batch);
 
 }  // namespace ragcore

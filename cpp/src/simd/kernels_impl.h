@@ -271,8 +271,11 @@ void dot_rows_one_query(const float* q, const void* x, size_t ldx, size_t n_rows
     out[j] = dot1<V, S>(q, qt, static_cast<const char*>(x) + j * row_bytes, full, tail);
 }
 
+// pack, packed: the level's packed batch (DenseKernels), or null.
 template <class V>
-constexpr DenseKernels make_kernels(SimdLevel level, const char* name) {
+constexpr DenseKernels make_kernels(SimdLevel level, const char* name,
+                                    decltype(DenseKernels::pack_queries) pack = nullptr,
+                                    decltype(DenseKernels::dot_packed_batch) packed = nullptr) {
   return DenseKernels{
       level,
       name,
@@ -285,6 +288,8 @@ constexpr DenseKernels make_kernels(SimdLevel level, const char* name) {
       {dot_gather<V, Storage::F32>, dot_gather<V, Storage::F16>, dot_gather<V, Storage::BF16>},
       {dot_rows_one_query<V, Storage::F32>, dot_rows_one_query<V, Storage::F16>,
        dot_rows_one_query<V, Storage::BF16>},
+      pack,
+      packed,
   };
 }
 

@@ -98,6 +98,8 @@ extern const DenseKernels kScalarKernels = {
     at_least,
     {dot_gather<Storage::F32>, dot_gather<Storage::F16>, dot_gather<Storage::BF16>},
     {dot_rows<Storage::F32>, dot_rows<Storage::F16>, dot_rows<Storage::BF16>},
+    nullptr,  // no packed batch: dot_rows_batch
+    nullptr,
 };
 
 }  // namespace ragcore

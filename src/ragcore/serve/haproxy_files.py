@@ -57,6 +57,7 @@ def real_binary() -> str:
 def prepare() -> dict:
     """Makes the directory and the script; returns the environment that points Ray's
     HAProxy at them (for ray_environment)."""
+    real = real_binary()  # first: no directory is made when there is none
     # mode 0700; a short name, as a socket's path (below it) has at most 107 bytes
     directory = tempfile.mkdtemp(prefix="ragcore-hap-")
     # removed when this process exits (after Ray, whose exit hook is registered later)
@@ -76,7 +77,7 @@ def prepare() -> dict:
                 "  fi\n"
                 "  prev=$arg\n"
                 "done\n"
-                f"exec {shlex.quote(real_binary())} \"$@\"\n")
+                f"exec {shlex.quote(real)} \"$@\"\n")
     os.chmod(script, 0o700)
     return {"RAY_SERVE_HAPROXY_BINARY_PATH": script,
             "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": os.path.join(directory, "haproxy.cfg"),

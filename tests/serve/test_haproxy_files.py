@@ -55,3 +55,17 @@ def test_a_script_that_cannot_write_the_page_does_not_start_haproxy(tmp_path, mo
     done = subprocess.run([script, "-f", str(missing)], capture_output=True, timeout=30)
     assert done.returncode != 0
     assert not recorded.exists()
+
+
+def test_rays_per_request_haproxy_metrics_are_off_unless_asked_for(tmp_path, monkeypatch):
+    from ragcore.serve.deployments import HAPROXY_METRICS_VARIABLE, ray_environment
+
+    real = tmp_path / "real-haproxy"
+    real.write_text("#!/bin/sh\n")
+    real.chmod(0o700)
+    monkeypatch.setenv("RAY_SERVE_HAPROXY_BINARY_PATH", str(real))
+    monkeypatch.delenv(HAPROXY_METRICS_VARIABLE, raising=False)
+    assert ray_environment("haproxy")[HAPROXY_METRICS_VARIABLE] == "0"
+    monkeypatch.setenv(HAPROXY_METRICS_VARIABLE, "1")  # the caller's choice is kept
+    assert ray_environment("haproxy")[HAPROXY_METRICS_VARIABLE] == "1"
+    assert HAPROXY_METRICS_VARIABLE not in ray_environment("proxy")

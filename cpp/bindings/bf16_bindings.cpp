@@ -57,7 +57,16 @@ void register_bf16(py::module_& m) {
   m.def("bf16_level_available",
         [](Bf16Level level) { return bf16_level_available(checked_bf16_level(level)); },
         py::arg("level"));
-  m.def("best_bf16_level", &best_bf16_level);
+  m.def("best_bf16_level", &best_bf16_level,
+        "The level FlatIndex and IVFIndex use: the fastest available; AMX only if it passes "
+        "bf16_level_self_check.");
+  m.def("bf16_level_self_check",
+        [](Bf16Level level, bool corrupt_one_score) {
+          return bf16_level_self_check(checked_bf16_level(level), corrupt_one_score);
+        },
+        py::arg("level"), py::arg("corrupt_one_score") = false,
+        "Whether the level's kernel scores a fixed problem within float32's summation bound "
+        "of the exact sums (corrupt_one_score: one score moved first, to test the check).");
   m.def("bf16_dot", &bf16_dot, py::arg("queries"), py::arg("rows"), py::arg("level"),
         "Inner products of float32 queries rounded to bf16 with bf16 rows, [nq, n], by one level.");
 }

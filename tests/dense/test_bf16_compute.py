@@ -244,3 +244,18 @@ def test_files_without_the_compute_field_load_as_float32_compute(tmp_path):
     del params["compute"]
     write_index(path, "FlatIndex", params, {name: np.asarray(a) for name, a in arrays.items()})
     assert FlatIndex.load(path).compute == "float32"
+
+
+def test_every_level_passes_the_self_check_that_admits_amx():
+    for level in LEVELS:
+        assert _core.bf16_level_self_check(level)
+
+
+def test_the_self_check_fails_a_wrong_score():
+    for level in LEVELS:
+        assert not _core.bf16_level_self_check(level, corrupt_one_score=True)
+
+
+def test_the_level_in_use_is_the_fastest_that_passes_the_self_check():
+    passing = [lvl for lvl in LEVELS if _core.bf16_level_self_check(lvl)]
+    assert _core.best_bf16_level() == max(passing, key=int)

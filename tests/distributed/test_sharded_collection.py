@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray")
 
 import _sharded_data  # noqa: E402
 from _sharded_data import WordHashEncoder, assert_same_matches, real_text  # noqa: E402
-from ragcore import Collection, CollectionError  # noqa: E402
+from ragcore import Collection, CollectionError, ShardUnavailableError  # noqa: E402
 from ragcore.distributed import ShardedCollection, document_shards  # noqa: E402
 
 ray.cloudpickle.register_pickle_by_value(_sharded_data)  # the actors cannot import tests/
@@ -263,3 +263,59 @@ def test_a_replica_behind_catches_up_by_replay_or_by_copy(tmp_path):
             answers.append([(m.id, m.score) for m in sc.search("cherry", k=3, mode="sparse")])
         assert answers[0] == answers[1]
         assert {i for i, _ in answers[0]} <= {2, 9, 16, 23} and len(answers[0]) == 3
+
+
+def test_when_every_replica_was_down_the_one_with_the_acknowledged_writes_leads(tmp_path):
+    """Replica 0 dies, a write goes to replica 1 alone (acknowledged), then replica 1 dies
+    too. Healing must not let replica 0 lead from its older change number: replica 1's
+    database holds an acknowledged write, and copying replica 0's over it would lose it."""
+    texts = [f"document number {i} about topic {i % 5}" for i in range(20)]
+    with ShardedCollection.create(tmp_path / "sc", n_shards=1, replicas=2,
+                                  encoder=WordHashEncoder()) as sc:
+        sc.add(texts[:10], ids=list(range(10)))
+        killed(sc.shard_actors()[0][0])
+        sc.add(texts[10:], ids=list(range(10, 20)))  # acknowledged by replica 1 alone
+        killed(sc.shard_actors()[0][1])
+        assert sc.heal() == 2
+        assert len(sc) == 20
+        held = [sorted(ray.get(r.actor.ids.remote())) for r in sc._sets[0].replicas]
+        assert held[0] == held[1] == list(range(20))
+
+
+def _replica_one_cannot_start(replica_set):
+    start = replica_set._start_actor
+
+    def start_actor(index, path, create):
+        if index == 1:
+            raise RuntimeError("replica 1's node is gone")
+        return start(index, path, create)
+
+    replica_set._start_actor = start_actor
+
+
+@pytest.mark.parametrize("log_reaches_back", [True, False])
+def test_an_acknowledged_write_on_no_running_replica_is_replayed_or_nothing_serves(
+        tmp_path, log_reaches_back):
+    """As above, but replica 1 (the only one holding the last write) cannot start again:
+    replica 0 leads only once the log brought it up to that write; without the log the
+    shard stays down (ShardUnavailableError) rather than serve without the write."""
+    texts = [f"document number {i} about topic {i % 5}" for i in range(20)]
+    with ShardedCollection.create(tmp_path / "sc", n_shards=1, replicas=2,
+                                  encoder=WordHashEncoder()) as sc:
+        sc.add(texts[:10], ids=list(range(10)))
+        killed(sc.shard_actors()[0][0])
+        sc.add(texts[10:], ids=list(range(10, 20)))
+        killed(sc.shard_actors()[0][1])
+        _replica_one_cannot_start(sc._sets[0])
+        if not log_reaches_back:
+            sc._sets[0]._log.clear()
+        healed = sc.heal()
+        if log_reaches_back:
+            assert healed == 1 and len(sc) == 20
+            assert sorted(ray.get(sc._sets[0].replicas[0].actor.ids.remote())) == \
+                list(range(20))
+            assert [m.id for m in sc.search("13", k=1, mode="sparse")] == [13]
+        else:
+            assert healed == 0
+            with pytest.raises(ShardUnavailableError, match="shard 0"):
+                sc.search("13", k=1, mode="sparse")

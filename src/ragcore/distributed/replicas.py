@@ -9,6 +9,9 @@
   higher change number) are replayed from the shard's log of acknowledged writes, or, when
   the log does not reach back that far, it copies a live replica's database. Only then
   does it serve again.
+- When every replica of a shard was down, all are restarted before any serves: the one with
+  the highest change number leads, and only once it holds every acknowledged write (replayed
+  from the log if need be); otherwise the shard stays down rather than lose them.
 """
 
 from __future__ import annotations
@@ -42,8 +45,10 @@ class ReplicaSet:
         self._start_actor = start_actor
         self._log = collections.deque(maxlen=LOG_LIMIT)  # (change, op, args, kwargs)
         self._turn = 0
+        self._acknowledged = -1  # the change number of the last acknowledged write
         self._mutex = threading.Lock()
-        # How replicas came back: "current" (nothing missed), "replayed", "copied".
+        # How replicas came back: "current" (nothing missed), "replayed", "copied", and
+        # "led" (every replica was down: the one with the newest writes serves first).
         self.catch_ups = collections.Counter()
 
     # ---- state --------------------------------------------------------------
@@ -89,6 +94,8 @@ class ReplicaSet:
                                      f"created: {_summary(err)}", self.shard, err) from err
                 _kill(self.ray, replica.actor)
         live = self.live()
+        if live:
+            self._acknowledged = max(r.change for r in live)
         if live and len({r.change for r in live}) > 1:  # opened after an unclean stop
             newest = max(r.change for r in live)
             for r in live:
@@ -108,42 +115,88 @@ class ReplicaSet:
         """Restarts the down replicas and brings them up to date; returns how many serve
         again. One that cannot start within timeout stays down."""
         down = [r for r in self.replicas if not r.live]
+        if down and len(down) == len(self.replicas):
+            return self._heal_all(timeout)
         healed = 0
         for replica in down:
             try:
-                self._heal_one(replica, timeout)
+                self._catch_up(replica, self._restart(replica, timeout), timeout)
                 healed += 1
             except Exception:  # noqa: BLE001 - it stays down; the next heal tries again
                 _kill(self.ray, replica.actor)
         return healed
 
-    def _heal_one(self, replica: Replica, timeout: float) -> None:
-        ray = self.ray
-        _kill(ray, replica.actor)
+    def _heal_all(self, timeout: float) -> int:
+        """Every replica was down: all are restarted first, and the one with the highest
+        change number leads (brought up to the last acknowledged write from the log if it
+        is behind; if it cannot be, none serves). Letting the first to start lead would
+        copy its older database over a replica holding acknowledged writes."""
+        started = []
+        for replica in self.replicas:
+            try:
+                started.append((replica, self._restart(replica, timeout)))
+            except Exception:  # noqa: BLE001 - it stays down; the next heal tries again
+                _kill(self.ray, replica.actor)
+        if not started:
+            return 0
+        leader, change = max(started, key=lambda pair: pair[1])
+        try:
+            change = self._replay(leader, change, self._acknowledged, timeout)
+        except Exception:  # noqa: BLE001 - it could not take the writes it missed
+            change = -1
+        if change < self._acknowledged:  # the acknowledged writes are on no replica that runs
+            for replica, _ in started:
+                _kill(self.ray, replica.actor)
+            return 0
+        with self._mutex:
+            leader.change, leader.live = change, True
+        self.catch_ups["led"] += 1
+        healed = 1
+        for replica, change in started:
+            if replica is leader:
+                continue
+            try:
+                self._catch_up(replica, change, timeout)
+                healed += 1
+            except Exception:  # noqa: BLE001 - it stays down; the next heal tries again
+                _kill(self.ray, replica.actor)
+        return healed
+
+    def _restart(self, replica: Replica, timeout: float) -> int:
+        """A new actor on the replica's directory (not serving yet); returns its change."""
+        _kill(self.ray, replica.actor)
         actor = self._start_actor(replica.index, replica.path, False)
         replica.actor = actor
         replica.restarts += 1
-        change = ray.get(actor.ready.remote(), timeout=timeout)
-        sources = self.live()
-        if not sources:  # every replica was down: the newest restarted one leads
-            replica.change, replica.live = change, True
-            others = [r for r in self.replicas if r is not replica and r.live]
-            if others and max(r.change for r in others) > change:
-                self.mark_down(replica, actor)
-            return
-        source = max(sources, key=lambda r: r.change)
-        target = source.change
-        missed = [entry for entry in self._log if entry[0] > change]
-        how = "current" if change == target else "replayed"
+        return self.ray.get(actor.ready.remote(), timeout=timeout)
+
+    def _replay(self, replica: Replica, change: int, target: int, timeout: float) -> int:
+        """Replays the logged writes after change up to target, if the log holds every one
+        of them; returns the replica's change number after it."""
+        missed = [entry for entry in self._log if change < entry[0] <= target]
         if change < target and missed and missed[0][0] == change + 1 and \
                 missed[-1][0] == target:
             for expected, op, args, kwargs in missed:
-                change = ray.get(actor.write.remote(op, args, kwargs), timeout=timeout)
+                change = self.ray.get(replica.actor.write.remote(op, args, kwargs),
+                                      timeout=timeout)
                 if change != expected:
                     break
+        return change
+
+    def _catch_up(self, replica: Replica, change: int, timeout: float) -> None:
+        """Brings a restarted replica to the newest live one's change number (replaying
+        the log, else copying that replica's database), then lets it serve."""
+        sources = self.live()
+        if not sources:  # the others went down meanwhile: the next heal restarts them all
+            raise ShardError(f"shard {self.shard}: no live replica to catch up from",
+                             self.shard)
+        source = max(sources, key=lambda r: r.change)
+        target = source.change
+        how = "current" if change == target else "replayed"
+        change = self._replay(replica, change, target, timeout)
         if change != target:
-            database = ray.get(source.actor.snapshot.remote(), timeout=timeout)
-            change = ray.get(actor.restore.remote(database), timeout=timeout)
+            database = self.ray.get(source.actor.snapshot.remote(), timeout=timeout)
+            change = self.ray.get(replica.actor.restore.remote(database), timeout=timeout)
             how = "copied"
         if change != target:
             raise ShardError(f"shard {self.shard} replica {replica.index} did not reach change "
@@ -190,6 +243,7 @@ class ReplicaSet:
             else:
                 replica.change = change
         self._log.append((agreed, op, args, kwargs))
+        self._acknowledged = max(self._acknowledged, agreed)
         return agreed
 
     def close(self) -> None:

@@ -14,7 +14,8 @@ ray = pytest.importorskip("ray")
 
 import _sharded_data  # noqa: E402
 from _sharded_data import WordHashEncoder, assert_same_matches, real_text  # noqa: E402
-from ragcore import Collection, CollectionError, ShardUnavailableError  # noqa: E402
+from ragcore import (Collection, CollectionError, CollectionLockedError,  # noqa: E402
+                     ShardUnavailableError)
 from ragcore.distributed import ShardedCollection, document_shards  # noqa: E402
 
 ray.cloudpickle.register_pickle_by_value(_sharded_data)  # the actors cannot import tests/
@@ -319,3 +320,54 @@ def test_an_acknowledged_write_on_no_running_replica_is_replayed_or_nothing_serv
             assert healed == 0
             with pytest.raises(ShardUnavailableError, match="shard 0"):
                 sc.search("13", k=1, mode="sparse")
+
+
+def test_reopened_only_a_replica_holding_every_acknowledged_write_leads(tmp_path):
+    """Replica 0 misses a write; the collection is closed, and opened again while replica
+    1's directory is away: the open refuses (naming replica 1) instead of serving replica
+    0's older documents, and once replica 1 is back both hold every write."""
+    texts = [f"document number {i} about topic {i % 5}" for i in range(20)]
+    with ShardedCollection.create(tmp_path / "sc", n_shards=1, replicas=2,
+                                  encoder=WordHashEncoder()) as sc:
+        sc.add(texts[:10], ids=list(range(10)))
+        killed(sc.shard_actors()[0][0])
+        sc.add(texts[10:], ids=list(range(10, 20)))  # replica 0 leaves the in-sync set
+    one = tmp_path / "sc" / "shard-00000" / "replica-1"
+    one.rename(tmp_path / "away")
+    with pytest.raises(CollectionError, match="those that do: replica 1"):
+        ShardedCollection.open(tmp_path / "sc", encoder=WordHashEncoder())
+    (tmp_path / "away").rename(one)
+    with ShardedCollection.open(tmp_path / "sc", encoder=WordHashEncoder()) as sc:
+        assert len(sc) == 20 and sc._sets[0].in_sync == {0, 1}
+        held = [sorted(ray.get(r.actor.ids.remote())) for r in sc._sets[0].replicas]
+        assert held[0] == held[1] == list(range(20))
+
+
+def _opened_once_unlocked(path) -> Collection:
+    """The collection at path, once the killed actor's process has let go of its lock."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return Collection.open(path, encoder=WordHashEncoder())
+        except CollectionLockedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def test_a_replica_that_committed_unseen_is_copied_not_trusted_by_its_change_number(tmp_path):
+    """Replica 0 dies during a write the driver never sees it commit; a write stands in
+    for that commit, so replica 0 reaches the live replica's change number with other
+    documents. Healing must copy the live replica, not call it current by the number."""
+    texts = [f"document number {i} about topic {i % 5}" for i in range(12)]
+    with ShardedCollection.create(tmp_path / "sc", n_shards=1, replicas=2,
+                                  encoder=WordHashEncoder()) as sc:
+        sc.add(texts[:10], ids=list(range(10)))
+        killed(sc.shard_actors()[0][0])
+        sc.add([texts[10]], ids=[10])  # replica 0 is found dead: replica 1 alone takes it
+        with _opened_once_unlocked(tmp_path / "sc" / "shard-00000" / "replica-0") as behind:
+            behind.add([texts[11]], ids=[11])  # the same change number, another write
+        assert sc.heal() == 1
+        assert sc._sets[0].catch_ups["copied"] == 1
+        held = [sorted(ray.get(r.actor.ids.remote())) for r in sc._sets[0].replicas]
+        assert held[0] == held[1] == list(range(11))

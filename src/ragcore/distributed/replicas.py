@@ -37,12 +37,17 @@ class Replica:
 
 
 class ReplicaSet:
-    """One shard's replicas. start_actor(replica index, path, create) -> actor handle."""
+    """One shard's replicas. start_actor(replica index, path, create) -> actor handle.
+    in_sync: the replica numbers that hold every acknowledged write (default: all);
+    save_in_sync(shard, numbers) records a change of them durably (_in_sync.py)."""
 
-    def __init__(self, ray, shard: int, paths: list, start_actor):
+    def __init__(self, ray, shard: int, paths: list, start_actor, in_sync=None,
+                 save_in_sync=None):
         self.ray, self.shard = ray, shard
         self.replicas = [Replica(i, p) for i, p in enumerate(paths)]
         self._start_actor = start_actor
+        self.in_sync = set(range(len(paths)) if in_sync is None else in_sync)
+        self._save_in_sync = save_in_sync or (lambda shard, numbers: None)
         self._log = collections.deque(maxlen=LOG_LIMIT)  # (change, op, args, kwargs)
         self._turn = 0
         self._acknowledged = -1  # the change number of the last acknowledged write
@@ -94,13 +99,15 @@ class ReplicaSet:
                                      f"created: {_summary(err)}", self.shard, err) from err
                 _kill(self.ray, replica.actor)
         live = self.live()
-        if live:
-            self._acknowledged = max(r.change for r in live)
-        if live and len({r.change for r in live}) > 1:  # opened after an unclean stop
-            newest = max(r.change for r in live)
-            for r in live:
-                if r.change != newest:
-                    self.mark_down(r, r.actor)
+        leaders = [r for r in live if r.index in self.in_sync]
+        newest = max((r.change for r in leaders), default=-1)
+        self._acknowledged = newest
+        for r in live:  # only an in-sync replica may lead; the others catch up from it
+            if r.index not in self.in_sync:
+                self.mark_down(r, r.actor)
+                r.change = -1  # what it holds after the writes it missed is unknown: copied
+            elif r.change != newest:  # opened after an unclean stop
+                self.mark_down(r, r.actor)
 
     def probe(self, timeout: float) -> None:
         """Asks every live replica whether it answers; one that does not goes down."""
@@ -139,7 +146,14 @@ class ReplicaSet:
                 _kill(self.ray, replica.actor)
         if not started:
             return 0
-        leader, change = max(started, key=lambda pair: pair[1])
+        leaders = [pair for pair in started if pair[0].index in self.in_sync]
+        if not leaders:  # one whose writes are the log's up to its change may replay the rest
+            leaders = [pair for pair in started if pair[1] == pair[0].change]
+        if not leaders:
+            for replica, _ in started:
+                _kill(self.ray, replica.actor)
+            return 0
+        leader, change = max(leaders, key=lambda pair: pair[1])
         try:
             change = self._replay(leader, change, self._acknowledged, timeout)
         except Exception:  # noqa: BLE001 - it could not take the writes it missed
@@ -148,6 +162,7 @@ class ReplicaSet:
             for replica, _ in started:
                 _kill(self.ray, replica.actor)
             return 0
+        self._join_in_sync(leader)
         with self._mutex:
             leader.change, leader.live = change, True
         self.catch_ups["led"] += 1
@@ -193,17 +208,32 @@ class ReplicaSet:
         source = max(sources, key=lambda r: r.change)
         target = source.change
         how = "current" if change == target else "replayed"
-        change = self._replay(replica, change, target, timeout)
-        if change != target:
+        # Only a replica at the change it was last seen to commit holds the log's writes up
+        # to there; one that committed more unseen (its answer was lost) may hold a write
+        # the others never took under the same change number.
+        trusted = change == replica.change
+        if trusted:
+            change = self._replay(replica, change, target, timeout)
+        if not trusted or change != target:
             database = self.ray.get(source.actor.snapshot.remote(), timeout=timeout)
             change = self.ray.get(replica.actor.restore.remote(database), timeout=timeout)
             how = "copied"
         if change != target:
             raise ShardError(f"shard {self.shard} replica {replica.index} did not reach change "
                              f"{target} (it has {change})", self.shard)
+        self._join_in_sync(replica)
         with self._mutex:
             replica.change, replica.live = change, True
         self.catch_ups[how] += 1
+
+    def _join_in_sync(self, replica: Replica) -> None:
+        """Recorded before the replica serves (a failed save leaves it down)."""
+        if replica.index not in self.in_sync:
+            self._set_in_sync(self.in_sync | {replica.index})
+
+    def _set_in_sync(self, numbers: set) -> None:
+        self._save_in_sync(self.shard, numbers)
+        self.in_sync = set(numbers)
 
     # ---- writes ---------------------------------------------------------------
 
@@ -242,6 +272,9 @@ class ReplicaSet:
                 self.mark_down(replica, actor)
             else:
                 replica.change = change
+        holders = {replica.index for replica, _, change in committed if change == agreed}
+        if holders != self.in_sync:  # recorded before the write is acknowledged
+            self._set_in_sync(holders)
         self._log.append((agreed, op, args, kwargs))
         self._acknowledged = max(self._acknowledged, agreed)
         return agreed

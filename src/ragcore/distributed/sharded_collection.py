@@ -18,7 +18,7 @@ from ..rag.collection.collection import (MODES, Document, Match, SearchResults,
                                          fusion_function, rerank_hits)
 from ..rag.collection.locking import ReadWriteLock
 from ..rag.defaults import DEFAULT_K0
-from . import _manifest
+from . import _in_sync, _manifest
 from ._collection_host import CollectionHost
 from ._ray import connect
 from .merge import merge_hits
@@ -125,14 +125,19 @@ class ShardedCollection:
             return remote.options(**opts).remote(replica_path, create_it, options, encoder,
                                                  chunker)
 
-        sets = [ReplicaSet(ray, s, [os.path.join(path, p) for p in paths], start_actor)
+        record = _in_sync.Record(path, _in_sync.read(path, len(manifest["shards"]), n_replicas))
+        sets = [ReplicaSet(ray, s, [os.path.join(path, p) for p in paths], start_actor,
+                           in_sync=record[s], save_in_sync=record.save)
                 for s, paths in enumerate(manifest["shards"])]
         try:
             for replica_set in sets:
                 replica_set.start(create, timeout)
                 if not replica_set.live():
-                    raise CollectionError(f"{path}: no replica of shard {replica_set.shard} "
-                                          "could be opened")
+                    raise CollectionError(
+                        f"{path}: no replica of shard {replica_set.shard} that holds every "
+                        "acknowledged write could be opened (those that do: replica "
+                        f"{', '.join(map(str, sorted(replica_set.in_sync)))}); bring one of "
+                        "them back (its directory, its node) and open again")
                 replica_set.heal(timeout)  # those behind the newest catch up first
         except BaseException:
             for replica_set in sets:

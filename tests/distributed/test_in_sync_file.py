@@ -17,7 +17,7 @@ def test_a_saved_change_is_read_back_and_the_other_shards_are_kept(tmp_path):
     record = _in_sync.Record(str(tmp_path), [{0, 1}, {0, 1}])
     record.save(1, {0})
     assert _in_sync.read(str(tmp_path), 2, 2) == [{0, 1}, {0}]
-    assert record[1] == {0} and not (tmp_path / (_in_sync.NAME + ".tmp")).exists()
+    assert record[1] == {0} and sorted(p.name for p in tmp_path.iterdir()) == [_in_sync.NAME]
 
 
 @pytest.mark.parametrize("content", [

@@ -17,6 +17,7 @@ import json
 import os
 import threading
 
+from .._util.atomic_file import write_atomic
 from ..errors import CollectionError
 
 NAME = "in-sync.json"
@@ -45,20 +46,9 @@ def read(path: str, n_shards: int, replicas: int) -> list[set]:
 
 
 def write(path: str, in_sync: list) -> None:
-    """Replaces the file (written aside, synced, renamed, and the directory synced)."""
-    file = os.path.join(path, NAME)
-    tmp = file + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"format_version": FORMAT_VERSION,
-                   "shards": [sorted(s) for s in in_sync]}, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, file)
-    directory = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    """Replaces the file atomically (a crash leaves the old sets or the new)."""
+    write_atomic(os.path.join(path, NAME), json.dumps(
+        {"format_version": FORMAT_VERSION, "shards": [sorted(s) for s in in_sync]}).encode())
 
 
 class Record:

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import numpy as np
 
+from ..._util.atomic_file import write_atomic
 from ...dense.flat import FlatIndex
 from ...dense.hnsw import HNSWIndex
 from ...dense.ivf import IVFIndex
@@ -201,7 +201,7 @@ class Indexes:
         self.bm25.save(os.path.join(directory, bm25_name))
         written["bm25_ids"] = ids_digest(self.bm25.ids)
         written["chunks"] = manifest.ids_summary(self.bm25.ids)  # BM25 holds every live chunk
-        _write_atomic(os.path.join(directory, MANIFEST), json.dumps(written).encode())
+        write_atomic(os.path.join(directory, MANIFEST), json.dumps(written).encode())
         keep = {MANIFEST, dense_name, bm25_name}
         for name in os.listdir(directory):
             if name.endswith(".rci") and name not in keep or name.startswith(".ragcore-"):
@@ -358,24 +358,6 @@ def _peek_kind(path: str) -> str:
         return header.get("kind", "")
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".ragcore-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def empty_hits(nq: int, k: int) -> Hits:

@@ -24,7 +24,7 @@ __all__ = [
     "BM25Index", "BiEncoder", "Collection", "CollectionCorruptError", "CollectionError",
     "CollectionLockedError", "CopyWarning", "CrossEncoder", "DeviceHits", "Embeddings",
     "FilterError", "FlatIndex", "GpuBM25Index", "GpuFlatIndex", "HNSWIndex",
-    "HaproxyNotFoundError", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker", "PQIndex", "RagcoreError", "ServiceError",
-    "ShardError", "ShardUnavailableError",
+    "HaproxyNotFoundError", "Hits", "IVFIndex", "IndexFileError", "LateInteractionReranker",
+    "PQIndex", "RagcoreError", "ServiceError", "ShardError", "ShardUnavailableError",
     "TruncationWarning", "__version__", "cuda_device_count", "evaluate", "rag", "tokenize",
 ]

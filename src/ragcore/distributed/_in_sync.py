@@ -19,6 +19,7 @@ import threading
 
 from .._util.atomic_file import write_atomic
 from ..errors import CollectionError
+from ._manifest import read_json
 
 NAME = "in-sync.json"
 FORMAT_VERSION = 1
@@ -29,11 +30,7 @@ def read(path: str, n_shards: int, replicas: int) -> list[set]:
     file = os.path.join(path, NAME)
     if not os.path.exists(file):
         return [set(range(replicas)) for _ in range(n_shards)]
-    try:
-        with open(file) as f:
-            recorded = json.load(f)
-    except (OSError, ValueError) as err:
-        raise CollectionError(f"{file}: unreadable: {err}") from None
+    recorded = read_json(file)
     if not isinstance(recorded, dict) or recorded.get("format_version") != FORMAT_VERSION:
         raise CollectionError(f"{file}: not an in-sync file of format_version {FORMAT_VERSION}")
     shards = recorded.get("shards")

@@ -40,16 +40,22 @@ def present(path) -> bool:
     return True
 
 
+def read_json(file: str):
+    """A JSON file of the sharded collection's directory; a CollectionError naming it when it
+    cannot be read or parsed."""
+    try:
+        with open(file) as f:
+            return json.load(f)
+    except (OSError, ValueError) as err:
+        raise CollectionError(f"{file}: unreadable: {err}") from None
+
+
 def read(path: str) -> dict:
     file = os.path.join(path, MANIFEST)
     if not os.path.isfile(file):
         raise CollectionError(f"{path}: not a sharded collection (no {MANIFEST}); create it "
                               "with ShardedCollection.create")
-    try:
-        with open(file) as f:
-            manifest = json.load(f)
-    except (OSError, ValueError) as err:
-        raise CollectionError(f"{file}: unreadable manifest: {err}") from None
+    manifest = read_json(file)
     if not isinstance(manifest, dict) or manifest.get("kind") != KIND:
         raise CollectionError(f"{file}: not a ShardedCollection manifest")
     if manifest.get("format_version", 0) > FORMAT_VERSION:

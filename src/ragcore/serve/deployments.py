@@ -43,8 +43,9 @@ def ray_environment(ingress: str) -> dict:
 
         # Ray's per-request ingress metrics: HAProxy sends a log datagram per request that
         # Ray's HAProxy manager parses into Prometheus metrics; off unless the caller's
-        # environment turns them on (bench/serve_ab.py, 32 clients on 2 cores: QPS rose
-        # 5% batching on, 21% off, without them). /stats has ragcore's own counts.
+        # environment turns them on (bench/serve_ab.py, 32 clients on 2 vCPUs of an AMD EPYC
+        # Zen 5: QPS rose 5% batching on, 21% off, without them). /stats has ragcore's own
+        # counts.
         metrics = os.environ.get(HAPROXY_METRICS_VARIABLE, "0")
         return {**common, **prepare(), "RAY_SERVE_ENABLE_HA_PROXY": "1",
                 HAPROXY_METRICS_VARIABLE: metrics,

@@ -358,8 +358,6 @@ def _peek_kind(path: str) -> str:
         return header.get("kind", "")
 
 
-
-
 def empty_hits(nq: int, k: int) -> Hits:
     return Hits(np.full((nq, k), -np.inf, dtype=np.float32), np.full((nq, k), PADDING_ID, np.int64))
 

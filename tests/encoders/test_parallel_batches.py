@@ -192,8 +192,12 @@ def test_int8_cut_calls_are_their_pieces_own_calls(whole_and_cut, picks, batch_s
         got = encoder.encode(texts, warn=False)
         np.testing.assert_array_equal(got, want)
         assert got.truncated == whole_calls.truncated
-        # other bits than whole calls, within the bound the int8 recipe keeps to fp32
-        assert (got * whole_calls).sum(axis=1).min() >= derived.INT8_MIN_COSINE
+        # other bits than whole calls. The recipe keeps int8 within INT8_MIN_COSINE of fp32
+        # (on its check texts); two vectors each that close to fp32 are within the angle's
+        # double of each other, cos(2 acos b) = 2 b^2 - 1. Comparing them to b itself was
+        # wrong: picks [0, 0, 0, 1, 4, 7] at batch 6 gave 0.99496 while each was >= 0.9952
+        # to fp32; batches of mixed texts measured down to 0.991.
+        assert (got * whole_calls).sum(axis=1).min() >= 2 * derived.INT8_MIN_COSINE ** 2 - 1
 
 
 def test_int8_check_covers_the_pieces(derived_models):
